@@ -1,0 +1,61 @@
+# The README's commands: `make bench` and `make test`. Both run `setup` first, which installs
+# only what is missing: Debian packages, the .venv, the extension, the R package.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(abspath $(VENV))/bin/python
+PIP := $(PY) -m pip
+BUILD_DIR = $(firstword $(wildcard build/cp*))
+export RETICULATE_PYTHON := $(PY)
+
+# torch is pinned to the CPU wheel on disk (an unpinned torch pulls a multi-GB CUDA build);
+# pybind11 matches the version torch 2.13 bundles; rpy2 3.6 needs a newer R than Debian's 4.2.
+PY_DEPS := torch==2.13.0 numpy pybind11==3.0.4 "scikit-build-core>=0.10" pytest hypothesis \
+           "rpy2>=3.5.17,<3.6" matplotlib
+EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
+               CMakeLists.txt pyproject.toml
+R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
+
+.PHONY: setup test test-cpp test-python test-r bench parity clean
+
+setup: $(VENV)/.system $(VENV)/.deps $(VENV)/.ext $(VENV)/.rpkg
+
+$(VENV)/.system: tools/setup_system.sh
+	@bash tools/setup_system.sh
+	@mkdir -p $(VENV) && touch $@
+
+$(VENV)/.deps: $(VENV)/.system Makefile
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "setup: Python packages into $(VENV)"
+	@$(PIP) install -q --disable-pip-version-check $(PY_DEPS)
+	@touch $@
+
+$(VENV)/.ext: $(VENV)/.deps $(EXT_SOURCES)
+	@echo "setup: building ampkit (C++ core, extension, C++ tests)"
+	@$(PIP) install -q --disable-pip-version-check --no-build-isolation --no-deps .
+	@touch $@
+
+$(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
+	@bash tools/install_rpkg.sh "$(PY)"
+	@touch $@
+
+test: setup test-cpp test-python test-r
+
+test-cpp:
+	@echo "== C++ tests (ctest)"
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure
+
+test-python:
+	@echo "== Python and parity tests (pytest)"
+	@$(PY) -m pytest -q
+
+test-r:
+	@bash tools/test_rpkg.sh "$(PY)"
+
+bench: setup
+	@$(PY) -m ampkit bench $(BENCH_ARGS)
+
+parity: setup
+	@$(PY) -m pytest -q tests/parity -p no:cacheprovider --parity-report
+
+clean:
+	rm -rf build $(VENV) bench/results

@@ -1,0 +1,36 @@
+// The three kinds of error the core raises. The bindings map each to a Python exception class
+// that is also the built-in type torch.amp raises for the same misuse, so code written against
+// torch.amp catches ampkit's errors unchanged (see python/src/bindings.cpp).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ampkit {
+
+// An argument with a value outside its rule ("`growth_factor` must be > 1, got 0.5.").
+// Python: ampkit.ArgumentError, a ValueError and an AssertionError (torch.amp asserts on factors).
+class ArgumentError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// An argument of the wrong kind (a device string that names no device type, a dtype AMP cannot use).
+// Python: ampkit.ArgumentTypeError, a TypeError.
+class ArgumentTypeError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// A call out of order: unscale_ twice, step twice, update with no inf checks, exiting an autocast
+// region twice. Python: ampkit.StateError, a RuntimeError and an AssertionError (torch.amp uses
+// both for these).
+class StateError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// Shortest text that reads back as the same double: 0.5 -> "0.5", 1.1 -> "1.1", inf -> "inf".
+std::string format_number(double value);
+
+}  // namespace ampkit

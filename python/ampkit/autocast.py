@@ -1,0 +1,138 @@
+"""``ampkit.autocast``: torch.autocast's API over the C++ autocast guard."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+import torch
+
+from . import _C
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_region_init = _C.AutocastRegion.__init__
+
+
+def _argument_type_error(device_type: Any, dtype: Any, enabled: Any, cache_enabled: Any) -> Exception:
+    """Name the argument pybind11 could not convert (checked only after a failure: no cost)."""
+    checks = (
+        ("device_type", device_type, isinstance(device_type, str), "a str such as 'cpu' or 'cuda'"),
+        ("dtype", dtype, dtype is None or isinstance(dtype, torch.dtype), "a torch.dtype or None"),
+        ("enabled", enabled, isinstance(enabled, (bool, int)), "a bool"),
+        ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, (bool, int)),
+         "a bool or None"),
+    )
+    for name, value, ok, rule in checks:
+        if not ok:
+            return _C.ArgumentTypeError(f"`{name}` must be {rule}, got {type(value).__name__}.")
+    return _C.ArgumentTypeError("invalid autocast arguments")
+
+
+class autocast(_C.AutocastRegion):
+    """Run a region with autocasting, exactly as :class:`torch.autocast` does.
+
+    Same signature and semantics as ``torch.autocast`` 2.13, and the same thread-local state, so
+    ``torch.is_autocast_enabled("cpu")`` is ``True`` inside ``ampkit.autocast("cpu")`` and regions
+    nest with ``torch.autocast`` in either order. Entering and leaving run in the C++ core. Usable
+    as a context manager or as a decorator.
+
+    Args:
+        device_type: ``"cpu"``, ``"cuda"``, ... (``"cuda:0"`` means its type, as in torch).
+        dtype: the lower-precision dtype; ``None`` means the device's current autocast dtype
+            (bfloat16 on the CPU, float16 on CUDA unless changed).
+        enabled: ``False`` makes a region with autocast off (for nesting).
+        cache_enabled: keep the weight-cast cache in the region; ``None`` means the current flag.
+
+    CUDA asked for without a CUDA device, or a dtype the device cannot autocast to, warns and gives
+    a disabled region, as torch.autocast does. An unknown device type raises ``ArgumentError``
+    (a ValueError); an argument of the wrong type, ``TypeError``.
+
+
+    Example:
+        >>> import torch, ampkit
+        >>> a = torch.randn(4, 4)
+        >>> with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        ...     (a @ a).dtype
+        torch.bfloat16
+        >>> @ampkit.autocast("cpu")
+        ... def forward(x):
+        ...     return x @ x
+        >>> forward(a).dtype
+        torch.bfloat16
+    """
+
+    # Construction, __enter__ and __exit__ are the core's (see python/src/bindings.cpp): a region
+    # is resolved once, as torch.autocast.__init__ resolves it, then entered re-entrantly (a
+    # stack of tokens), so a nested `with` of one instance restores each level. Properties, as
+    # torch.autocast's attributes: device, fast_dtype, enabled, cache_enabled.
+    __slots__ = ()
+
+    def __init__(
+        self,
+        device_type: str,
+        dtype: "torch.dtype | None" = None,
+        enabled: bool = True,
+        cache_enabled: "bool | None" = None,
+    ) -> None:
+        # Forwarded positionally: pybind11's keyword matching costs more than this frame.
+        try:
+            _region_init(self, device_type, dtype, enabled, cache_enabled)
+        except TypeError:
+            raise _argument_type_error(device_type, dtype, enabled, cache_enabled) from None
+
+    def __call__(self, func: F) -> F:
+        if not callable(func):
+            raise _C.ArgumentTypeError(
+                f"autocast()(func) needs a callable, got {type(func).__name__}; "
+                "use `with ampkit.autocast(...):` for a block."
+            )
+        request = self.request
+
+        @functools.wraps(func)
+        def decorated(*args: Any, **kwargs: Any) -> Any:
+            # A token per call, not the instance's stack: the decorated function may run on
+            # several threads at once, or recursively.
+            token = _C.enter_autocast(request)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _C.exit_autocast(token)
+
+        return decorated  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return (
+            f"ampkit.autocast(device_type={self.device!r}, dtype={self.fast_dtype}, "
+            f"enabled={self.enabled}, cache_enabled={self.cache_enabled})"
+        )
+
+
+def is_autocast_enabled(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` on this thread.
+
+    The same answer as ``torch.is_autocast_enabled(device_type)``.
+
+    Example:
+        >>> import ampkit
+        >>> with ampkit.autocast("cpu"):
+        ...     ampkit.is_autocast_enabled("cpu")
+        True
+    """
+    return _C.is_autocast_enabled(device_type)
+
+
+def get_autocast_dtype(device_type: str) -> torch.dtype:
+    """The dtype autocast uses for ``device_type`` on this thread.
+
+    The same answer as ``torch.get_autocast_dtype(device_type)``.
+
+    Example:
+        >>> import torch, ampkit
+        >>> with ampkit.autocast("cpu", dtype=torch.float16):
+        ...     ampkit.get_autocast_dtype("cpu")
+        torch.float16
+    """
+    return _C.get_autocast_dtype(device_type)

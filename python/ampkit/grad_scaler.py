@@ -1,0 +1,434 @@
+"""``ampkit.GradScaler``: a drop-in for ``torch.amp.GradScaler`` over the C++ state machine."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+import weakref
+from collections import abc
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+from . import _C
+
+__all__ = ["GradScaler"]
+
+_STATE_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+
+
+def _number(name: str, value: Any) -> float:
+    """``value`` as a float, or an ArgumentTypeError naming ``name``; the core judges the range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _C.ArgumentTypeError(f"`{name}` must be a number, got {type(value).__name__}.")
+    return float(value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _C.ArgumentTypeError(f"`{name}` must be True or False, got {type(value).__name__}.")
+    return value
+
+
+class GradScaler:
+    """Dynamic loss scaling, a drop-in for :class:`torch.amp.GradScaler`.
+
+    The same constructor, methods, results (bit for bit), ``state_dict`` keys and misuse errors as
+    ``torch.amp.GradScaler``. The state machine runs in ampkit's C++ core, which keeps each
+    optimizer's parameter list and reads gradients in C++, so the Python work per step does not
+    grow with the number of parameters. Per step the skip decision reads one value to the host;
+    ``scale``, ``unscale_`` and ``update`` read none, and optimizers built with ``fused=True``
+    (Adam, AdamW, SGD) skip on the device with no host read at all.
+
+    The algorithm (S is the scale, a float32 tensor created on the device of the first loss)::
+
+        scale(loss)    -> loss * S
+        step(opt)      -> g /= S for each gradient; if no g is inf/NaN: opt.step()
+        update()       -> inf/NaN seen ? S *= backoff_factor, tracker = 0
+                                       : tracker += 1; tracker == growth_interval ?
+                                         S *= growth_factor, tracker = 0
+
+    Args:
+        device: device type of the scale (``"cuda"`` or ``"cpu"``). ``"cuda"`` without a CUDA
+            device warns and gives a disabled scaler, as torch.amp does.
+        init_scale: initial scale, finite and > 0.
+        growth_factor: factor applied after ``growth_interval`` clean steps, > 1.
+        backoff_factor: factor applied after a step with inf/NaN gradients, in (0, 1).
+        growth_interval: clean steps between growths, a whole number >= 1.
+        enabled: ``False`` makes every method a no-op and ``step`` a plain ``optimizer.step()``.
+
+    Thread contract: calls on one scaler are serialised by the GIL and each is atomic; drive one
+    scaler's iteration (scale, step, update) from one thread at a time.
+
+    Example:
+        >>> import torch, ampkit
+        >>> model = torch.nn.Linear(4, 2)
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> scaler = ampkit.GradScaler("cpu", init_scale=1024.0)
+        >>> with ampkit.autocast("cpu"):
+        ...     loss = model(torch.randn(8, 4)).float().pow(2).mean()
+        >>> scaler.scale(loss).backward()
+        >>> scaler.step(opt)
+        >>> scaler.update()
+        >>> scaler.get_scale()
+        1024.0
+    """
+
+    def __init__(
+        self,
+        device: str = "cuda",
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
+        self._core = self._make_core(
+            device, init_scale, growth_factor, backoff_factor, growth_interval, enabled
+        )
+        if self._core.warning:
+            warnings.warn(self._core.warning, stacklevel=2)
+        self._param_lists: "weakref.WeakKeyDictionary[Any, Tuple[tuple, _C.ParamList]]" = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @staticmethod
+    def _make_core(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled):
+        if not isinstance(device, str):
+            raise _C.ArgumentTypeError(
+                f"`device` must be a device type such as 'cuda' or 'cpu', got {type(device).__name__}."
+            )
+        options = _C.GradScalerOptions()
+        options.init_scale = _number("init_scale", init_scale)
+        options.growth_factor = _number("growth_factor", growth_factor)
+        options.backoff_factor = _number("backoff_factor", backoff_factor)
+        options.growth_interval = _number("growth_interval", growth_interval)
+        options.enabled = _flag("enabled", enabled)
+        return _C.GradScaler(device, options)
+
+    # ---- the optimizer's parameters, kept in the core ------------------------------------------
+
+    def _params_of(self, optimizer: Any) -> "_C.ParamList":
+        """The core's ParamList for ``optimizer``, refreshed when its param_groups change.
+
+        A change is a group added or removed, a group's ``params`` list replaced, or its length
+        changed; this check costs O(number of groups), not O(number of parameters).
+        """
+        groups = optimizer.param_groups
+        try:
+            cached = self._param_lists.get(optimizer)
+        except TypeError:  # not weak-referenceable: no cache, a fresh list each time
+            cached = None
+        if cached is not None:
+            signature, params = cached
+            if len(signature) == len(groups) and all(
+                lst is group["params"] and n == len(lst)
+                for (lst, n), group in zip(signature, groups)
+            ):
+                return params
+        signature = tuple((group["params"], len(group["params"])) for group in groups)
+        flat = [p for group in groups for p in group["params"]]
+        if cached is not None:
+            params = cached[1]
+            params.reset(flat)  # same id: a stage recorded this iteration is kept
+        else:
+            params = _C.ParamList(flat)
+        try:
+            self._param_lists[optimizer] = (signature, params)
+        except TypeError:
+            pass
+        return params
+
+    # ---- the iteration ---------------------------------------------------------------------------
+
+    def scale(self, outputs: Any) -> Any:
+        """Multiply ``outputs`` (a tensor, or nested lists/tuples of tensors) by the scale.
+
+        The scale is created on the device of the first tensor seen. No host read.
+
+        Example:
+            >>> import torch, ampkit
+            >>> scaler = ampkit.GradScaler("cpu", init_scale=8.0)
+            >>> scaler.scale(torch.tensor(2.0))
+            tensor(16.)
+            >>> scaler.scale([torch.tensor(1.0), (torch.tensor(3.0),)])
+            [tensor(8.), (tensor(24.),)]
+        """
+        if isinstance(outputs, torch.Tensor):
+            return self._core.scale(outputs)
+        if not self._core.is_enabled():
+            return outputs
+        return self._scale_nested(outputs)
+
+    def _scale_nested(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return self._core.scale(value)
+        if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes)):
+            scaled = map(self._scale_nested, value)
+            return type(value)(scaled) if isinstance(value, (list, tuple)) else scaled
+        raise _C.ArgumentError(
+            f"`outputs` must be a Tensor or an iterable of Tensors, got {type(value).__name__}."
+        )
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        """Divide ``optimizer``'s gradients by the scale, in place, and record inf/NaN.
+
+        Call it before clipping gradients; ``step`` then does not unscale again. Raises
+        ``RuntimeError`` when called twice, or after ``step``, before ``update``. No host read.
+
+        Example:
+            >>> import torch, ampkit
+            >>> p = torch.nn.Parameter(torch.ones(2))
+            >>> opt = torch.optim.SGD([p], lr=0.1)
+            >>> scaler = ampkit.GradScaler("cpu", init_scale=4.0)
+            >>> scaler.scale(p.sum()).backward()
+            >>> scaler.unscale_(opt)
+            >>> p.grad
+            tensor([1., 1.])
+        """
+        if not self._core.is_enabled():
+            return
+        self._core.unscale_(self._params_of(optimizer))
+
+    def step(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+        """Unscale (if not done yet) and run ``optimizer.step(*args, **kwargs)`` unless a gradient
+        is inf/NaN; returns the optimizer's return value, or ``None`` when the step was skipped.
+
+        Reads one value to the host (the skip decision), except for optimizers with
+        ``_step_supports_amp_scaling`` (``fused=True`` Adam/AdamW/SGD), which get ``grad_scale``
+        and ``found_inf`` and skip on the device. A ``closure`` is not supported.
+
+        Example:
+            >>> import torch, ampkit
+            >>> p = torch.nn.Parameter(torch.ones(2))
+            >>> opt = torch.optim.SGD([p], lr=0.5)
+            >>> scaler = ampkit.GradScaler("cpu")
+            >>> scaler.scale(p.sum()).backward()
+            >>> scaler.step(opt)
+            >>> p.detach()
+            tensor([0.5000, 0.5000])
+        """
+        core = self._core
+        if not core.is_enabled():
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise _C.StateError("Closure use is not currently supported if GradScaler is enabled.")
+        params = self._params_of(optimizer)
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            return self._fused_step(optimizer, params, args, kwargs)
+        retval = optimizer.step(*args, **kwargs) if core.prepare_step(params) else None
+        core.mark_stepped(params)
+        return retval
+
+    def _fused_step(self, optimizer: Any, params: "_C.ParamList", args: tuple, kwargs: dict) -> Any:
+        fused = self._core.prepare_fused_step(params, getattr(optimizer, "grad_scale", None))
+        optimizer.grad_scale = fused.grad_scale
+        optimizer.found_inf = fused.found_inf
+        try:
+            retval = optimizer.step(*args, **kwargs)
+        finally:
+            del optimizer.grad_scale
+            del optimizer.found_inf
+        self._core.mark_stepped(params)
+        return retval
+
+    def update(self, new_scale: Optional[Any] = None) -> None:
+        """Grow or back off the scale from this iteration's inf checks, or set it to ``new_scale``
+        (a float, or a 1-element tensor on the scaler's device type). No host read.
+
+        Example:
+            >>> import torch, ampkit
+            >>> scaler = ampkit.GradScaler("cpu", init_scale=8.0)
+            >>> _ = scaler.scale(torch.tensor(1.0))
+            >>> scaler.update(2.0)
+            >>> scaler.get_scale()
+            2.0
+        """
+        core = self._core
+        if not core.is_enabled():
+            return
+        if new_scale is None:
+            core.update()
+        elif isinstance(new_scale, torch.Tensor):
+            core.update_to(new_scale)
+        else:
+            core.update_to(_number("new_scale", new_scale))
+
+    # ---- settings and state ----------------------------------------------------------------------
+
+    def get_scale(self) -> float:
+        """The current scale as a Python float (reads it to the host); 1.0 when disabled.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu").get_scale()
+            65536.0
+        """
+        return self._core.get_scale()
+
+    def get_growth_factor(self) -> float:
+        """The growth factor.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu").get_growth_factor()
+            2.0
+        """
+        return self._core.get_growth_factor()
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor (a finite number > 1).
+
+        Example:
+            >>> import ampkit
+            >>> s = ampkit.GradScaler("cpu"); s.set_growth_factor(4.0); s.get_growth_factor()
+            4.0
+        """
+        self._core.set_growth_factor(_number("new_factor", new_factor))
+
+    def get_backoff_factor(self) -> float:
+        """The backoff factor.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu").get_backoff_factor()
+            0.5
+        """
+        return self._core.get_backoff_factor()
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor (in (0, 1)).
+
+        Example:
+            >>> import ampkit
+            >>> s = ampkit.GradScaler("cpu"); s.set_backoff_factor(0.25); s.get_backoff_factor()
+            0.25
+        """
+        self._core.set_backoff_factor(_number("new_factor", new_factor))
+
+    def get_growth_interval(self) -> int:
+        """The growth interval.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu").get_growth_interval()
+            2000
+        """
+        return self._core.get_growth_interval()
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval (a whole number >= 1).
+
+        Example:
+            >>> import ampkit
+            >>> s = ampkit.GradScaler("cpu"); s.set_growth_interval(10); s.get_growth_interval()
+            10
+        """
+        self._core.set_growth_interval(_number("new_interval", new_interval))
+
+    def is_enabled(self) -> bool:
+        """Whether the scaler scales (False when built disabled, or for CUDA without CUDA).
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu", enabled=False).is_enabled()
+            False
+        """
+        return self._core.is_enabled()
+
+    def state_dict(self) -> Dict[str, Any]:
+        """torch.amp's five keys: ``scale``, ``growth_factor``, ``backoff_factor``,
+        ``growth_interval``, ``_growth_tracker``; ``{}`` when disabled. Reads the scale and the
+        tracker to the host. Loadable by ``torch.amp.GradScaler`` and by ampkit in R.
+
+        Example:
+            >>> import ampkit
+            >>> sorted(ampkit.GradScaler("cpu").state_dict())
+            ['_growth_tracker', 'backoff_factor', 'growth_factor', 'growth_interval', 'scale']
+        """
+        if not self._core.is_enabled():
+            return {}
+        state = self._core.state_dict()
+        return {
+            "scale": state.scale,
+            "growth_factor": state.growth_factor,
+            "backoff_factor": state.backoff_factor,
+            "growth_interval": int(state.growth_interval),
+            "_growth_tracker": int(state.growth_tracker),
+        }
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Load a state from ``state_dict()`` of ampkit or torch.amp. The whole state is checked
+        first (keys, types, ranges): a bad state raises an error naming the key and changes
+        nothing.
+
+        Example:
+            >>> import torch, ampkit
+            >>> source = torch.amp.GradScaler("cpu", init_scale=512.0)
+            >>> target = ampkit.GradScaler("cpu")
+            >>> target.load_state_dict(source.state_dict())
+            >>> target.get_scale()
+            512.0
+        """
+        if not self._core.is_enabled():
+            return
+        self._core.load_state_dict(_state_from_dict(state_dict))
+
+    def __getstate__(self) -> Dict[str, Any]:
+        core = self._core
+        if core.is_enabled() and core.has_optimizer_states():
+            raise _C.StateError(
+                "A GradScaler instance may only be pickled at the beginning of an iteration, "
+                "or at the end after scaler.update()."
+            )
+        state = core.state_dict()
+        return {
+            "device": core.device,
+            "enabled": core.is_enabled(),
+            "state": (state.scale, state.growth_factor, state.backoff_factor,
+                      state.growth_interval, state.growth_tracker),
+        }
+
+    def __setstate__(self, pickled: Dict[str, Any]) -> None:
+        scale, growth, backoff, interval, tracker = pickled["state"]
+        # A disabled scaler pickles 1.0 as its scale; it is never used.
+        self._core = self._make_core(pickled["device"], scale, growth, backoff, interval,
+                                     pickled["enabled"])
+        self._core.load_state_dict(_C.ScalerState(scale, growth, backoff, interval, tracker))
+        self._param_lists = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        core = self._core
+        return (
+            f"ampkit.GradScaler(device={core.device!r}, enabled={core.is_enabled()}, "
+            f"growth_factor={core.get_growth_factor()}, backoff_factor={core.get_backoff_factor()}, "
+            f"growth_interval={core.get_growth_interval()})"
+        )
+
+
+def _state_from_dict(state_dict: Any) -> "_C.ScalerState":
+    """Check a state dict's keys and value types; the core then checks the ranges."""
+    if not isinstance(state_dict, abc.Mapping):
+        raise _C.ArgumentTypeError(
+            f"`state_dict` must be a dict with keys {list(_STATE_KEYS)}, got {type(state_dict).__name__}."
+        )
+    if len(state_dict) == 0:
+        raise _C.StateError(
+            "The source state dict is empty, possibly because it was saved from a disabled "
+            "instance of GradScaler."
+        )
+    missing = [key for key in _STATE_KEYS if key not in state_dict]
+    if missing:
+        raise _C.ArgumentError(f"`state_dict` is missing the key(s) {missing}.")
+    extra = [key for key in state_dict if key not in _STATE_KEYS]
+    if extra:
+        raise _C.ArgumentError(
+            f"`state_dict` has unknown key(s) {extra}; expected exactly {list(_STATE_KEYS)}."
+        )
+    values = []
+    for key in _STATE_KEYS:
+        value = state_dict[key]
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        values.append(_number(key, value))
+    return _C.ScalerState(*values)
