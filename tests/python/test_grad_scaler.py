@@ -1,0 +1,231 @@
+"""ampkit.GradScaler against torch.amp.GradScaler, the reference, on the CPU."""
+
+import pickle
+import warnings
+
+import pytest
+import torch
+
+import ampkit
+from scaler_scenarios import SCENARIOS, Scenario, train
+
+
+def _assert_same(ours, theirs):
+    assert len(ours) == len(theirs)
+    for step, (a, b) in enumerate(zip(ours, theirs)):
+        assert a[:3] == b[:3], f"step {step}: (scale, tracker, stepped) {a[:3]} != {b[:3]}"
+        for pa, pb in zip(a[3], b[3]):
+            assert torch.equal(pa, pb), f"step {step}: parameters differ"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_bit_identical_to_torch_amp(scenario):
+    ours, _ = train(scenario, ampkit.GradScaler)
+    theirs, _ = train(scenario, torch.amp.GradScaler)
+    _assert_same(ours, theirs)
+    if scenario.inf_at:
+        assert not all(r[2] for r in ours), "an injected inf/NaN must skip a step"
+
+
+@pytest.mark.parametrize("direction", ["ampkit_to_torch", "torch_to_ampkit"])
+def test_checkpoint_interchange_mid_training(direction, tmp_path):
+    scenario = Scenario("handover", optimizer="adam", steps=10, inf_at={2: "inf", 7: "nan"})
+    reference, _ = train(scenario, torch.amp.GradScaler)
+    first, second = ((ampkit.GradScaler, torch.amp.GradScaler) if direction == "ampkit_to_torch"
+                     else (torch.amp.GradScaler, ampkit.GradScaler))
+    head, (model, opts, scaler) = train(scenario, first, steps=4)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"model": model.state_dict(), "opt": opts[0].state_dict(),
+                "scaler": scaler.state_dict()}, path)
+    ckpt = torch.load(path)
+    model2 = type(model)(*[m for m in model])  # fresh container; weights come from the checkpoint
+    model2.load_state_dict(ckpt["model"])
+    opt2 = torch.optim.Adam(model2.parameters(), lr=1e-2)
+    opt2.load_state_dict(ckpt["opt"])
+    scaler2 = second("cpu")
+    scaler2.load_state_dict(ckpt["scaler"])
+    tail, _ = train(scenario, second, model=model2, optimizers=[opt2], scaler=scaler2, start=4,
+                    steps=6)
+    _assert_same(head + tail, reference)
+
+
+def test_state_dict_has_torch_keys_and_values():
+    ours = ampkit.GradScaler("cpu", init_scale=3.0, growth_interval=7)
+    theirs = torch.amp.GradScaler("cpu", init_scale=3.0, growth_interval=7)
+    assert ours.state_dict() == theirs.state_dict()
+    for s in (ours, theirs):
+        s.scale(torch.ones(()))
+    assert ours.state_dict() == theirs.state_dict()
+
+
+def _one_iteration(scaler, opt, param):
+    opt.zero_grad()
+    scaler.scale((param * 2).sum()).backward()
+
+
+def _misuse_cases():
+    """Each case drives a scaler into one misuse; the same exception type must come out."""
+    def unscale_twice(s, o, p):
+        _one_iteration(s, o, p); s.unscale_(o); s.unscale_(o)
+
+    def unscale_after_step(s, o, p):
+        _one_iteration(s, o, p); s.step(o); s.unscale_(o)
+
+    def step_twice(s, o, p):
+        _one_iteration(s, o, p); s.step(o); s.step(o)
+
+    def update_without_step(s, o, p):
+        _one_iteration(s, o, p); s.update()
+
+    def step_before_scale(s, o, p):
+        s.step(o)
+
+    def closure(s, o, p):
+        _one_iteration(s, o, p); s.step(o, closure=lambda: 0.0)
+
+    def load_empty(s, o, p):
+        s.load_state_dict({})
+
+    def scale_non_tensor(s, o, p):
+        s.scale([torch.ones(()), 3])
+
+    def unscale_fp16_grads(s, o, p):
+        _one_iteration(s, o, p); p.grad = p.grad.half(); s.unscale_(o)
+
+    def no_gradients(s, o, p):
+        s.scale(torch.ones(())); o.zero_grad(); s.step(o)
+
+    return [unscale_twice, unscale_after_step, step_twice, update_without_step, step_before_scale,
+            closure, load_empty, scale_non_tensor, unscale_fp16_grads, no_gradients]
+
+
+@pytest.mark.parametrize("misuse", _misuse_cases(), ids=lambda f: f.__name__)
+def test_misuse_raises_the_exception_type_torch_raises(misuse):
+    raised = []
+    for cls in (torch.amp.GradScaler, ampkit.GradScaler):
+        param = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([param], lr=0.1)
+        with pytest.raises(Exception) as info:
+            misuse(cls("cpu"), opt, param)
+        raised.append(info.value)
+    theirs, ours = raised
+    assert isinstance(ours, type(theirs)), f"torch raised {type(theirs)}, ampkit {type(ours)}"
+
+
+def test_step_returns_optimizer_value_or_none_when_skipped():
+    param = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([param], lr=0.1)
+    opt.step = lambda *a, **k: "stepped"
+    scaler = ampkit.GradScaler("cpu")
+    _one_iteration(scaler, opt, param)
+    assert scaler.step(opt) == "stepped"
+    scaler.update()
+    _one_iteration(scaler, opt, param)
+    param.grad[0] = float("inf")
+    assert scaler.step(opt) is None
+
+
+def test_one_host_read_per_step_and_none_for_fused():
+    for fused, reads_per_step in ((False, 1), (True, 0)):
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.Adam(model.parameters(), fused=fused)
+        scaler = ampkit.GradScaler("cpu")
+        for _ in range(5):
+            opt.zero_grad()
+            scaler.scale(model(torch.randn(2, 4)).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+        assert scaler._core.host_reads == 5 * reads_per_step
+
+
+def test_param_groups_change_is_seen():
+    a, b = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([a], lr=1.0)
+    scaler = ampkit.GradScaler("cpu", init_scale=4.0)
+    for step in range(2):
+        if step == 1:
+            opt.add_param_group({"params": [b]})
+        opt.zero_grad()
+        scaler.scale((a + b).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+    # b joined on step 1: its gradient was unscaled (1, not 4) and it stepped once.
+    assert torch.equal(b.detach(), torch.zeros(2))
+    assert torch.equal(a.detach(), -torch.ones(2))
+
+
+def test_pickle_between_iterations_and_not_within():
+    scaler = ampkit.GradScaler("cpu", init_scale=16.0, growth_interval=3)
+    param = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([param], lr=0.1)
+    _one_iteration(scaler, opt, param)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match="pickled"):
+        pickle.dumps(scaler)
+    scaler.update()
+    clone = pickle.loads(pickle.dumps(scaler))
+    assert clone.state_dict() == scaler.state_dict()
+
+
+def test_disabled_scaler_is_transparent():
+    scaler = ampkit.GradScaler("cpu", enabled=False)
+    loss = torch.ones(())
+    assert scaler.scale(loss) is loss
+    assert scaler.get_scale() == 1.0 and scaler.state_dict() == {}
+    param = torch.nn.Parameter(torch.ones(1))
+    opt = torch.optim.SGD([param], lr=1.0)
+    param.grad = torch.ones(1)
+    scaler.step(opt)
+    assert torch.equal(param.detach(), torch.zeros(1))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_warns_and_disables():
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        scaler = ampkit.GradScaler("cuda")
+    assert not scaler.is_enabled()
+
+
+def test_update_with_new_scale_float_and_tensor():
+    scaler = ampkit.GradScaler("cpu")
+    scaler.scale(torch.ones(()))
+    scaler.update(1024.0)
+    assert scaler.get_scale() == 1024.0
+    scaler.update(torch.tensor([512.0]))
+    assert scaler.get_scale() == 512.0
+    with pytest.raises(ValueError, match="`new_scale`"):
+        scaler.update(torch.ones(2))
+
+
+def test_setters_and_getters():
+    scaler = ampkit.GradScaler("cpu")
+    scaler.set_growth_factor(3.0)
+    scaler.set_backoff_factor(0.25)
+    scaler.set_growth_interval(5)
+    assert (scaler.get_growth_factor(), scaler.get_backoff_factor(),
+            scaler.get_growth_interval()) == (3.0, 0.25, 5)
+    with pytest.raises(ValueError, match="`new_factor` must be a finite number > 1"):
+        scaler.set_growth_factor(1.0)
+    assert scaler.get_growth_factor() == 3.0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_float16_training_matches_torch():
+    def run(cls):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(64, 64).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = cls("cuda", growth_interval=2)
+        for i in range(6):
+            opt.zero_grad()
+            with torch.autocast("cuda"):
+                loss = model(torch.randn(8, 64, device="cuda")).float().pow(2).mean()
+            scaler.scale(loss).backward()
+            if i == 3:
+                model.weight.grad[0, 0] = float("inf")
+            scaler.step(opt)
+            scaler.update()
+        return scaler.state_dict(), [p.detach().cpu() for p in model.parameters()]
+    a, b = run(ampkit.GradScaler), run(torch.amp.GradScaler)
+    assert a[0] == b[0] and all(torch.equal(x, y) for x, y in zip(a[1], b[1]))
