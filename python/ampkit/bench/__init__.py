@@ -1,0 +1,1 @@
+"""The shared benchmark suite (`python -m ampkit bench`); suites live in bench/suites/*.json."""

@@ -1,0 +1,129 @@
+"""`python -m ampkit bench`: the shared benchmark suite, from Python and from R, against torch.amp."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from . import overhead, report
+from .training import IMPLEMENTATIONS, run_python_cells
+
+GOALS = {"autocast": 0.4, "scaler": 0.35}
+R_SCRIPT = os.path.join("rpkg", "inst", "bench", "run.R")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_suites(directory: str, names: Optional[List[str]]) -> List[Dict[str, Any]]:
+    suites = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        with open(path) as f:
+            suite = json.load(f)
+        suite["path"] = os.path.abspath(path)
+        if not names or suite["name"] in names:
+            suites.append(suite)
+    if not suites:
+        raise SystemExit(f"no benchmark suites found in {directory!r} (names: {names})")
+    return suites
+
+
+def run_overhead(suite: Dict[str, Any], size: Dict[str, Any]) -> List[Dict[str, Any]]:
+    _progress("  autocast enter+exit ...")
+    a = overhead.autocast_enter_exit(size["autocast_number"], size["repeats"])
+    rows = [{"what": "autocast enter+exit", "goal": GOALS["autocast"], **a}]
+    for n, steps in zip(size["scaler_params"], size["scaler_steps"]):
+        _progress(f"  scaler per step, {n} params ...")
+        s = overhead.scaler_overhead(n, steps, size["repeats"])
+        rows.append({"what": f"scaler per step, {n} params", "goal": GOALS["scaler"], **s})
+    return rows
+
+
+def _r_available() -> Optional[str]:
+    if shutil.which("Rscript") is None or not os.path.exists(R_SCRIPT):
+        return "Rscript or rpkg/inst/bench/run.R not found"
+    probe = subprocess.run(["Rscript", "-e", "quit(status = !requireNamespace('ampkit', quietly = TRUE))"],
+                           capture_output=True)
+    return None if probe.returncode == 0 else "the R package ampkit is not installed (make setup)"
+
+
+def run_r_cells(suite: Dict[str, Any], size_name: str, device: str) -> List[Dict[str, Any]]:
+    """The same suite driven from R (rpkg/inst/bench/run.R), in its own process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        env = dict(os.environ, RETICULATE_PYTHON=sys.executable)
+        proc = subprocess.run(["Rscript", R_SCRIPT, suite["path"], size_name, device, out],
+                              env=env, stderr=None, stdout=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"R runner failed for {suite['name']} (exit {proc.returncode})")
+        with open(out) as f:
+            return json.load(f)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ampkit bench", description=__doc__)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--size", default=None, help="size set in the suites: cpu, cuda or tiny "
+                        "(default: the device's)")
+    parser.add_argument("--suites", default=os.path.join("bench", "suites"), help="suites folder")
+    parser.add_argument("--only", nargs="*", help="suite names to run (default: all)")
+    parser.add_argument("--no-r", action="store_true", help="skip the R runner")
+    parser.add_argument("--out", default=os.path.join("bench", "results"), help="output folder")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device here")
+    size_name = args.size or args.device
+    suites = load_suites(args.suites, args.only)
+    r_missing = "--no-r given" if args.no_r else _r_available()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+
+    started = time.time()
+    training: List[Dict[str, Any]] = []
+    overheads: List[Dict[str, Any]] = []
+    for suite in suites:
+        size = suite["sizes"][size_name]
+        _progress(f"[{time.time() - started:6.1f}s] {suite['name']}: {suite['description']}")
+        if suite["kind"] == "overhead":
+            overheads += run_overhead(suite, size)
+            continue
+        for mode in suite["modes"]:
+            _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)} (interleaved, {size['repeats']} repeats)")
+            training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS))
+        if r_missing is None:
+            _progress("  all modes from R (ampkit-r) ...")
+            training += run_r_cells(suite, size_name, args.device)
+    report.add_ratios(training)
+
+    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+               "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device,
+               "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
+    print(f"\nampkit benchmark - {machine['platform']}, {machine['cpus']} CPUs, torch {machine['torch']}"
+          + (f", {machine['gpu']}" if machine["gpu"] else "") + f", sizes '{size_name}'")
+    if training:
+        print("\n" + report.training_table(training))
+        print("x fp32: throughput over the same implementation in fp32;  /torch.amp, /ampkit-py: "
+              "throughput ratios (>1 is faster)")
+    if r_missing:
+        print(f"\nR runner skipped: {r_missing}")
+    if overheads:
+        print("\n" + report.overhead_table(overheads))
+    json_path = os.path.join(args.out, "results.json")
+    png_path = os.path.join(args.out, "results.png")
+    report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
+                                  "overhead": overheads, "seconds": time.time() - started})
+    charted = report.write_chart(png_path, training, overheads)
+    print(f"\nwrote {json_path}" + (f" and {png_path}" if charted else " (no chart: matplotlib missing)")
+          + f" in {time.time() - started:.0f} s")
+    return 0

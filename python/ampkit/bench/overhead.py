@@ -1,0 +1,72 @@
+"""Overhead benchmarks: autocast enter+exit, and the scaler's cost per step, against torch.amp.
+
+Both sides run interleaved in one process (A, B, A, B, ...) so that drift in the machine's speed
+touches both equally; each figure is the median of the repeats.
+"""
+
+from __future__ import annotations
+
+import statistics
+import timeit
+from typing import Callable, Dict, List
+
+import torch
+
+import ampkit
+
+
+def _interleaved(fns: Dict[str, Callable[[], None]], number: int, repeats: int) -> Dict[str, float]:
+    """Median seconds per call of each function, timed in alternation."""
+    samples: Dict[str, List[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(timeit.timeit(fn, number=number) / number)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def autocast_enter_exit(number: int = 20000, repeats: int = 15) -> Dict[str, float]:
+    """Seconds per `with X("cpu", dtype=torch.bfloat16): pass`, ampkit and torch."""
+    def ours():
+        with ampkit.autocast("cpu", dtype=torch.bfloat16):
+            pass
+
+    def theirs():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            pass
+
+    times = _interleaved({"ampkit": ours, "torch.amp": theirs}, number, repeats)
+    return {"ampkit_s": times["ampkit"], "torch_s": times["torch.amp"],
+            "ratio": times["ampkit"] / times["torch.amp"]}
+
+
+def _scaler_setup(n_params: int, scaler_cls):
+    params = [torch.nn.Parameter(torch.randn(64)) for _ in range(n_params)]
+    for p in params:
+        p.grad = torch.randn(64)
+    opt = torch.optim.SGD(params, lr=0.0)  # lr 0: parameters stay put across thousands of steps
+    # Scale 1 that never grows: unscaling leaves the gradients as they are. With the default
+    # 65536 they would shrink 65536-fold per step into denormals, and time denormal arithmetic.
+    scaler = (scaler_cls("cpu", init_scale=1.0, growth_interval=2**31 - 1)
+              if scaler_cls is not None else None)
+    loss = torch.ones(())
+    return opt, scaler, loss
+
+
+def scaler_overhead(n_params: int, number: int, repeats: int) -> Dict[str, float]:
+    """Per-step cost of scale + step (with its unscale_) + update, minus a plain optimizer step."""
+    fns = {}
+    for name, cls in (("plain", None), ("ampkit", ampkit.GradScaler), ("torch.amp", torch.amp.GradScaler)):
+        opt, scaler, loss = _scaler_setup(n_params, cls)
+        if scaler is None:
+            fns[name] = opt.step
+        else:
+            def step(opt=opt, scaler=scaler, loss=loss):
+                scaler.scale(loss)
+                scaler.step(opt)
+                scaler.update()
+            fns[name] = step
+    times = _interleaved(fns, number, repeats)
+    ours = times["ampkit"] - times["plain"]
+    theirs = times["torch.amp"] - times["plain"]
+    return {"params": n_params, "plain_s": times["plain"], "ampkit_s": ours, "torch_s": theirs,
+            "ratio": ours / theirs}
