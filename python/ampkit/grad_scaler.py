@@ -88,9 +88,13 @@ class GradScaler:
         )
         if self._core.warning:
             warnings.warn(self._core.warning, stacklevel=2)
+        self._reset_param_lists()
+
+    def _reset_param_lists(self) -> None:
         self._param_lists: "weakref.WeakKeyDictionary[Any, Tuple[tuple, _C.ParamList]]" = (
             weakref.WeakKeyDictionary()
         )
+        self._param_lists_strong: Dict[Any, Tuple[tuple, _C.ParamList]] = {}
 
     @staticmethod
     def _make_core(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled):
@@ -112,13 +116,17 @@ class GradScaler:
         """The core's ParamList for ``optimizer``, refreshed when its param_groups change.
 
         A change is a group added or removed, a group's ``params`` list replaced, or its length
-        changed; this check costs O(number of groups), not O(number of parameters).
+        changed; this check costs O(number of groups), not O(number of parameters). The cache is
+        keyed weakly, so a dropped optimizer does not keep its parameters alive; an optimizer that
+        cannot be weakly referenced is kept in a plain dict for the scaler's lifetime.
         """
         groups = optimizer.param_groups
         try:
-            cached = self._param_lists.get(optimizer)
-        except TypeError:  # not weak-referenceable: no cache, a fresh list each time
-            cached = None
+            cache: Any = self._param_lists
+            cached = cache.get(optimizer)
+        except TypeError:
+            cache = self._param_lists_strong
+            cached = cache.get(optimizer)
         if cached is not None:
             signature, params = cached
             if len(signature) == len(groups) and all(
@@ -133,10 +141,7 @@ class GradScaler:
             params.reset(flat)  # same id: a stage recorded this iteration is kept
         else:
             params = _C.ParamList(flat)
-        try:
-            self._param_lists[optimizer] = (signature, params)
-        except TypeError:
-            pass
+        cache[optimizer] = (signature, params)
         return params
 
     # ---- the iteration ---------------------------------------------------------------------------
@@ -395,7 +400,7 @@ class GradScaler:
         self._core = self._make_core(pickled["device"], scale, growth, backoff, interval,
                                      pickled["enabled"])
         self._core.load_state_dict(_C.ScalerState(scale, growth, backoff, interval, tracker))
-        self._param_lists = weakref.WeakKeyDictionary()
+        self._reset_param_lists()
 
     def __repr__(self) -> str:
         core = self._core

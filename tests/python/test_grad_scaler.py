@@ -229,3 +229,23 @@ def test_cuda_float16_training_matches_torch():
         return scaler.state_dict(), [p.detach().cpu() for p in model.parameters()]
     a, b = run(ampkit.GradScaler), run(torch.amp.GradScaler)
     assert a[0] == b[0] and all(torch.equal(x, y) for x, y in zip(a[1], b[1]))
+
+
+def test_optimizer_without_weakref_support_keeps_its_stage():
+    class SlotOptimizer:  # a duck-typed optimizer that cannot be weakly referenced
+        __slots__ = ("param_groups", "steps")
+
+        def __init__(self, params):
+            self.param_groups = [{"params": list(params)}]
+            self.steps = 0
+
+        def step(self):
+            self.steps += 1
+
+    param = torch.nn.Parameter(torch.ones(2))
+    opt = SlotOptimizer([param])
+    scaler = ampkit.GradScaler("cpu", init_scale=4.0)
+    scaler.scale(param.sum()).backward()
+    scaler.unscale_(opt)
+    scaler.step(opt)  # must not unscale a second time
+    assert torch.equal(param.grad, torch.ones(2)) and opt.steps == 1
