@@ -13,7 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _r_package_installed() -> bool:
-    if shutil.which("Rscript") is None:
+    """The R runner runs when Rscript, rpkg/inst/bench/run.R and the installed package are there."""
+    if shutil.which("Rscript") is None or not os.path.exists(
+            os.path.join(ROOT, "rpkg", "inst", "bench", "run.R")):
         return False
     probe = subprocess.run(["Rscript", "-e", "quit(status = !requireNamespace('ampkit', quietly = TRUE))"],
                            capture_output=True)
@@ -55,7 +57,9 @@ def test_overhead_rows_and_outputs(results):
     whats = [r["what"] for r in data["overhead"]]
     assert whats == ["autocast enter+exit", "scaler per step, 10 params",
                      "scaler per step, 100 params", "scaler per step, 1000 params"]
-    assert all(r["torch_s"] > 0 for r in data["overhead"])
+    # At tiny sizes the differences are noise; the full run's ratios are read in the table.
+    assert all(r["plain_s" if "plain_s" in r else "torch_s"] > 0 for r in data["overhead"])
+    assert all(math.isfinite(r["ratio"]) for r in data["overhead"])
     assert "workload" in proc.stdout and "overhead" in proc.stdout
     assert (out / "results.png").stat().st_size > 0
 
