@@ -35,14 +35,19 @@ c10::DeviceType parse_device_type(const std::string& device_type, const char* ar
   }
 }
 
+c10::DeviceType autocast_device_type(const std::string& device_type) {
+  const c10::DeviceType type = parse_device_type(device_type);
+  if (!at::autocast::is_autocast_available(type)) {
+    throw ArgumentError("`device_type`: User specified an unsupported autocast device_type '" +
+                        device_type + "'.");
+  }
+  return type;
+}
+
 AutocastRequest resolve_autocast(const std::string& device_type,
                                  std::optional<at::ScalarType> dtype, bool enabled,
                                  std::optional<bool> cache_enabled) {
-  const c10::DeviceType type = parse_device_type(device_type);
-  if (!at::autocast::is_autocast_available(type)) {
-    throw ArgumentError("User specified an unsupported autocast device_type '" + device_type +
-                        "'.");
-  }
+  const c10::DeviceType type = autocast_device_type(device_type);
   AutocastRequest request{type, dtype.value_or(at::autocast::get_autocast_dtype(type)), enabled,
                           cache_enabled.value_or(at::autocast::is_autocast_cache_enabled()), ""};
   if (!request.enabled) return request;
@@ -153,11 +158,11 @@ void AutocastRegion::exit() {
 }
 
 bool is_autocast_enabled(const std::string& device_type) {
-  return at::autocast::is_autocast_enabled(parse_device_type(device_type));
+  return at::autocast::is_autocast_enabled(autocast_device_type(device_type));
 }
 
 at::ScalarType get_autocast_dtype(const std::string& device_type) {
-  return at::autocast::get_autocast_dtype(parse_device_type(device_type));
+  return at::autocast::get_autocast_dtype(autocast_device_type(device_type));
 }
 
 }  // namespace ampkit

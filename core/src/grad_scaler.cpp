@@ -7,6 +7,7 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/ScalarType.h>
 
 #include <atomic>
 #include <cmath>
@@ -19,11 +20,26 @@ namespace ampkit {
 namespace {
 
 constexpr double kMaxInterval = std::numeric_limits<int32_t>::max();  // the tracker is int32
+constexpr double kMaxFloat = std::numeric_limits<float>::max();         // the scale is float32
 
+// A scale the user chooses (init_scale, new_scale): positive and representable in float32.
 void require_finite_positive(double value, const char* name) {
   if (!(std::isfinite(value) && value > 0)) {
     throw ArgumentError(std::string("`") + name + "` must be a finite number > 0, got " +
                         format_number(value) + ".");
+  }
+  if (value > kMaxFloat) {
+    throw ArgumentError(std::string("`") + name + "` must be at most " + format_number(kMaxFloat) +
+                        " (the scale is a float32), got " + format_number(value) + ".");
+  }
+}
+
+// A scale read from a checkpoint: anything the update rule can reach, which includes 0 (repeated
+// backoff underflows) and inf (repeated growth overflows), so that torch.amp's states load.
+void require_reachable_scale(double value, const char* name) {
+  if (!(value >= 0 && (value <= kMaxFloat || std::isinf(value)))) {
+    throw ArgumentError(std::string("`") + name + "` must be a number >= 0 that a float32 holds " +
+                        "(inf included), got " + format_number(value) + ".");
   }
 }
 
@@ -78,7 +94,7 @@ void validate_options(const GradScalerOptions& options) {
 }
 
 void validate_state(const ScalerState& state) {
-  require_finite_positive(state.scale, "scale");
+  require_reachable_scale(state.scale, "scale");
   require_growth_factor(state.growth_factor, "growth_factor");
   require_backoff_factor(state.backoff_factor, "backoff_factor");
   require_whole(state.growth_interval, "growth_interval", 1);
@@ -267,6 +283,10 @@ FusedStepArgs GradScaler::prepare_fused_step(
   }
   FusedStepArgs args;
   if (state.stage == OptimizerStage::Unscaled) {
+    // unscale_ saw no gradient (they came later): stepping would apply unchecked, scaled values.
+    if (state.found_inf_per_device.empty()) {
+      throw StateError("No inf checks were recorded for this optimizer.");
+    }
     args.grad_scale = existing_grad_scale;  // gradients are already unscaled
   } else {
     // Only the inf check: the fused kernel divides by grad_scale itself (x * 1.0 is exact).
@@ -323,6 +343,15 @@ void GradScaler::update(const at::Tensor& new_scale) {
   }
   if (new_scale.requires_grad()) {
     throw ArgumentError(rule + ", got requires_grad=True.");
+  }
+  if (!at::isFloatingType(new_scale.scalar_type())) {
+    throw ArgumentError(rule + ", got dtype " + std::string(c10::toString(new_scale.scalar_type())) +
+                        " (a real floating dtype is needed).");
+  }
+  // A CPU value is checked (reading it is no device sync); a CUDA one is not, since that would
+  // read the device to the host, which update() never does.
+  if (new_scale.device().is_cpu()) {
+    require_finite_positive(new_scale.item().toDouble(), "new_scale");
   }
   scale_.copy_(new_scale.reshape({}));
   states_.clear();

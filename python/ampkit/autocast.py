@@ -21,8 +21,8 @@ def _argument_type_error(device_type: Any, dtype: Any, enabled: Any, cache_enabl
     checks = (
         ("device_type", device_type, isinstance(device_type, str), "a str such as 'cpu' or 'cuda'"),
         ("dtype", dtype, dtype is None or isinstance(dtype, torch.dtype), "a torch.dtype or None"),
-        ("enabled", enabled, isinstance(enabled, (bool, int)), "a bool"),
-        ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, (bool, int)),
+        ("enabled", enabled, isinstance(enabled, bool), "a bool"),
+        ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, bool),
          "a bool or None"),
     )
     for name, value, ok, rule in checks:

@@ -120,7 +120,11 @@ class GradScaler:
         keyed weakly, so a dropped optimizer does not keep its parameters alive; an optimizer that
         cannot be weakly referenced is kept in a plain dict for the scaler's lifetime.
         """
-        groups = optimizer.param_groups
+        groups = getattr(optimizer, "param_groups", None)
+        if not isinstance(groups, list):
+            raise _C.ArgumentTypeError(
+                "`optimizer` must be a torch.optim.Optimizer (an object with a param_groups list), "
+                f"got {type(optimizer).__name__}.")
         try:
             cache: Any = self._param_lists
             cached = cache.get(optimizer)
@@ -136,6 +140,10 @@ class GradScaler:
                 return params
         signature = tuple((group["params"], len(group["params"])) for group in groups)
         flat = [p for group in groups for p in group["params"]]
+        bad = next((p for p in flat if not isinstance(p, torch.Tensor)), None)
+        if bad is not None:
+            raise _C.ArgumentTypeError(
+                f"`optimizer` has a parameter that is not a tensor: {type(bad).__name__}.")
         if cached is not None:
             params = cached[1]
             params.reset(flat)  # same id: a stage recorded this iteration is kept
@@ -163,6 +171,7 @@ class GradScaler:
             return self._core.scale(outputs)
         if not self._core.is_enabled():
             return outputs
+        _check_nested(outputs)  # a rejected structure must not create the scale half-way
         return self._scale_nested(outputs)
 
     def _scale_nested(self, value: Any) -> Any:
@@ -396,8 +405,9 @@ class GradScaler:
 
     def __setstate__(self, pickled: Dict[str, Any]) -> None:
         scale, growth, backoff, interval, tracker = pickled["state"]
-        # A disabled scaler pickles 1.0 as its scale; it is never used.
-        self._core = self._make_core(pickled["device"], scale, growth, backoff, interval,
+        # Built with the default init_scale, then the state is loaded: a pickled scale may be 0 or
+        # inf (reached by backoff or growth), which a constructor rightly refuses.
+        self._core = self._make_core(pickled["device"], 2.0**16, growth, backoff, interval,
                                      pickled["enabled"])
         self._core.load_state_dict(_C.ScalerState(scale, growth, backoff, interval, tracker))
         self._reset_param_lists()
@@ -409,6 +419,17 @@ class GradScaler:
             f"growth_factor={core.get_growth_factor()}, backoff_factor={core.get_backoff_factor()}, "
             f"growth_interval={core.get_growth_interval()})"
         )
+
+
+def _check_nested(value: Any) -> None:
+    """Lists and tuples are walked before any tensor is scaled; other iterables stay lazy."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_nested(item)
+    elif not isinstance(value, torch.Tensor) and (
+            isinstance(value, (str, bytes)) or not isinstance(value, abc.Iterable)):
+        raise _C.ArgumentError(
+            f"`outputs` must be a Tensor or an iterable of Tensors, got {type(value).__name__}.")
 
 
 def _state_from_dict(state_dict: Any) -> "_C.ScalerState":

@@ -55,8 +55,9 @@ PYBIND11_MODULE(_C, m) {
              warn(region->warning());
              return region;
            }),
-           py::arg("device_type"), py::arg("dtype") = py::none(), py::arg("enabled") = true,
-           py::arg("cache_enabled") = py::none())
+           // noconvert: only True/False (pybind11 would otherwise take None, 0.5, nan as flags).
+           py::arg("device_type"), py::arg("dtype") = py::none(),
+           py::arg("enabled").noconvert() = true, py::arg("cache_enabled").noconvert() = py::none())
       .def("__enter__", [](py::object self) { self.cast<AutocastRegion&>().enter(); return self; })
       .def("__exit__", [](AutocastRegion& self, py::args) { self.exit(); return false; })
       .def("enter", &AutocastRegion::enter)
@@ -68,7 +69,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("request", &AutocastRegion::request)
       .def_property_readonly("open_count", &AutocastRegion::open_count);
   m.def("resolve_autocast", &resolve_autocast, py::arg("device_type"), py::arg("dtype"),
-        py::arg("enabled"), py::arg("cache_enabled"),
+        py::arg("enabled").noconvert(), py::arg("cache_enabled").noconvert(),
         "Resolve a request as torch.autocast.__init__ does; the warning, if any, is returned.");
   m.def("enter_autocast", &enter_autocast, py::arg("request"), "Enter a region; returns its token.");
   m.def("exit_autocast", &exit_autocast, py::arg("token"), "Leave the region of `token`.");

@@ -46,6 +46,9 @@ struct AutocastRequest {
 c10::DeviceType parse_device_type(const std::string& device_type,
                                   const char* argument = "device_type");
 
+// parse_device_type, then ArgumentError naming `device_type` when autocast has no kernels for it.
+c10::DeviceType autocast_device_type(const std::string& device_type);
+
 // dtype unset: the device's current autocast dtype. cache_enabled unset: the current cache flag.
 // CUDA requested without a CUDA device, or CPU with a dtype other than bfloat16/float16: a
 // disabled region and a warning. A device type autocast does not support: ArgumentError.

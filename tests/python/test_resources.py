@@ -1,0 +1,135 @@
+"""Resource bounds: long runs of autocast regions and scaler steps do not grow resident memory.
+
+Resident memory (VmRSS in /proc/self/status) is read after a warm-up, so that allocator pools,
+ATen's kernels and Python's caches already exist, and again after the run; the growth must stay
+under 20 MB. A leak of even a few hundred bytes per cycle would exceed it: 100,000 regions times
+200 bytes is 20 MB.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ampkit
+
+LIMIT_KB = 20 * 1024
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+
+
+@pytest.fixture(autouse=True)
+def one_intra_op_thread():
+    """Tiny tensors gain nothing from intra-op threads, and on a busy machine OpenMP's spinning
+    threads make each step 10x slower; memory is what is measured here, not speed."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS line in /proc/self/status")
+
+
+def _growth_kb(run, **kwargs) -> int:
+    run(warm_up=True, **kwargs)
+    gc.collect()
+    before = _rss_kb()
+    run(warm_up=False, **kwargs)
+    gc.collect()
+    return _rss_kb() - before
+
+
+def _autocast_cycles(warm_up: bool) -> None:
+    cycles = 10_000 if warm_up else 100_000
+    weight = torch.nn.Parameter(torch.randn(4, 4))  # a leaf: its cast goes into the cast cache
+    x = torch.randn(2, 4)
+    settings = [dict(dtype=torch.bfloat16), dict(dtype=torch.float16),
+                dict(dtype=torch.bfloat16, enabled=False), dict(dtype=torch.float16, cache_enabled=False)]
+    reused = ampkit.autocast("cpu")
+
+    @ampkit.autocast("cpu", dtype=torch.float16)
+    def decorated(a):
+        return a
+
+    for i in range(cycles):
+        kind = i % 8
+        if kind < 4:  # a new instance every cycle, as `with ampkit.autocast(...)` makes
+            with ampkit.autocast("cpu", **settings[kind]):
+                pass
+        elif kind == 4:  # one instance entered again and again, and re-entrantly
+            with reused:
+                with reused:
+                    pass
+        elif kind == 5:
+            decorated(x)
+        elif kind == 6:  # nested in torch.autocast
+            with torch.autocast("cpu", dtype=torch.float16):
+                with ampkit.autocast("cpu"):
+                    pass
+        elif i % 800 == 7:  # now and then an op that fills the weight-cast cache
+            with ampkit.autocast("cpu"):
+                F.linear(x, weight)
+        else:
+            with ampkit.autocast("cpu", dtype=torch.bfloat16):
+                pass
+    assert not torch.is_autocast_enabled("cpu")
+
+
+def test_100k_autocast_cycles_keep_resident_memory_flat():
+    growth = _growth_kb(_autocast_cycles)
+    assert growth < LIMIT_KB, f"resident memory grew by {growth} kB over 100,000 autocast cycles"
+
+
+def _scaler_steps(warm_up: bool, state: dict) -> None:
+    steps = 500 if warm_up else 10_000
+    if warm_up:
+        torch.manual_seed(0)
+        state["model"] = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+        state["scaler"] = ampkit.GradScaler("cpu", init_scale=2.0**10, growth_interval=20)
+        state["x"], state["y"] = torch.randn(8, 4), torch.randn(8, 2)
+    model, scaler, x, y = state["model"], state["scaler"], state["x"], state["y"]
+
+    def optimizers():
+        # One plain optimizer (one host read per step) and one fused (none), new every 100 steps:
+        # the scaler's per-optimizer parameter lists must not outlive their optimizers.
+        return [torch.optim.SGD(model[0].parameters(), lr=1e-3),
+                torch.optim.Adam(model[1].parameters(), lr=1e-3, fused=True)]
+
+    opts = optimizers()
+    for step in range(steps):
+        if step % 100 == 0:
+            opts = optimizers()
+        for opt in opts:
+            opt.zero_grad(set_to_none=step % 2 == 0)
+        with ampkit.autocast("cpu"):
+            loss = F.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        if step % 50 == 49:
+            model[0].weight.grad[0, 0] = float("inf")
+        if step % 3 == 0:
+            scaler.unscale_(opts[0])
+        for opt in opts:
+            scaler.step(opt)
+        scaler.update()
+        if step % 1000 == 0:
+            scaler.state_dict()
+    del opts, opt
+    gc.collect()
+    assert len(scaler._param_lists) == 0, "parameter lists of dead optimizers are kept"
+
+
+def test_10k_scaler_steps_keep_resident_memory_flat():
+    state: dict = {}
+    growth = _growth_kb(_scaler_steps, state=state)
+    assert growth < LIMIT_KB, f"resident memory grew by {growth} kB over 10,000 scaler steps"
+    assert 0 < state["scaler"].get_scale() < float("inf")
