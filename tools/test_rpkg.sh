@@ -1,6 +1,37 @@
 #!/usr/bin/env bash
-# The R package's testthat suite and R CMD check, against the venv's Python.
+# The R package's testthat suite (against the installed package) and R CMD check of a freshly
+# built tarball, both against the venv's Python. Fails on a test failure and on any ERROR or
+# WARNING from R CMD check (NOTEs are printed, not fatal).
+# Usage: tools/test_rpkg.sh [PYTHON]   (default: $RETICULATE_PYTHON, else .venv/bin/python)
 set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
 [ -f rpkg/DESCRIPTION ] || { echo "== R tests: no R package in rpkg/ yet"; exit 0; }
+export RETICULATE_PYTHON="${1:-${RETICULATE_PYTHON:-$root/.venv/bin/python}}"
+
 echo "== R tests (testthat)"
-Rscript -e 'res <- testthat::test_dir("rpkg/tests/testthat", package = "ampkit", load_package = "installed", reporter = "summary", stop_on_failure = TRUE)'
+Rscript -e '
+res <- as.data.frame(testthat::test_dir("rpkg/tests/testthat", package = "ampkit",
+  load_package = "installed", reporter = "summary", stop_on_failure = TRUE))
+cat(sprintf("testthat: %d expectations passed, %d failed, %d skipped, %d warnings in %d tests\n",
+  sum(res$passed), sum(res$failed), sum(res$skipped), sum(res$warning), nrow(res)))'
+
+echo "== R CMD check"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+(
+  cd "$work"
+  R CMD build --no-manual "$root/rpkg" >build.log 2>&1 || { cat build.log; exit 1; }
+  _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual ampkit_*.tar.gz >check.out 2>&1 || true
+  log=ampkit.Rcheck/00check.log
+  [ -f "$log" ] || { cat check.out; exit 1; }
+  grep -E '(NOTE|WARNING|ERROR)$' -A8 "$log" || true
+  grep -E "Running|examples|tests" check.out || true
+  status="$(grep '^Status:' "$log" || echo 'Status: unknown')"
+  echo "R CMD check: $status"
+  if [[ "$status" == *ERROR* || "$status" == *WARNING* || "$status" == *unknown* ]]; then
+    cat check.out
+    tail -n 60 ampkit.Rcheck/tests/testthat.Rout.fail 2>/dev/null || true
+    exit 1
+  fi
+)

@@ -12,6 +12,8 @@ device <- args[[3]]
 out_path <- args[[4]]
 
 suppressPackageStartupMessages(library(ampkit))
+# ampkit's first call imports torch with its own BLAS (?ampkit, "Load ampkit before torch").
+if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
 workloads <- reticulate::import("ampkit.bench.workloads")
 measure <- reticulate::import("ampkit.bench.measure")
 suite <- jsonlite::fromJSON(suite_path, simplifyVector = FALSE)

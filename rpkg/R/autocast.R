@@ -1,0 +1,215 @@
+#' Autocast: run code in mixed precision
+#'
+#' In an autocast region eligible torch operations (matrix products,
+#' convolutions, ...) run in a lower precision dtype: bfloat16 or float16 on
+#' the CPU, float16 or bfloat16 on CUDA. The API is R torch's, the semantics
+#' are `torch.autocast`'s, and the state is ampkit's C++ core (the same
+#' thread-local state torch uses, so `torch$is_autocast_enabled("cpu")` agrees).
+#'
+#' * `with_autocast()` runs `code` in a region.
+#' * `local_autocast()` opens a region that closes when the calling function
+#'   (or `.env`) exits.
+#' * `set_autocast()` opens a region and returns its context; `unset_autocast()`
+#'   closes it. Regions must be closed in the reverse order of opening.
+#'
+#' Leaving a region restores the state it found, all three parts of it: the
+#' enabled flag and the dtype of `device_type`, and the weight-cast cache flag.
+#' `with_autocast()` and `local_autocast()` restore it however the code is
+#' left: normally, by an error, by `return()`, `break` or `next`, or by an
+#' interrupt.
+#'
+#' A region the device cannot run (CUDA without a CUDA device, a dtype the
+#' device cannot autocast to, such as float64) is entered disabled, with a
+#' warning of class `ampkit_warning`, as `torch.autocast` does.
+#'
+#' @param code Code to run in the region.
+#' @param ... Must be empty; the arguments after it must be named.
+#' @param device_type The device type, a string: `"cpu"` or `"cuda"`
+#'   (`"cuda:0"` means its type).
+#' @param dtype The lower precision dtype: a torch dtype object
+#'   (`torch$bfloat16`) or its name (`"bfloat16"`, `"float16"`, `"half"`,
+#'   ...). `NULL` keeps the device's current autocast dtype (bfloat16 on the
+#'   CPU and float16 on CUDA unless changed).
+#' @param enabled `FALSE` opens a region in which autocast is off (to run part
+#'   of an autocast region in full precision).
+#' @param cache_enabled Whether weight casts are cached in the region; `NULL`
+#'   keeps the current setting.
+#' @param .env The environment whose exit closes the region; the caller of
+#'   `local_autocast()` by default.
+#' @param context The value of `set_autocast()`.
+#' @return `with_autocast()`: the value of `code`. `local_autocast()`: its
+#'   context, invisibly. `set_autocast()`: a context (a list of class
+#'   `ampkit_autocast_context`) to pass to `unset_autocast()`, which returns
+#'   `NULL` invisibly.
+#' @seealso [is_autocast_enabled()], [get_autocast_dtype()], [amp_grad_scaler()].
+#' @name autocast
+#' @examples
+#' if (ampkit_available()) {
+#'   torch <- reticulate::import("torch")
+#'   a <- torch$randn(8L, 8L)
+#'
+#'   # the product runs in bfloat16
+#'   y <- with_autocast(device_type = "cpu", dtype = "bfloat16", {
+#'     torch$mm(a, a)
+#'   })
+#'   y$dtype
+#'
+#'   # a region for the rest of a function
+#'   forward <- function(x) {
+#'     local_autocast("cpu")
+#'     torch$mm(x, x)
+#'   }
+#'   forward(a)$dtype
+#'
+#'   # open and close by hand
+#'   context <- set_autocast("cpu", dtype = "float16")
+#'   get_autocast_dtype("cpu")
+#'   unset_autocast(context)
+#'   is_autocast_enabled("cpu")
+#' }
+NULL
+
+#' @rdname autocast
+#' @export
+with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
+                          cache_enabled = NULL) {
+  call <- sys.call()
+  check_dots_empty(..., call = call)
+  # on.exit runs on every way out of this frame: value, error, return()/break from `code` (a
+  # promise evaluated in the caller's frame), and an interrupt. It is registered first and the
+  # region opened with interrupts held, so that no interrupt falls between the two.
+  context <- NULL
+  on.exit(if (!is.null(context)) unset_autocast(context), add = TRUE)
+  suspendInterrupts(
+    context <- open_region(device_type, dtype, enabled, cache_enabled, call)
+  )
+  force(code)
+}
+
+#' @rdname autocast
+#' @export
+local_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enabled = NULL,
+                           ..., .env = parent.frame()) {
+  call <- sys.call()
+  check_dots_empty(..., call = call)
+  # Interrupts held between opening the region and deferring its exit.
+  suspendInterrupts({
+    context <- open_region(device_type, dtype, enabled, cache_enabled, call)
+    defer_unset(context, .env)
+  })
+  invisible(context)
+}
+
+# Closes `context` when `env` exits, regions of one frame in the reverse order of opening. In a
+# function's frame (the usual case) an on.exit() added there, as withr::defer() would add, at a
+# third of its cost; anywhere else (the global environment) withr::defer() itself.
+defer_unset <- function(context, env) {
+  for (frame in sys.frames()) {
+    if (identical(frame, env)) {
+      # The function object itself, not its name: `env` may not see ampkit's namespace.
+      exit <- as.call(list(unset_autocast, context))
+      do.call(base::on.exit, list(exit, add = TRUE, after = FALSE), envir = env)
+      return(invisible())
+    }
+  }
+  withr::defer(unset_autocast(context), envir = env, priority = "first")
+}
+
+#' @rdname autocast
+#' @export
+set_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enabled = NULL) {
+  open_region(device_type, dtype, enabled, cache_enabled, sys.call())
+}
+
+# Resolves the request as torch.autocast does (the core), warns if the region is disabled, and
+# enters it; errors name `call`, the user's call. One crossing into Python when there is no
+# warning (inst/python/ampkit_r.py).
+open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
+  if (missing(device_type)) {
+    abort("`device_type` must be given, e.g. device_type = \"cpu\".", call)
+  }
+  py <- python_modules()
+  token <- call_python(py$open_region(
+    arg_string(device_type, "device_type", call),
+    arg_dtype(dtype, py$torch, call),
+    arg_flag(enabled, "enabled", call),
+    arg_flag(cache_enabled, "cache_enabled", call, null_ok = TRUE)
+  ), call)
+  if (inherits(token, "ampkit._C.AutocastRequest")) {
+    # A disabled region: warn before entering, so that a warning turned into an error
+    # (options(warn = 2)) leaves no region open.
+    warning(ampkit_warning(reticulate::py_to_r(reticulate::py_get_attr(token, "warning")), call))
+    token <- call_python(py$enter_autocast(token), call)
+  }
+  structure(
+    list(token = token, device_type = device_type, dtype = dtype, enabled = enabled,
+         cache_enabled = cache_enabled),
+    class = "ampkit_autocast_context"
+  )
+}
+
+#' @rdname autocast
+#' @export
+unset_autocast <- function(context) {
+  if (!inherits(context, "ampkit_autocast_context")) {
+    abort(sprintf("`context` must be the value of set_autocast(), got %s.", describe(context)),
+          sys.call())
+  }
+  # The core restores the state the region found, and refuses a region exited twice or out of
+  # order.
+  call_python(.py$exit_autocast(context$token))
+  invisible(NULL)
+}
+
+#' @export
+format.ampkit_autocast_context <- function(x, ...) {
+  dtype <- if (is.null(x$dtype)) "NULL" else if (is.character(x$dtype)) x$dtype else dtype_name(x$dtype)
+  open <- reticulate::py_to_r(reticulate::py_get_attr(x$token, "active"))
+  sprintf("<autocast context: device_type = \"%s\", dtype = %s, enabled = %s, cache_enabled = %s, %s>",
+          x$device_type, dtype, x$enabled, format(x$cache_enabled %||% "NULL"),
+          if (open) "open" else "exited")
+}
+
+#' @export
+print.ampkit_autocast_context <- function(x, ...) {
+  cat(format(x), "\n", sep = "")
+  invisible(x)
+}
+
+`%||%` <- function(x, y) if (is.null(x)) y else x
+
+#' Autocast state of a device
+#'
+#' `is_autocast_enabled()` tells whether autocast is on for `device_type` on
+#' this thread; `get_autocast_dtype()` gives the dtype it casts to there. Both
+#' read the state torch reads (`torch$is_autocast_enabled()`,
+#' `torch$get_autocast_dtype()`).
+#'
+#' @param device_type The device type, a string: `"cpu"` or `"cuda"`.
+#' @return `is_autocast_enabled()`: `TRUE` or `FALSE`. `get_autocast_dtype()`:
+#'   the dtype's name as a string, such as `"bfloat16"` or `"float16"` (the
+#'   torch name without `"torch."`; it is accepted back as a `dtype`
+#'   argument). The dtype is reported even where autocast is off.
+#' @seealso [with_autocast()].
+#' @export
+#' @examples
+#' if (ampkit_available()) {
+#'   is_autocast_enabled("cpu")
+#'   with_autocast(device_type = "cpu", dtype = "float16", {
+#'     c(is_autocast_enabled("cpu"), get_autocast_dtype("cpu"))
+#'   })
+#' }
+is_autocast_enabled <- function(device_type) {
+  call <- sys.call()
+  call_python(python_modules()$is_autocast_enabled(
+    arg_string(device_type, "device_type", call)), call)
+}
+
+#' @rdname is_autocast_enabled
+#' @export
+get_autocast_dtype <- function(device_type) {
+  call <- sys.call()
+  dtype <- call_python(python_modules()$get_autocast_dtype(
+    arg_string(device_type, "device_type", call)), call)
+  dtype_name(dtype)
+}

@@ -1,0 +1,133 @@
+#' ampkit: automatic mixed precision through one C++ core
+#'
+#' ampkit's autocast guard and grad scaler live in one C++ core that R reaches
+#' through the Python extension `ampkit._C`, via reticulate. The R API mirrors
+#' R torch's ([with_autocast()], [local_autocast()], [set_autocast()],
+#' [cuda_amp_grad_scaler()]); tensors, modules and optimizers come from
+#' Python's torch (`torch <- reticulate::import("torch")`).
+#'
+#' @section Finding Python:
+#' ampkit uses the Python that reticulate selects: the one in the environment
+#' variable `RETICULATE_PYTHON` when it is set (`make setup` in the ampkit
+#' repository writes it to `~/.Renviron`). Python starts on the first call that
+#' needs it, not at `library(ampkit)`. When the Python module `ampkit` cannot
+#' be imported, that call fails with one error (of class `ampkit_unavailable`)
+#' saying what is missing and how to install it; [ampkit_available()] asks the
+#' same question without an error.
+#'
+#' @section Load ampkit before torch:
+#' Make an ampkit call (for example [ampkit_available()]) before
+#' `reticulate::import("torch")`: ampkit then imports torch so that it keeps
+#' its own BLAS. Imported first from R, torch's float32 matrix products bind
+#' to R's reference BLAS: much slower, and not bit-identical to Python.
+#'
+#' @section Errors:
+#' Every error ampkit raises has class `c("ampkit_error", "error",
+#' "condition")`. Errors from the core (Python exceptions such as
+#' `ampkit.StateError`) carry the core's message, without reticulate's
+#' traceback, and the Python exception's class name in the field
+#' `python_type`. Arguments R cannot convert get an R-side error naming the
+#' argument and the value received.
+#'
+#' @keywords internal
+#' @importFrom R6 R6Class
+"_PACKAGE"
+
+# The Python modules as reticulate's delay-load proxies, so that library(ampkit) starts no
+# Python. python_modules() imports them on first use, or raises the one "unavailable" error.
+.py <- new.env(parent = emptyenv())
+
+.onLoad <- function(libname, pkgname) {
+  # "ampkit" first: reticulate prefers, when RETICULATE_PYTHON is unset, a Python that has the
+  # first delay-loaded module.
+  .py$ampkit <- reticulate::import("ampkit", delay_load = TRUE)
+  # convert = FALSE: the core's tokens and requests stay Python objects, no conversion tried.
+  .py$core <- reticulate::import("ampkit._C", convert = FALSE, delay_load = TRUE)
+  .py$torch <- reticulate::import("torch", delay_load = TRUE)
+  .py$ready <- FALSE
+}
+
+# The modules (ampkit, core = ampkit._C, torch) imported on the first call, and the functions
+# of the autocast hot path, looked up once: in reticulate an attribute lookup costs as much as a
+# call. A failure is not remembered: a later call tries again (the extension may have been
+# rebuilt meanwhile).
+python_modules <- function() {
+  if (!.py$ready) {
+    failure <- tryCatch({
+      load_torch_with_own_blas()
+      reticulate::import("ampkit")
+      NULL
+    }, error = function(e) e)
+    if (!is.null(failure)) stop(unavailable_error(failure))
+    glue <- reticulate::import_from_path("ampkit_r", system.file("python", package = "ampkit"),
+                                         convert = FALSE)
+    .py$open_region <- glue$open_region
+    .py$enter_autocast <- .py$core$enter_autocast
+    .py$exit_autocast <- .py$core$exit_autocast
+    .py$is_autocast_enabled <- .py$ampkit$is_autocast_enabled
+    .py$get_autocast_dtype <- .py$ampkit$get_autocast_dtype
+    .py$ready <- TRUE
+  }
+  .py
+}
+
+# R loads its BLAS (Debian's reference BLAS, a dependency of libR.so) before Python starts, and
+# libtorch's BLAS calls (sgemm_: every float32 matrix product) then bind to it instead of the MKL
+# inside libtorch: float32 runs ~40x slower than in Python and differs in the last bits. Loaded
+# with RTLD_DEEPBIND, torch's libraries use their own symbols first. This only helps when torch
+# is not imported yet, hence ampkit's first call does it, before anything imports torch.
+load_torch_with_own_blas <- function() {
+  reticulate::py_run_string(paste(
+    "import os as _os, sys as _sys",
+    "if 'torch' not in _sys.modules and hasattr(_os, 'RTLD_DEEPBIND'):",
+    "    _flags = _sys.getdlopenflags()",
+    "    _sys.setdlopenflags(_flags | _os.RTLD_DEEPBIND)",
+    "    try:",
+    "        import torch",
+    "    except ImportError:",  # reported by the import of ampkit that follows
+    "        pass",
+    "    finally:",
+    "        _sys.setdlopenflags(_flags)",
+    sep = "\n"), local = TRUE, convert = FALSE)
+  invisible(NULL)
+}
+
+unavailable_error <- function(cause) {
+  python <- if (reticulate::py_available(initialize = FALSE)) {
+    tryCatch(reticulate::py_config()$python, error = function(e) NULL)
+  }
+  where <- if (is.null(python)) "no Python was found" else paste("Python:", python)
+  selected <- Sys.getenv("RETICULATE_PYTHON")
+  selected <- if (nzchar(selected)) paste0("RETICULATE_PYTHON=", selected) else "RETICULATE_PYTHON is not set"
+  message <- paste0(
+    "ampkit needs the Python module `ampkit` (its C++ extension `ampkit._C`, built against ",
+    "torch), but it could not be imported.\n",
+    "  ", where, " (", selected, ")\n",
+    "  Python said: ", strip_traceback(conditionMessage(cause)), "\n",
+    "Install it with `make setup` in the ampkit repository (it builds the extension into .venv ",
+    "and writes RETICULATE_PYTHON to ~/.Renviron), or into a Python that has torch with ",
+    "`python -m pip install --no-build-isolation /path/to/ampkit`; then start R with ",
+    "RETICULATE_PYTHON set to that Python."
+  )
+  ampkit_error(message, call = NULL, cause = cause, class = "ampkit_unavailable")
+}
+
+#' Is ampkit's Python side available?
+#'
+#' Imports the Python module `ampkit` (starting Python if needed) and reports
+#' whether that worked, instead of raising the error every other ampkit
+#' function raises when Python or the module is missing. Use it to guard
+#' examples and scripts.
+#'
+#' @return `TRUE` or `FALSE`.
+#' @export
+#' @examples
+#' if (ampkit_available()) {
+#'   is_autocast_enabled("cpu")
+#' }
+ampkit_available <- function() {
+  tryCatch({
+    python_modules()
+    TRUE
+  }, ampkit_unavailable = function(e) FALSE)
+}

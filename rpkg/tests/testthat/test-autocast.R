@@ -1,0 +1,269 @@
+default_state <- list(enabled = FALSE, dtype = "torch.bfloat16", cache = TRUE)
+
+test_that("with_autocast runs torch$mm in bfloat16 on the CPU, float32 outside", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  a <- torch$randn(8L, 8L)
+  inside <- with_autocast(device_type = "cpu", dtype = "bfloat16", torch$mm(a, a))
+  expect_identical(reticulate::py_str(inside$dtype), "torch.bfloat16")
+  expect_identical(reticulate::py_str(torch$mm(a, a)$dtype), "torch.float32")
+  # the same product as torch.autocast computes
+  reference <- torch$autocast("cpu", dtype = torch$bfloat16)
+  reference$`__enter__`()
+  expected <- torch$mm(a, a)
+  reference$`__exit__`(NULL, NULL, NULL)
+  expect_true(torch$equal(inside, expected))
+})
+
+test_that("with_autocast returns the value of its code", {
+  skip_if_no_ampkit()
+  expect_identical(with_autocast(device_type = "cpu", 1 + 1), 2)
+})
+
+test_that("dtype is a torch dtype object or its name", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  a <- torch$randn(4L, 4L)
+  dtype_of_mm <- function(dtype) {
+    with_autocast(device_type = "cpu", dtype = dtype, reticulate::py_str(torch$mm(a, a)$dtype))
+  }
+  expect_identical(dtype_of_mm("float16"), "torch.float16")
+  expect_identical(dtype_of_mm("half"), "torch.float16")
+  expect_identical(dtype_of_mm("torch.bfloat16"), "torch.bfloat16")
+  expect_identical(dtype_of_mm(torch$float16), "torch.float16")
+  expect_identical(dtype_of_mm(NULL), "torch.bfloat16")  # the CPU's default autocast dtype
+})
+
+test_that("is_autocast_enabled and get_autocast_dtype read torch's state", {
+  skip_if_no_ampkit()
+  expect_identical(cpu_state(), default_state)
+  expect_false(is_autocast_enabled("cpu"))
+  expect_identical(get_autocast_dtype("cpu"), "bfloat16")
+  with_autocast(device_type = "cpu", dtype = "float16", cache_enabled = FALSE, {
+    expect_identical(cpu_state(), list(enabled = TRUE, dtype = "torch.float16", cache = FALSE))
+    expect_true(is_autocast_enabled("cpu"))
+    expect_identical(get_autocast_dtype("cpu"), "float16")
+    expect_false(is_autocast_enabled("cuda"))
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("a normal exit restores enabled, dtype and the cache flag", {
+  skip_if_no_ampkit()
+  with_outer_region({
+    expect_identical(cpu_state(), outer_state)
+    with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
+      expect_identical(cpu_state(), list(enabled = TRUE, dtype = "torch.bfloat16", cache = TRUE))
+    })
+    expect_identical(cpu_state(), outer_state)
+    with_autocast(device_type = "cpu", enabled = FALSE, {
+      expect_identical(cpu_state(), list(enabled = FALSE, dtype = "torch.float16", cache = FALSE))
+    })
+    expect_identical(cpu_state(), outer_state)
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("stop() in the block restores the state and the error comes through unchanged", {
+  skip_if_no_ampkit()
+  with_outer_region({
+    err <- tryCatch(
+      with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, stop("boom")),
+      error = function(e) e)
+    expect_identical(conditionMessage(err), "boom")
+    expect_false(inherits(err, "ampkit_error"))
+    expect_identical(cpu_state(), outer_state)
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("return() from a function out of the block restores the state", {
+  skip_if_no_ampkit()
+  f <- function() {
+    with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
+      return(cpu_state())
+    })
+    "not reached"
+  }
+  with_outer_region({
+    expect_identical(f(), list(enabled = TRUE, dtype = "torch.bfloat16", cache = TRUE))
+    expect_identical(cpu_state(), outer_state)
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("break and next out of the block restore the state", {
+  skip_if_no_ampkit()
+  with_outer_region({
+    seen <- character()
+    for (i in 1:5) {
+      with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
+        seen <- c(seen, cpu_state()$dtype)
+        if (i == 1) next
+        if (i == 2) break
+      })
+      seen <- c(seen, "not reached")
+    }
+    expect_identical(seen, c("torch.bfloat16", "torch.bfloat16"))
+    expect_identical(cpu_state(), outer_state)
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("an interrupt in R code in the block restores the state", {
+  skip_if_no_ampkit()
+  skip_on_os("windows")
+  with_outer_region({
+    got <- tryCatch(
+      with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
+        tools::pskill(Sys.getpid(), tools::SIGINT)
+        Sys.sleep(5)
+        "not interrupted"
+      }),
+      interrupt = function(cnd) "interrupted")
+    expect_identical(got, "interrupted")
+    expect_identical(cpu_state(), outer_state)
+  })
+  drain_reticulate_interrupt()
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("an interrupt in Python code in the block restores the state", {
+  skip_if_no_ampkit()
+  skip_on_os("windows")
+  time <- reticulate::import("time")
+  with_outer_region({
+    got <- tryCatch(
+      with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
+        tools::pskill(Sys.getpid(), tools::SIGINT)
+        time$sleep(5)
+        "not interrupted"
+      }),
+      interrupt = function(cnd) "interrupted")
+    drain_reticulate_interrupt()
+    expect_identical(got, "interrupted")
+    expect_identical(cpu_state(), outer_state)
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("local_autocast closes when its function exits, regions in reverse order", {
+  skip_if_no_ampkit()
+  f <- function(fail = FALSE) {
+    local_autocast("cpu", dtype = "float16", cache_enabled = FALSE)
+    local_autocast("cpu", dtype = "bfloat16")
+    if (fail) stop("failed inside")
+    cpu_state()
+  }
+  expect_identical(f(), list(enabled = TRUE, dtype = "torch.bfloat16", cache = FALSE))
+  expect_identical(cpu_state(), default_state)
+  expect_error(f(fail = TRUE), "failed inside")
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("local_autocast works in local() and at the top level (withr's deferred events)", {
+  skip_if_no_ampkit()
+  inside <- local({
+    local_autocast("cpu", dtype = "float16")
+    cpu_state()$dtype
+  })
+  expect_identical(inside, "torch.float16")
+  expect_identical(cpu_state(), default_state)
+  env <- globalenv()
+  local_autocast("cpu", dtype = "float16", .env = env)
+  expect_true(cpu_state()$enabled)
+  suppressMessages(withr::deferred_run(env))
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("local_autocast closes when .env exits", {
+  skip_if_no_ampkit()
+  helper <- function(env) local_autocast("cpu", dtype = "float16", .env = env)
+  f <- function() {
+    helper(environment())
+    cpu_state()$dtype
+  }
+  expect_identical(f(), "torch.float16")
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("set_autocast returns a context that unset_autocast closes once, in order", {
+  skip_if_no_ampkit()
+  outer <- set_autocast("cpu", dtype = "float16", cache_enabled = FALSE)
+  expect_s3_class(outer, "ampkit_autocast_context")
+  expect_match(format(outer), "dtype = float16, enabled = TRUE, cache_enabled = FALSE")
+  inner <- set_autocast("cpu", dtype = "bfloat16")
+  err <- expect_error(unset_autocast(outer), class = "ampkit_error")  # inner still open
+  expect_identical(err$python_type, "StateError")
+  expect_identical(cpu_state()$dtype, "torch.bfloat16")
+  expect_null(unset_autocast(inner))
+  expect_identical(cpu_state(), outer_state)
+  unset_autocast(outer)
+  expect_identical(cpu_state(), default_state)
+  err <- expect_error(unset_autocast(outer), class = "ampkit_error")
+  expect_match(conditionMessage(err), "already exited")
+  expect_match(format(outer), "exited>$")
+})
+
+test_that("a dtype the CPU cannot autocast to warns and gives a disabled region", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  core <- reticulate::import("ampkit._C")
+  expected <- core$resolve_autocast("cpu", torch$float64, TRUE, NULL)$warning
+  expect_match(expected, "CPU Autocast only supports")
+  expect_warning(
+    inside <- with_autocast(device_type = "cpu", dtype = "float64", cpu_state()$enabled),
+    expected, fixed = TRUE, class = "ampkit_warning")
+  expect_false(inside)
+  expect_identical(cpu_state(), default_state)
+  # a warning turned into an error leaves no region open
+  withr::with_options(list(warn = 2), {
+    expect_error(with_autocast(device_type = "cpu", dtype = "float64", 1), "CPU Autocast")
+    expect_error(local_autocast("cpu", dtype = "float64"), "CPU Autocast")
+  })
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("CUDA without a CUDA device warns and gives a disabled region", {
+  skip_if_no_ampkit()
+  if (import_torch()$cuda$is_available()) skip("a CUDA device is present")
+  expect_warning(
+    inside <- with_autocast(device_type = "cuda", is_autocast_enabled("cuda")),
+    "CUDA is not available", class = "ampkit_warning")
+  expect_false(inside)
+})
+
+test_that("bad arguments are R errors naming the argument and the value", {
+  skip_if_no_ampkit()
+  expect_error(with_autocast(1, device_type = 1), class = "ampkit_error",
+               "`device_type` must be a string such as \"cpu\" or \"cuda\", got 1.", fixed = TRUE)
+  expect_error(with_autocast(1), "`device_type` must be given", class = "ampkit_error")
+  expect_error(with_autocast(1, device_type = "cpu", dtype = "float99"), class = "ampkit_error",
+               "`dtype` must be a torch dtype or the name of one")
+  expect_error(with_autocast(1, device_type = "cpu", dtype = "nn"), class = "ampkit_error",
+               "got \"nn\".", fixed = TRUE)
+  expect_error(with_autocast(1, device_type = "cpu", enabled = NA), class = "ampkit_error",
+               "`enabled` must be TRUE or FALSE, got NA.", fixed = TRUE)
+  expect_error(set_autocast("cpu", cache_enabled = "yes"), class = "ampkit_error",
+               "`cache_enabled` must be TRUE, FALSE or NULL, got \"yes\".", fixed = TRUE)
+  expect_error(with_autocast(1, device_type = "cpu", dtyp = "float16"), class = "ampkit_error",
+               "`...` must be empty, got `dtyp`")
+  expect_error(local_autocast("cpu", "float16", TRUE, NULL, "extra"), class = "ampkit_error",
+               "got an unnamed argument")
+  expect_error(unset_autocast(list()), class = "ampkit_error",
+               "`context` must be the value of set_autocast(), got a list.", fixed = TRUE)
+  expect_error(is_autocast_enabled(NULL), class = "ampkit_error", "got NULL.", fixed = TRUE)
+  expect_identical(cpu_state(), default_state)
+})
+
+test_that("an unknown device type is the core's error, as an ampkit_error", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  core <- reticulate::import("ampkit._C")
+  expected <- python_error_message(core$resolve_autocast("tpu9", NULL, TRUE, NULL))
+  err <- expect_error(with_autocast(1, device_type = "tpu9"))
+  expect_identical(class(err), c("ampkit_error", "error", "condition"))
+  expect_identical(conditionMessage(err), expected)
+  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(cpu_state(), default_state)
+})

@@ -1,0 +1,307 @@
+# torch.amp.GradScaler is the reference: the R scaler must give the same numbers and states.
+
+# Two identical models and SGD optimizers, one per scaler.
+twin_models <- function(torch, seed = 1L) {
+  make <- function() {
+    torch$manual_seed(seed)
+    model <- torch$nn$Sequential(torch$nn$Linear(6L, 5L), torch$nn$ReLU(), torch$nn$Linear(5L, 3L))
+    list(model = model, opt = torch$optim$SGD(model$parameters(), lr = 0.1))
+  }
+  list(make(), make())
+}
+
+# One iteration of the article's loop; `poison` sets a gradient to Inf before the step.
+train_step <- function(torch, net, scaler, x, y, poison = FALSE) {
+  loss <- torch$nn$functional$mse_loss(net$model(x), y)
+  scaler$scale(loss)$backward()
+  if (poison) {
+    grad <- net$model$parameters()$`__next__`()$grad
+    grad$view(-1L)$`__setitem__`(0L, Inf)
+  }
+  scaler$step(net$opt)
+  scaler$update()
+  net$opt$zero_grad()
+}
+
+parameters_equal <- function(torch, a, b) {
+  pa <- reticulate::iterate(a$model$parameters())
+  pb <- reticulate::iterate(b$model$parameters())
+  all(mapply(function(p, q) torch$equal(p, q), pa, pb))
+}
+
+test_that("training steps match torch.amp bit for bit, including a skipped step", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  nets <- twin_models(torch)
+  ours <- amp_grad_scaler("cpu", init_scale = 256, growth_interval = 2)
+  reference <- torch$amp$GradScaler("cpu", init_scale = 256, growth_interval = 2L)
+  torch$manual_seed(2L)
+  for (i in 1:5) {
+    x <- torch$randn(4L, 6L)
+    y <- torch$randn(4L, 3L)
+    train_step(torch, nets[[1]], ours, x, y, poison = i == 3)
+    train_step(torch, nets[[2]], reference, x, y, poison = i == 3)
+    expect_identical(ours$get_scale(), reference$get_scale())
+    expect_identical(ours$state_dict(), reference$state_dict())
+    expect_true(parameters_equal(torch, nets[[1]], nets[[2]]))
+  }
+  # 256 -> 512 (2 clean steps) -> 256 (inf) -> 256 -> 512
+  expect_identical(ours$get_scale(), 512)
+})
+
+test_that("step skips the optimizer on an Inf gradient and update backs off", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  p <- torch$nn$Parameter(torch$ones(2L))
+  opt <- torch$optim$SGD(list(p), lr = 0.5)
+  scaler <- amp_grad_scaler("cpu", init_scale = 4)
+  scaler$scale(p$sum())$backward()
+  p$grad$fill_(Inf)
+  expect_null(scaler$step(opt))
+  expect_true(torch$equal(p$detach(), torch$ones(2L)))  # not stepped
+  scaler$update()
+  expect_identical(scaler$get_scale(), 2)
+  expect_identical(scaler$state_dict()$`_growth_tracker`, 0L)
+
+  # a clean iteration steps with the unscaled gradient
+  opt$zero_grad()
+  scaler$scale(p$sum())$backward()
+  expect_true(torch$equal(p$grad, torch$full(list(2L), 2)))
+  scaler$step(opt)
+  expect_true(torch$equal(p$grad, torch$ones(2L)))
+  expect_true(torch$equal(p$detach(), torch$full(list(2L), 0.5)))
+})
+
+test_that("unscale_ unscales in place and step does not unscale again", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  p <- torch$nn$Parameter(torch$ones(2L))
+  opt <- torch$optim$SGD(list(p), lr = 0.5)
+  scaler <- amp_grad_scaler("cpu", init_scale = 8)
+  scaler$scale(p$sum())$backward()
+  expect_null(scaler$unscale_(opt))
+  expect_true(torch$equal(p$grad, torch$ones(2L)))
+  scaler$step(opt)
+  expect_true(torch$equal(p$detach(), torch$full(list(2L), 0.5)))
+})
+
+test_that("scale() takes a tensor or a (nested, named) list of tensors", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  scaler <- amp_grad_scaler("cpu", init_scale = 8)
+  one <- scaler$scale(torch$tensor(2))
+  expect_s3_class(one, "torch.Tensor")
+  expect_identical(one$item(), 16)
+  many <- scaler$scale(list(a = torch$tensor(1), b = list(torch$tensor(3))))
+  expect_type(many, "list")
+  expect_named(many, c("a", "b"))
+  expect_identical(many$a$item(), 8)
+  expect_identical(many$b[[1]]$item(), 24)
+  # not a tensor: the same error as in Python
+  expected <- python_error_message(reticulate::import("ampkit")$GradScaler("cpu")$scale("a"))
+  expect_match(expected, "`outputs` must be a Tensor", fixed = TRUE)
+  err <- expect_error(scaler$scale("a"), class = "ampkit_error")
+  expect_identical(conditionMessage(err), expected)
+  expect_error(scaler$scale(list(torch$tensor(1), 2)), "`outputs` must be a Tensor",
+               fixed = TRUE, class = "ampkit_error")
+})
+
+test_that("update(new_scale) sets the scale; a number or a tensor", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  scaler <- amp_grad_scaler("cpu", init_scale = 8)
+  scaler$scale(torch$tensor(1))
+  scaler$update(2)
+  expect_identical(scaler$get_scale(), 2)
+  scaler$update(torch$tensor(32))
+  expect_identical(scaler$get_scale(), 32)
+  expect_error(scaler$update("a"), class = "ampkit_error",
+               "`new_scale` must be a number, got \"a\".", fixed = TRUE)
+})
+
+test_that("state_dict has torch.amp's five keys and round-trips between R scalers", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  nets <- twin_models(torch)
+  source <- amp_grad_scaler("cpu", init_scale = 1024, growth_factor = 4, backoff_factor = 0.25,
+                            growth_interval = 7)
+  x <- torch$randn(4L, 6L)
+  y <- torch$randn(4L, 3L)
+  train_step(torch, nets[[1]], source, x, y)
+  train_step(torch, nets[[1]], source, x, y)
+  state <- source$state_dict()
+  expect_identical(state, list(scale = 1024, growth_factor = 4, backoff_factor = 0.25,
+                               growth_interval = 7L, `_growth_tracker` = 2L))
+  target <- amp_grad_scaler("cpu")
+  expect_null(target$load_state_dict(state))
+  expect_identical(target$state_dict(), state)
+  expect_identical(target$get_growth_factor(), 4)
+})
+
+test_that("a torch.amp.GradScaler state loads into the R scaler and back", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  nets <- twin_models(torch)
+  reference <- torch$amp$GradScaler("cpu", init_scale = 512, growth_factor = 3,
+                                    backoff_factor = 0.125, growth_interval = 5L)
+  x <- torch$randn(4L, 6L)
+  y <- torch$randn(4L, 3L)
+  for (i in 1:3) train_step(torch, nets[[2]], reference, x, y)
+  state <- reference$state_dict()
+  ours <- amp_grad_scaler("cpu")
+  ours$load_state_dict(state)
+  expect_identical(ours$state_dict(), state)
+  expect_identical(ours$state_dict()$`_growth_tracker`, 3L)
+
+  # ... as a Python dict, unconverted
+  ours2 <- amp_grad_scaler("cpu")
+  ours2$load_state_dict(reticulate::r_to_py(state))
+  expect_identical(ours2$state_dict(), state)
+
+  # and from R into torch.amp
+  ours$set_growth_interval(9)
+  back <- torch$amp$GradScaler("cpu")
+  back$load_state_dict(ours$state_dict())
+  expect_identical(back$state_dict(), ours$state_dict())
+  expect_identical(back$state_dict()$growth_interval, 9L)
+})
+
+test_that("bad states are rejected, naming the key, and change nothing", {
+  skip_if_no_ampkit()
+  scaler <- amp_grad_scaler("cpu", init_scale = 16)
+  good <- scaler$state_dict()
+  bad <- good
+  bad$growth_interval <- 1.5
+  expect_error(scaler$load_state_dict(bad), class = "ampkit_error",
+               "`state$growth_interval` must be a whole number >= 1, got 1.5.", fixed = TRUE)
+  bad <- good
+  bad$scale <- NA
+  expect_error(scaler$load_state_dict(bad), class = "ampkit_error",
+               "`state$scale` must be a number, got NA.", fixed = TRUE)
+  bad <- good
+  bad$`_growth_tracker` <- NULL
+  err <- expect_error(scaler$load_state_dict(bad), class = "ampkit_error")
+  expect_match(conditionMessage(err), "missing the key(s) ['_growth_tracker']", fixed = TRUE)
+  expect_identical(err$python_type, "ArgumentError")
+  bad <- good
+  bad$growth_factor <- 0.5  # the core's range check
+  err <- expect_error(scaler$load_state_dict(bad), class = "ampkit_error")
+  expect_match(conditionMessage(err), "growth_factor")
+  expect_error(scaler$load_state_dict(list(1, 2)), class = "ampkit_error",
+               "`state` must be a named list")
+  expect_error(scaler$load_state_dict(list()), class = "ampkit_error", "empty")
+  expect_identical(scaler$state_dict(), good)
+})
+
+test_that("getters and setters delegate to the core, which checks the ranges", {
+  skip_if_no_ampkit()
+  scaler <- amp_grad_scaler("cpu")
+  expect_identical(scaler$get_growth_factor(), 2)
+  expect_identical(scaler$get_backoff_factor(), 0.5)
+  expect_identical(scaler$get_growth_interval(), 2000L)
+  scaler$set_growth_factor(4)
+  scaler$set_backoff_factor(0.25)
+  scaler$set_growth_interval(10L)
+  expect_identical(scaler$get_growth_factor(), 4)
+  expect_identical(scaler$get_backoff_factor(), 0.25)
+  expect_identical(scaler$get_growth_interval(), 10L)
+  expect_error(scaler$set_growth_interval(2.5), class = "ampkit_error",
+               "`new_interval` must be a whole number >= 1, got 2.5.", fixed = TRUE)
+  expect_error(scaler$set_growth_factor("2"), class = "ampkit_error",
+               "`new_factor` must be a number, got \"2\".", fixed = TRUE)
+  err <- expect_error(scaler$set_backoff_factor(2), class = "ampkit_error")
+  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(scaler$get_backoff_factor(), 0.25)
+})
+
+test_that("constructor arguments are checked, in R for types and in the core for ranges", {
+  skip_if_no_ampkit()
+  expect_error(amp_grad_scaler("cpu", growth_interval = 1.5), class = "ampkit_error",
+               "`growth_interval` must be a whole number >= 1, got 1.5.", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", growth_interval = NA), class = "ampkit_error",
+               "`growth_interval` must be a whole number >= 1, got NA.", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", growth_interval = 1e10), class = "ampkit_error",
+               "at most 2147483647")
+  expect_error(amp_grad_scaler("cpu", init_scale = NULL), class = "ampkit_error",
+               "`init_scale` must be a number, got NULL.", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", init_scale = "big"), class = "ampkit_error",
+               "`init_scale` must be a number, got \"big\".", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", backoff_factor = c(0.5, 0.25)), class = "ampkit_error",
+               "`backoff_factor` must be a number, got a double vector of length 2.", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", growth_factor = TRUE), class = "ampkit_error",
+               "`growth_factor` must be a number, got TRUE.", fixed = TRUE)
+  expect_error(amp_grad_scaler("cpu", enabled = NA), class = "ampkit_error",
+               "`enabled` must be TRUE or FALSE, got NA.", fixed = TRUE)
+  expect_error(amp_grad_scaler(1), class = "ampkit_error", "`device` must be a string")
+
+  # ranges: the core's rules and messages, the same as Python's
+  ampkit_py <- reticulate::import("ampkit")
+  for (args in list(list(growth_interval = 0L), list(growth_factor = 0.5),
+                    list(backoff_factor = 1.5), list(init_scale = -1))) {
+    expected <- python_error_message(do.call(ampkit_py$GradScaler, c("cpu", args)))
+    err <- expect_error(do.call(amp_grad_scaler, c("cpu", args)))
+    expect_identical(class(err), c("ampkit_error", "error", "condition"))
+    expect_identical(conditionMessage(err), expected)
+  }
+})
+
+test_that("misuse raises the core's StateError as an ampkit_error without traceback noise", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  p <- torch$nn$Parameter(torch$ones(2L))
+  opt <- torch$optim$SGD(list(p), lr = 0.5)
+  scaler <- amp_grad_scaler("cpu")
+  scaler$scale(p$sum())$backward()
+  scaler$unscale_(opt)
+  err <- expect_error(scaler$unscale_(opt))
+  expect_identical(class(err), c("ampkit_error", "error", "condition"))
+  expect_identical(err$python_type, "StateError")
+  expect_match(conditionMessage(err), "unscale_() has already been called", fixed = TRUE)
+  expect_no_match(conditionMessage(err), "traceback|ampkit\\._C|\n")
+  expect_identical(deparse(conditionCall(err)), "scaler$unscale_(opt)")
+
+  # torch.amp raises the same message for the same misuse
+  ref_opt <- torch$optim$SGD(list(p), lr = 0.5)
+  reference <- torch$amp$GradScaler("cpu")
+  reference$scale(p$sum())$backward()
+  reference$unscale_(ref_opt)
+  expect_identical(python_error_message(reference$unscale_(ref_opt)), conditionMessage(err))
+})
+
+test_that("a disabled scaler is a pass-through", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  scaler <- amp_grad_scaler("cpu", enabled = FALSE)
+  expect_false(scaler$is_enabled())
+  expect_identical(scaler$get_scale(), 1)
+  expect_length(scaler$state_dict(), 0L)
+  p <- torch$nn$Parameter(torch$ones(2L))
+  opt <- torch$optim$SGD(list(p), lr = 0.5)
+  loss <- p$sum()
+  expect_true(torch$equal(scaler$scale(loss), loss))
+  loss$backward()
+  scaler$step(opt)
+  expect_true(torch$equal(p$detach(), torch$full(list(2L), 0.5)))
+})
+
+test_that("cuda_amp_grad_scaler has R torch's signature; without CUDA it warns and is disabled", {
+  skip_if_no_ampkit()
+  expect_identical(names(formals(cuda_amp_grad_scaler)),
+                   c("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
+  expect_identical(as.list(formals(amp_grad_scaler))[-1], as.list(formals(cuda_amp_grad_scaler)))
+  if (import_torch()$cuda$is_available()) skip("a CUDA device is present")
+  expect_warning(scaler <- cuda_amp_grad_scaler(), "CUDA is not available",
+                 class = "ampkit_warning")
+  expect_false(scaler$is_enabled())
+  expect_no_warning(cuda_amp_grad_scaler(enabled = FALSE))
+})
+
+test_that("the R object holds the Python scaler and prints it", {
+  skip_if_no_ampkit()
+  scaler <- amp_grad_scaler("cpu", growth_interval = 3)
+  expect_s3_class(scaler, "AmpGradScaler")
+  expect_s3_class(scaler$python, "ampkit.grad_scaler.GradScaler")
+  expect_identical(scaler$python$get_growth_interval(), 3L)
+  expect_output(print(scaler), "<AmpGradScaler> ampkit.GradScaler(device='cpu'", fixed = TRUE)
+  expect_error(scaler$python <- NULL, class = "ampkit_error", "read-only")
+})

@@ -1,0 +1,164 @@
+# The R parity runner: the training loop of runners.py written in R against ampkit's R API
+# (with_autocast, amp_grad_scaler). Model, data and gradient injection come from the shared
+# Python module parity_models.py, imported with reticulate::import_from_path, so both
+# languages train the same model on the same data.
+#
+# Sourced in-process through rpy2 (tests/parity/test_parity.py) and out of process by
+# run_rscript.R. Only defines functions.
+
+library(ampkit)
+
+parity_dir <- function() {
+  dir <- Sys.getenv("AMPKIT_PARITY_DIR")
+  if (!nzchar(dir)) stop("AMPKIT_PARITY_DIR must name tests/parity")
+  dir
+}
+
+parity_modules <- function() {
+  # ampkit first: it imports torch with torch's own BLAS (?ampkit, "Load ampkit before torch").
+  if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
+  list(
+    torch = reticulate::import("torch"),
+    pm = reticulate::import_from_path("parity_models", path = parity_dir())
+  )
+}
+
+# Trains steps [start, stop) of one scenario; returns list(loss, scale, skipped, params).
+run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save_to = NULL) {
+  m <- parity_modules()
+  torch <- m$torch
+  pm <- m$pm
+  spec <- pm$load_scenario(path)
+  built <- pm$build(spec)
+  model <- built[[1]]
+  opt <- built[[2]]
+  params <- built[[3]]
+  scaler <- amp_grad_scaler("cpu", init_scale = spec$init_scale,
+                            growth_factor = spec$growth_factor,
+                            backoff_factor = spec$backoff_factor,
+                            growth_interval = spec$growth_interval,
+                            enabled = spec$scaler)
+  if (!is.null(resume_from)) {
+    # Unconverted: an R round trip would turn the optimizer state's integer keys into strings.
+    raw <- reticulate::import_from_path("parity_models", path = parity_dir(), convert = FALSE)
+    ckpt <- raw$load_checkpoint(resume_from)
+    model$load_state_dict(ckpt["model"])
+    opt$load_state_dict(ckpt["optimizer"])
+    # The scaler state as an R list, through the R package's own conversion.
+    scaler$load_state_dict(reticulate::py_to_r(ckpt["scaler"]))
+  }
+  dtype <- spec$dtype
+  if (is.null(stop)) stop <- spec$steps
+  losses <- numeric(0)
+  scales <- numeric(0)
+  skipped <- logical(0)
+  step <- as.integer(start)
+  while (step < stop) {
+    total <- 0
+    for (micro in seq_len(spec$accumulate) - 1L) {
+      xy <- pm$batch(spec, step, micro)
+      loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = spec$autocast, {
+        h <- pm$features(model, xy[[1]])
+        out <- if (isTRUE(spec$nested_disabled)) {
+          with_autocast(device_type = "cpu", enabled = FALSE, pm$head_fp32(model, h))
+        } else {
+          pm$head(model, h)
+        }
+        pm$loss_fn(spec, out, xy[[2]])
+      })
+      if (isTRUE(spec$gradient_penalty)) {
+        grads <- torch$autograd$grad(scaler$scale(loss), params, create_graph = TRUE)
+        grads <- pm$unscale_grads(grads, 1 / scaler$get_scale())
+        loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = spec$autocast, {
+          loss$add(pm$grad_norm(grads))
+        })
+      }
+      scaler$scale(loss)$backward()
+      total <- total + loss$item()
+    }
+    pm$inject(spec, params, step)
+    if (!is.null(spec$clip)) {
+      scaler$unscale_(opt)
+      pm$clip(spec, params)
+    }
+    before <- pm$snapshot(params)
+    scaler$step(opt)
+    new_scale <- pm$new_scale_at(spec, step)
+    if (is.null(new_scale)) scaler$update() else scaler$update(new_scale)
+    opt$zero_grad(set_to_none = TRUE)
+    losses <- c(losses, total)
+    scales <- c(scales, scaler$get_scale())
+    skipped <- c(skipped, !pm$changed(params, before))
+    step <- step + 1L
+  }
+  if (!is.null(save_to)) pm$save_checkpoint(save_to, model, opt, scaler$state_dict())
+  list(loss = as.list(losses), scale = as.list(scales), skipped = as.list(skipped),
+       params = as.list(unlist(pm$flat_params(params))))
+}
+
+# Runs every scenario in `paths` in this one process, writing <out_dir>/<name>.json each.
+run_all <- function(paths, out_dir) {
+  pm <- parity_modules()$pm
+  for (path in paths) {
+    name <- sub("\\.json$", "", basename(path))
+    pm$save_json(file.path(out_dir, paste0(name, ".json")), run_scenario(path))
+  }
+  invisible(length(paths))
+}
+
+# Checkpoint hand-over, R's half: resume from `resume_from` (or start fresh), train
+# [start, stop), optionally save; writes the record to `out`.
+run_segment <- function(path, out, start = 0L, stop = NULL, resume_from = NULL,
+                        save_to = NULL) {
+  pm <- parity_modules()$pm
+  pm$save_json(out, run_scenario(path, as.integer(start),
+                                 if (is.null(stop)) NULL else as.integer(stop),
+                                 resume_from, save_to))
+  invisible(out)
+}
+
+# Error parity, R's half: runs each named misuse case and returns, per case, the message of
+# the ampkit_error it raised (or "<no error>" / "<not ampkit_error: ...>").
+misuse_cases <- function() {
+  torch <- parity_modules()$torch
+  setup <- function() {
+    torch$manual_seed(0L)
+    lin <- torch$nn$Linear(2L, 1L)
+    opt <- torch$optim$SGD(lin$parameters(), lr = 0.1)
+    s <- amp_grad_scaler("cpu")
+    s$scale(lin(torch$ones(1L, 2L))$sum())$backward()
+    list(opt = opt, s = s)
+  }
+  list(
+    unscale_twice = function() { e <- setup(); e$s$unscale_(e$opt); e$s$unscale_(e$opt) },
+    step_twice = function() { e <- setup(); e$s$step(e$opt); e$s$step(e$opt) },
+    update_without_step = function() { e <- setup(); e$s$update() },
+    load_empty_state = function() { s <- amp_grad_scaler("cpu"); s$load_state_dict(list()) },
+    growth_factor_le_1 = function() amp_grad_scaler("cpu", growth_factor = 0.5),
+    backoff_factor_ge_1 = function() amp_grad_scaler("cpu", backoff_factor = 2),
+    growth_interval_0 = function() amp_grad_scaler("cpu", growth_interval = 0),
+    unknown_device = function() amp_grad_scaler("nodevice"),
+    autocast_unknown_device = function() with_autocast(device_type = "nodevice", 1),
+    unsupported_dtype = function() with_autocast(device_type = "cpu", dtype = "int32", 1),
+    scale_non_tensor = function() { s <- amp_grad_scaler("cpu"); s$scale("a") },
+    new_scale_non_number = function() {
+      e <- setup(); e$s$step(e$opt); e$s$update(new_scale = "x")
+    }
+  )
+}
+
+run_misuse <- function() {
+  cases <- misuse_cases()
+  out <- lapply(cases, function(f) {
+    warned <- NULL
+    tryCatch({
+      withCallingHandlers(f(), warning = function(w) {
+        if (is.null(warned)) warned <<- conditionMessage(w)
+        invokeRestart("muffleWarning")
+      })
+      if (is.null(warned)) "<no error>" else paste0("<warning: ", warned, ">")
+    }, ampkit_error = function(e) conditionMessage(e),
+    error = function(e) paste("<not ampkit_error:", conditionMessage(e), ">"))
+  })
+  out
+}
