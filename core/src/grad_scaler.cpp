@@ -229,6 +229,18 @@ void GradScaler::unscale_grads(const ParamList& optimizer, const at::Tensor& inv
   state.found_inf_per_device = std::move(found_per_device);
 }
 
+at::Tensor GradScaler::inverse_scale() const {
+  // 1/S computed in double then rounded to float32, as torch.amp does. On the CPU the scale is
+  // plain memory: the same two IEEE operations on the host cost one tensor op instead of three
+  // (no device to synchronise with). Elsewhere it stays on the device; MPS has no float64.
+  if (scale_.is_cpu()) {
+    const double scale = static_cast<double>(*scale_.const_data_ptr<float>());
+    return at::full({}, static_cast<float>(1.0 / scale), scale_.options());
+  }
+  if (device_type_ == c10::DeviceType::MPS) return scale_.reciprocal();
+  return scale_.to(at::kDouble).reciprocal().to(at::kFloat);
+}
+
 void GradScaler::unscale_(const ParamList& optimizer) {
   if (!enabled_) return;
   check_initialised("unscale_");
@@ -240,11 +252,7 @@ void GradScaler::unscale_(const ParamList& optimizer) {
   if (state.stage == OptimizerStage::Stepped) {
     throw StateError("unscale_() is being called after step().");
   }
-  // 1/S computed in double then rounded, as torch.amp does (MPS has no float64).
-  const at::Tensor inv_scale = device_type_ == c10::DeviceType::MPS
-                                   ? scale_.reciprocal()
-                                   : scale_.to(at::kDouble).reciprocal().to(at::kFloat);
-  unscale_grads(optimizer, inv_scale, /*allow_fp16=*/false, state);
+  unscale_grads(optimizer, inverse_scale(), /*allow_fp16=*/false, state);
   state.stage = OptimizerStage::Unscaled;
 }
 

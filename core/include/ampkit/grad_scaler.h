@@ -138,6 +138,7 @@ class GradScaler {
   void unscale_grads(const ParamList& optimizer, const at::Tensor& inv_scale, bool allow_fp16,
                      OptimizerState& state);
   at::Tensor combined_found_inf(const OptimizerState& state) const;
+  at::Tensor inverse_scale() const;
   double read_to_host(const at::Tensor& tensor);
 
   std::string device_;
