@@ -60,7 +60,8 @@ def write_json(path: str, payload: Dict[str, Any]) -> None:
 
 
 def write_chart(path: str, training: List[Dict[str, Any]], overhead: List[Dict[str, Any]]) -> bool:
-    """Steps per second by workload, mode and implementation; overhead ratios against goals."""
+    """Throughput relative to torch.amp by workload, mode and implementation; overhead ratios
+    against their goals."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -75,21 +76,21 @@ def write_chart(path: str, training: List[Dict[str, Any]], overhead: List[Dict[s
     ax = axes[0]
     width = 0.8 / max(len(impls), 1)
     for k, impl in enumerate(impls):
-        values = [index[(w, m, impl)]["speedup_vs_fp32"] if (w, m, impl) in index else 0
+        values = [index[(w, m, impl)]["ratio_vs_torch"] if (w, m, impl) in index else 0
                   for w, m in groups]
         ax.bar([i + k * width for i in range(len(groups))], values, width, label=impl)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xticks([i + width * (len(impls) - 1) / 2 for i in range(len(groups))])
     ax.set_xticklabels([f"{w}\n{m}" for w, m in groups], fontsize=8)
-    ax.set_ylabel("throughput relative to the same implementation's fp32")
-    ax.set_title("Training throughput (higher is better)")
+    ax.set_ylabel("steps/s relative to torch.amp (same workload and mode)")
+    ax.set_title("Training throughput against torch.amp (higher is better)")
     ax.legend()
     ax = axes[1]
     if overhead:
         ax.barh([r["what"] for r in overhead], [r["ratio"] for r in overhead], color="tab:green")
         for i, r in enumerate(overhead):
             ax.plot([r["goal"], r["goal"]], [i - 0.4, i + 0.4], color="red")
-        ax.set_xlabel("ampkit / torch.amp time (lower is better; red: goal)")
+        ax.set_xlabel("ampkit / torch.amp time\n(lower is better; red line: goal)")
         ax.set_title("Overhead")
     fig.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
