@@ -14,26 +14,6 @@ library(ampkit)
 # ampkit's first call imports torch so that it keeps its own BLAS (see ?ampkit, "Load ampkit
 # before torch"); importing torch first would run fp32 on R's reference BLAS.
 stopifnot(ampkit_available())
-torch <- reticulate::import("torch")` in place of R torch. On CUDA (when
-# torch$cuda$is_available()) it uses the article's sizes and float16; on the CPU it uses bfloat16
-# and small sizes. AMPKIT_BENCH_DEVICE=cpu forces the CPU.
-
-library(ampkit)
-
-# R loads its BLAS (Debian's reference BLAS, unless OpenBLAS is installed) before Python starts,
-# and torch's own BLAS calls (sgemm_: every fp32 matrix product) then bind to it instead of the
-# MKL inside libtorch: fp32 runs ~40x slower in R than in Python. Loaded with RTLD_DEEPBIND,
-# torch's libraries use their own symbols first. (No effect once torch is imported.)
-reticulate::py_run_string("
-import os, sys
-if 'torch' not in sys.modules and hasattr(os, 'RTLD_DEEPBIND'):
-    _flags = sys.getdlopenflags()
-    sys.setdlopenflags(_flags | os.RTLD_DEEPBIND)
-    try:
-        import torch
-    finally:
-        sys.setdlopenflags(_flags)
-")
 torch <- reticulate::import("torch")
 invisible(torch$manual_seed(1L))
 
