@@ -177,12 +177,10 @@ class GradScaler:
     def _scale_nested(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             return self._core.scale(value)
-        if isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes)):
-            scaled = map(self._scale_nested, value)
-            return type(value)(scaled) if isinstance(value, (list, tuple)) else scaled
-        raise _C.ArgumentError(
-            f"`outputs` must be a Tensor or an iterable of Tensors, got {type(value).__name__}."
-        )
+        if not _is_container(value):
+            raise _outputs_error(value)
+        scaled = map(self._scale_nested, value)
+        return type(value)(scaled) if isinstance(value, (list, tuple)) else scaled
 
     def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
         """Divide ``optimizer``'s gradients by the scale, in place, and record inf/NaN.
@@ -421,15 +419,23 @@ class GradScaler:
         )
 
 
+def _is_container(value: Any) -> bool:
+    """What scale() recurses into: any iterable but a string."""
+    return isinstance(value, abc.Iterable) and not isinstance(value, (str, bytes))
+
+
+def _outputs_error(value: Any) -> Exception:
+    return _C.ArgumentError(
+        f"`outputs` must be a Tensor or an iterable of Tensors, got {type(value).__name__}.")
+
+
 def _check_nested(value: Any) -> None:
     """Lists and tuples are walked before any tensor is scaled; other iterables stay lazy."""
     if isinstance(value, (list, tuple)):
         for item in value:
             _check_nested(item)
-    elif not isinstance(value, torch.Tensor) and (
-            isinstance(value, (str, bytes)) or not isinstance(value, abc.Iterable)):
-        raise _C.ArgumentError(
-            f"`outputs` must be a Tensor or an iterable of Tensors, got {type(value).__name__}.")
+    elif not isinstance(value, torch.Tensor) and not _is_container(value):
+        raise _outputs_error(value)
 
 
 def _state_from_dict(state_dict: Any) -> "_C.ScalerState":
