@@ -1,7 +1,6 @@
 """ampkit.autocast against torch.autocast, the reference, on the CPU."""
 
 import threading
-import warnings
 
 import pytest
 import torch

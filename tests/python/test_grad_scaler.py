@@ -1,7 +1,6 @@
 """ampkit.GradScaler against torch.amp.GradScaler, the reference, on the CPU."""
 
 import pickle
-import warnings
 
 import pytest
 import torch
