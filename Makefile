@@ -7,15 +7,18 @@ PIP := $(PY) -m pip
 BUILD_DIR = $(firstword $(wildcard build/cp*))
 export RETICULATE_PYTHON := $(PY)
 
-# torch is pinned to the CPU wheel on disk (an unpinned torch pulls a multi-GB CUDA build);
-# pybind11 matches the version torch 2.13 bundles; rpy2 3.6 needs a newer R than Debian's 4.2.
-PY_DEPS := torch==2.13.0 numpy pybind11==3.0.4 "scikit-build-core>=0.10" pytest hypothesis \
-           "rpy2>=3.5.17,<3.6" matplotlib
+# torch is pinned to the CPU wheel (an unpinned torch pulls a multi-GB CUDA build); rpy2 3.6
+# needs a newer R than Debian's 4.2. The build requirements (pybind11 pinned to the version torch
+# 2.13 bundles, scikit-build-core) are read from pyproject.toml, their one home.
+BUILD_DEPS := $(shell python3 -c "import tomllib; print(' '.join(repr(r) for r in \
+                tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
+PY_DEPS := torch==2.13.0 numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
+           ruff==0.17.6
 EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
 R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
 
-.PHONY: setup test test-cpp test-python test-r bench parity clean
+.PHONY: setup test test-cpp test-python test-r bench parity lint clean
 
 setup: $(VENV)/.system $(VENV)/.deps $(VENV)/.ext $(VENV)/.rpkg
 
@@ -31,7 +34,8 @@ $(VENV)/.deps: $(VENV)/.system Makefile
 
 $(VENV)/.ext: $(VENV)/.deps $(EXT_SOURCES)
 	@echo "setup: building ampkit (C++ core, extension, C++ tests)"
-	@$(PIP) install -q --disable-pip-version-check --no-build-isolation --no-deps .
+	@$(PIP) install -q --disable-pip-version-check --no-build-isolation --no-deps \
+	    --config-settings=cmake.define.AMPKIT_BUILD_TESTS=ON .
 	@touch $@
 
 $(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
@@ -42,7 +46,9 @@ test: setup test-cpp test-python test-r
 
 test-cpp:
 	@echo "== C++ tests (ctest)"
-	@ctest --test-dir $(BUILD_DIR) --output-on-failure
+	@test -x "$(BUILD_DIR)/ampkit_core_tests" || { echo "C++ tests were not built: GoogleTest is \
+	missing (apt-get install --no-install-recommends libgtest-dev), then run make test again."; exit 1; }
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 
 test-python:
 	@echo "== Python and parity tests (pytest)"
@@ -56,6 +62,12 @@ bench: setup
 
 parity: setup
 	@$(PY) -m pytest -q tests/parity -p no:cacheprovider --parity-report
+
+# Style: ruff (Python), clang-format (C++), lintr (R); the configurations are in the repository.
+lint: setup
+	@echo "== ruff" && $(PY) -m ruff check python tests
+	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
+	@echo "== lintr" && Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
 
 clean:
 	rm -rf build $(VENV) bench/results

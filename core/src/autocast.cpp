@@ -66,8 +66,7 @@ AutocastRequest resolve_autocast(const std::string& device_type,
 
 AutocastState current_autocast_state(c10::DeviceType device_type) {
   return {at::autocast::is_autocast_enabled(device_type),
-          at::autocast::get_autocast_dtype(device_type),
-          at::autocast::is_autocast_cache_enabled()};
+          at::autocast::get_autocast_dtype(device_type), at::autocast::is_autocast_cache_enabled()};
 }
 
 AutocastToken::AutocastToken(c10::DeviceType device_type, AutocastState previous, int depth)
@@ -119,9 +118,10 @@ void exit_autocast(AutocastToken& token) {
   const int depth = at::autocast::increment_nesting() - 1;
   at::autocast::decrement_nesting();
   if (depth != token.depth_) {
-    throw StateError("Autocast regions must be exited innermost first: this region was entered at "
-                     "depth " + std::to_string(token.depth_) + " but the current depth is " +
-                     std::to_string(depth) + ".");
+    throw StateError(
+        "Autocast regions must be exited innermost first: this region was entered at "
+        "depth " +
+        std::to_string(token.depth_) + " but the current depth is " + std::to_string(depth) + ".");
   }
   if (at::autocast::decrement_nesting() == 0) {
     at::autocast::clear_cache();

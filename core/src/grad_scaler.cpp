@@ -2,127 +2,30 @@
 
 #include <ATen/Context.h>
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
-#include <ATen/ops/_amp_update_scale.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
-#include <c10/core/GradMode.h>
 #include <c10/core/ScalarType.h>
 
-#include <atomic>
-#include <cmath>
-#include <limits>
+#include <algorithm>
 
 #include "ampkit/autocast.h"
 #include "ampkit/errors.h"
 
 namespace ampkit {
-namespace {
-
-constexpr double kMaxInterval = std::numeric_limits<int32_t>::max();  // the tracker is int32
-constexpr double kMaxFloat = std::numeric_limits<float>::max();         // the scale is float32
-
-// A scale the user chooses (init_scale, new_scale): positive and representable in float32.
-void require_finite_positive(double value, const char* name) {
-  if (!(std::isfinite(value) && value > 0)) {
-    throw ArgumentError(std::string("`") + name + "` must be a finite number > 0, got " +
-                        format_number(value) + ".");
-  }
-  if (value > kMaxFloat) {
-    throw ArgumentError(std::string("`") + name + "` must be at most " + format_number(kMaxFloat) +
-                        " (the scale is a float32), got " + format_number(value) + ".");
-  }
-}
-
-// A scale read from a checkpoint: anything the update rule can reach, which includes 0 (repeated
-// backoff underflows) and inf (repeated growth overflows), so that torch.amp's states load.
-void require_reachable_scale(double value, const char* name) {
-  if (!(value >= 0 && (value <= kMaxFloat || std::isinf(value)))) {
-    throw ArgumentError(std::string("`") + name + "` must be a number >= 0 that a float32 holds " +
-                        "(inf included), got " + format_number(value) + ".");
-  }
-}
-
-void require_growth_factor(double value, const char* name) {
-  if (!(std::isfinite(value) && value > 1)) {
-    throw ArgumentError(std::string("`") + name + "` must be a finite number > 1, got " +
-                        format_number(value) + ".");
-  }
-}
-
-void require_backoff_factor(double value, const char* name) {
-  if (!(value > 0 && value < 1)) {
-    throw ArgumentError(std::string("`") + name + "` must be in (0, 1), got " +
-                        format_number(value) + ".");
-  }
-}
-
-void require_whole(double value, const char* name, double minimum) {
-  if (!(std::isfinite(value) && value >= minimum && value == std::floor(value))) {
-    throw ArgumentError(std::string("`") + name + "` must be a whole number >= " +
-                        format_number(minimum) + ", got " + format_number(value) + ".");
-  }
-  if (value > kMaxInterval) {
-    throw ArgumentError(std::string("`") + name + "` must be at most 2147483647 (the growth " +
-                        "tracker is int32), got " + format_number(value) + ".");
-  }
-}
-
-// The tensor `master` on `device`: itself when already there, else a copy made once per call.
-const at::Tensor& on_device(std::vector<std::pair<c10::Device, at::Tensor>>& replicas,
-                            const at::Tensor& master, const c10::Device& device) {
-  for (const auto& [where, tensor] : replicas) {
-    if (where == device) return tensor;
-  }
-  at::Tensor replica = master.device() == device
-                           ? master
-                           : master.to(at::TensorOptions().device(device), /*non_blocking=*/true,
-                                       /*copy=*/true);
-  replicas.emplace_back(device, std::move(replica));
-  return replicas.back().second;
-}
-
-std::atomic<uint64_t> next_param_list_id{1};
-
-}  // namespace
-
-void validate_options(const GradScalerOptions& options) {
-  require_finite_positive(options.init_scale, "init_scale");
-  require_growth_factor(options.growth_factor, "growth_factor");
-  require_backoff_factor(options.backoff_factor, "backoff_factor");
-  require_whole(options.growth_interval, "growth_interval", 1);
-}
-
-void validate_state(const ScalerState& state) {
-  require_reachable_scale(state.scale, "scale");
-  require_growth_factor(state.growth_factor, "growth_factor");
-  require_backoff_factor(state.backoff_factor, "backoff_factor");
-  require_whole(state.growth_interval, "growth_interval", 1);
-  require_whole(state.growth_tracker, "_growth_tracker", 0);
-}
-
-ParamList::ParamList(std::vector<at::Tensor> params) : id_(next_param_list_id.fetch_add(1)) {
-  reset(std::move(params));
-}
-
-void ParamList::reset(std::vector<at::Tensor> params) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!params[i].defined()) {
-      throw ArgumentTypeError("`params` must hold tensors; element " + std::to_string(i) +
-                              " is undefined.");
-    }
-  }
-  params_ = std::move(params);
-}
 
 GradScaler::GradScaler(const std::string& device, const GradScalerOptions& options)
     : device_(device), device_type_(parse_device_type(device, "device")) {
   validate_options(options);
   enabled_ = options.enabled;
-  init_scale_ = options.init_scale;
   growth_factor_ = options.growth_factor;
   backoff_factor_ = options.backoff_factor;
   growth_interval_ = static_cast<int64_t>(options.growth_interval);
+  policy_ = options.policy;
+  track_overflow_ = options.track_overflow;
+  pending_.scale = options.init_scale;
+  pending_.hysteresis_left = static_cast<int64_t>(policy_.hysteresis);
   if (enabled_ && device_type_ == c10::DeviceType::CUDA && !at::globalContext().hasCUDA()) {
     warning_ = "GradScaler is enabled for device 'cuda', but CUDA is not available.  Disabling.";
     enabled_ = false;
@@ -130,7 +33,7 @@ GradScaler::GradScaler(const std::string& device, const GradScalerOptions& optio
 }
 
 void GradScaler::check_initialised(const char* function) const {
-  if (!scale_.defined()) {
+  if (!device_state_.scale.defined()) {
     throw StateError(std::string("Attempted ") + function +
                      " but _scale is None.  This may indicate your script did not use "
                      "scaler.scale(loss or outputs) earlier in the iteration.");
@@ -138,28 +41,32 @@ void GradScaler::check_initialised(const char* function) const {
 }
 
 void GradScaler::lazy_init(const c10::Device& device) {
-  scale_ = at::full({}, init_scale_, at::TensorOptions().dtype(at::kFloat).device(device));
-  growth_tracker_ =
-      at::full({}, init_growth_tracker_, at::TensorOptions().dtype(at::kInt).device(device));
+  const auto on = at::TensorOptions().device(device);
+  device_state_.scale = at::full({}, pending_.scale, on.dtype(at::kFloat));
+  device_state_.growth_tracker = at::full({}, pending_.growth_tracker, on.dtype(at::kInt));
+  device_state_.hysteresis_left = at::full({}, pending_.hysteresis_left, on.dtype(at::kInt));
+  device_state_.counters =
+      at::tensor(std::vector<int64_t>(pending_.counters.begin(), pending_.counters.end()),
+                 on.dtype(at::kLong));
 }
 
-GradScaler::OptimizerState& GradScaler::state_for(const ParamList& optimizer) {
+GradScaler::OptimizerState& GradScaler::state_for(const ParamList& params) {
   for (auto& state : states_) {
-    if (state.optimizer_id == optimizer.id()) return state;
+    if (state.params_id == params.id()) return state;
   }
-  states_.push_back(OptimizerState{optimizer.id(), OptimizerStage::Ready, {}});
+  states_.push_back(OptimizerState{params.id(), OptimizerStage::Ready, {}, std::nullopt, {}});
   return states_.back();
 }
 
-const GradScaler::OptimizerState* GradScaler::find_state(const ParamList& optimizer) const {
+const GradScaler::OptimizerState* GradScaler::find_state(const ParamList& params) const {
   for (const auto& state : states_) {
-    if (state.optimizer_id == optimizer.id()) return &state;
+    if (state.params_id == params.id()) return &state;
   }
   return nullptr;
 }
 
-std::optional<OptimizerStage> GradScaler::stage(const ParamList& optimizer) const {
-  const OptimizerState* state = find_state(optimizer);
+std::optional<OptimizerStage> GradScaler::stage(const ParamList& params) const {
+  const OptimizerState* state = find_state(params);
   if (state == nullptr) return std::nullopt;
   return state->stage;
 }
@@ -169,82 +76,19 @@ double GradScaler::read_to_host(const at::Tensor& tensor) {
   return tensor.item().toDouble();
 }
 
+at::Tensor GradScaler::found_inf(const OptimizerState& state) const {
+  return sum_on(state.found_inf_per_device, device_state_.scale.device());
+}
+
 at::Tensor GradScaler::scale(const at::Tensor& outputs) {
   if (!enabled_) return outputs;
-  if (!scale_.defined()) lazy_init(outputs.device());
-  if (outputs.device() == scale_.device()) return outputs * scale_;
-  return outputs * scale_.to(at::TensorOptions().device(outputs.device()), /*non_blocking=*/true);
+  const at::Tensor& scale = device_state_.scale;
+  if (!scale.defined()) lazy_init(outputs.device());
+  if (outputs.device() == scale.device()) return outputs * scale;
+  return outputs * scale.to(at::TensorOptions().device(outputs.device()), /*non_blocking=*/true);
 }
 
-void GradScaler::unscale_grads(const ParamList& optimizer, const at::Tensor& inv_scale,
-                               bool allow_fp16, OptimizerState& state) {
-  struct Group {
-    c10::Device device;
-    at::ScalarType dtype;
-    std::vector<at::Tensor> grads;
-  };
-  std::vector<Group> groups;
-  at::NoGradGuard no_grad;
-  // Collect and check every gradient before the first kernel runs, so that a rejected gradient
-  // leaves all of them untouched.
-  for (const at::Tensor& param : optimizer.params()) {
-    const at::Tensor& grad = param.grad();
-    if (!grad.defined()) continue;
-    if (!allow_fp16 && grad.scalar_type() == at::kHalf) {
-      throw ArgumentError("Attempting to unscale FP16 gradients.");
-    }
-    at::Tensor to_unscale = grad;
-    if (grad.is_sparse()) {
-      // An uncoalesced float16 sparse gradient can overflow when its duplicates are summed later;
-      // torch.amp coalesces it first so the inf check sees the summed values.
-      if (grad.scalar_type() == at::kHalf) {
-        to_unscale = grad.coalesce();
-        param.mutable_grad() = to_unscale;
-      }
-      to_unscale = to_unscale._values();
-    }
-    Group* group = nullptr;
-    for (auto& candidate : groups) {
-      if (candidate.device == to_unscale.device() && candidate.dtype == to_unscale.scalar_type()) {
-        group = &candidate;
-        break;
-      }
-    }
-    if (group == nullptr) {
-      groups.push_back(Group{to_unscale.device(), to_unscale.scalar_type(), {}});
-      group = &groups.back();
-    }
-    group->grads.push_back(std::move(to_unscale));
-  }
-
-  const at::Tensor found_inf =
-      at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(scale_.device()));
-  std::vector<std::pair<c10::Device, at::Tensor>> found_per_device;
-  std::vector<std::pair<c10::Device, at::Tensor>> inv_per_device;
-  for (auto& group : groups) {
-    at::Tensor found = on_device(found_per_device, found_inf, group.device);
-    at::_amp_foreach_non_finite_check_and_unscale_(
-        group.grads, found, on_device(inv_per_device, inv_scale, group.device));
-  }
-  state.found_inf_per_device = std::move(found_per_device);
-}
-
-at::Tensor GradScaler::inverse_scale() const {
-  // 1/S computed in double then rounded to float32, as torch.amp does. On the CPU the scale is
-  // plain memory: the same two IEEE operations on the host cost one tensor op instead of three
-  // (no device to synchronise with). Elsewhere it stays on the device; MPS has no float64.
-  if (scale_.is_cpu()) {
-    const double scale = static_cast<double>(*scale_.const_data_ptr<float>());
-    return at::full({}, static_cast<float>(1.0 / scale), scale_.options());
-  }
-  if (device_type_ == c10::DeviceType::MPS) return scale_.reciprocal();
-  return scale_.to(at::kDouble).reciprocal().to(at::kFloat);
-}
-
-void GradScaler::unscale_(const ParamList& optimizer) {
-  if (!enabled_) return;
-  check_initialised("unscale_");
-  OptimizerState& state = state_for(optimizer);
+void GradScaler::unscale_state(const ParamList& params, OptimizerState& state) {
   if (state.stage == OptimizerStage::Unscaled) {
     throw StateError(
         "unscale_() has already been called on this optimizer since the last update().");
@@ -252,40 +96,42 @@ void GradScaler::unscale_(const ParamList& optimizer) {
   if (state.stage == OptimizerStage::Stepped) {
     throw StateError("unscale_() is being called after step().");
   }
-  unscale_grads(optimizer, inverse_scale(), /*allow_fp16=*/false, state);
+  state.found_inf_per_device =
+      unscale_grads(params, inverse_scale(device_state_.scale), /*allow_fp16=*/false);
   state.stage = OptimizerStage::Unscaled;
 }
 
-at::Tensor GradScaler::combined_found_inf(const OptimizerState& state) const {
-  const c10::Device device = scale_.device();
-  at::Tensor total;
-  for (const auto& [where, found] : state.found_inf_per_device) {
-    at::Tensor here = where == device ? found : found.to(device, /*non_blocking=*/true);
-    total = total.defined() ? total + here : here;
-  }
-  return total;
+void GradScaler::unscale_(const ParamList& params) {
+  if (!enabled_) return;
+  check_initialised("unscale_");
+  unscale_state(params, state_for(params));
 }
 
-bool GradScaler::prepare_step(const ParamList& optimizer) {
+bool GradScaler::may_step(const ParamList& params) {
   if (!enabled_) return true;
   check_initialised("step");
-  if (state_for(optimizer).stage == OptimizerStage::Stepped) {
+  OptimizerState& state = state_for(params);
+  if (state.stage == OptimizerStage::Stepped) {
     throw StateError("step() has already been called since the last update().");
   }
-  if (state_for(optimizer).stage == OptimizerStage::Ready) unscale_(optimizer);
-  const OptimizerState& state = state_for(optimizer);
+  if (state.stage == OptimizerStage::Ready) unscale_state(params, state);
   if (state.found_inf_per_device.empty()) {
     throw StateError("No inf checks were recorded for this optimizer.");
   }
-  // The only host read of an iteration: whether the optimizer may step.
-  return read_to_host(combined_found_inf(state)) == 0.0;
+  // The only host read of a clean iteration: whether the optimizer may step.
+  state.skipped = read_to_host(found_inf(state)) != 0.0;
+  if (*state.skipped && track_overflow_) {
+    ++host_reads_;  // find_overflow reads all the counts at once
+    state.overflow = find_overflow(params);
+  }
+  return !*state.skipped;
 }
 
-FusedStepArgs GradScaler::prepare_fused_step(
-    const ParamList& optimizer, const std::optional<at::Tensor>& existing_grad_scale) {
-  if (!enabled_) throw StateError("prepare_fused_step() called on a disabled GradScaler.");
+FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
+                                          const std::optional<at::Tensor>& existing_grad_scale) {
+  if (!enabled_) throw StateError("fused_step_args() called on a disabled GradScaler.");
   check_initialised("step");
-  OptimizerState& state = state_for(optimizer);
+  OptimizerState& state = state_for(params);
   if (state.stage == OptimizerStage::Stepped) {
     throw StateError("step() has already been called since the last update().");
   }
@@ -297,45 +143,145 @@ FusedStepArgs GradScaler::prepare_fused_step(
     }
     args.grad_scale = existing_grad_scale;  // gradients are already unscaled
   } else {
-    // Only the inf check: the fused kernel divides by grad_scale itself (x * 1.0 is exact).
-    const at::Tensor one = at::full({}, 1.0, scale_.options());
-    unscale_grads(optimizer, one, /*allow_fp16=*/true, state);
+    // Only the inf check: the fused kernel divides by grad_scale itself (x * 1.0 is exact). The
+    // stage stays Ready: the gradients are still scaled, so a step retried after the optimizer
+    // raised must hand over grad_scale again.
+    const at::Tensor& scale = device_state_.scale;
+    const at::Tensor one = at::full({}, 1.0, scale.options());
+    state.found_inf_per_device = unscale_grads(params, one, /*allow_fp16=*/true);
     // The fused kernels only read grad_scale, so the scale itself is handed over uncopied.
-    args.grad_scale = existing_grad_scale ? scale_ * *existing_grad_scale : scale_;
+    args.grad_scale = existing_grad_scale ? scale * *existing_grad_scale : scale;
   }
-  args.found_inf = state.found_inf_per_device.empty() ? at::zeros({}, scale_.options())
-                                                      : combined_found_inf(state);
+  args.found_inf = state.found_inf_per_device.empty() ? at::zeros({}, device_state_.scale.options())
+                                                      : found_inf(state);
+  // The report must be taken before the step: the fused kernel itself decides to skip, so the
+  // scaler reads the decision here (the one read track_overflow costs a fused optimizer).
+  if (track_overflow_ && !state.found_inf_per_device.empty()) {
+    state.skipped = read_to_host(args.found_inf) != 0.0;
+    if (*state.skipped) {
+      ++host_reads_;
+      state.overflow = find_overflow(params);
+    }
+  }
   return args;
 }
 
-void GradScaler::mark_stepped(const ParamList& optimizer) {
+void GradScaler::mark_stepped(const ParamList& params) {
   if (!enabled_) return;
-  state_for(optimizer).stage = OptimizerStage::Stepped;
+  state_for(params).stage = OptimizerStage::Stepped;
 }
 
-void GradScaler::update() {
-  if (!enabled_) return;
+std::string GradScaler::update() {
+  if (!enabled_) return "";
   check_initialised("update");
-  at::Tensor found_inf;
+  at::Tensor any_found;
+  bool overflow_possible = false;  // false only when every decision is known clean on the host
   for (const auto& state : states_) {
     if (state.found_inf_per_device.empty()) continue;
-    at::Tensor found = combined_found_inf(state);
-    found_inf = found_inf.defined() ? found_inf + found : found;
+    at::Tensor found = found_inf(state);
+    any_found = any_found.defined() ? any_found + found : found;
+    overflow_possible = overflow_possible || state.skipped.value_or(true);
   }
-  if (!found_inf.defined()) {
+  if (!any_found.defined()) {
     throw StateError("No inf checks were recorded prior to update.");
   }
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf, growth_factor_, backoff_factor_,
-                         growth_interval_);
+  const Collapse collapse =
+      apply_update(device_state_, any_found, {growth_factor_, backoff_factor_, growth_interval_},
+                   policy_, tensor_ops_);
+  finish_iteration();
+  return handle_collapse(collapse, overflow_possible);
+}
+
+std::string GradScaler::handle_collapse(const Collapse& collapse, bool overflow_possible) {
+  if (!policy_.min_scale || policy_.on_min_scale == OnMinScale::Ignore) return "";
+  // On an accelerator the flag is read only when this iteration may have overflowed: clean
+  // steps of ordinary optimizers add no host read.
+  bool collapsed = false;
+  if (collapse.on_host) {
+    collapsed = *collapse.on_host;
+  } else if (overflow_possible) {
+    collapsed = read_to_host(collapse.on_device) != 0.0;
+  }
+  const bool first_of_run = collapsed && !in_collapse_run_;
+  in_collapse_run_ = collapsed;
+  if (!collapsed) return "";
+  const std::string message =
+      "The loss scale collapsed: a gradient was inf/NaN while the scale was already at "
+      "`min_scale` (" +
+      format_number(*policy_.min_scale) +
+      "), so backing off cannot help. Find the parameter that overflows (track_overflow=True, "
+      "then overflow_report()), or lower `min_scale`.";
+  if (policy_.on_min_scale == OnMinScale::Raise) throw ScaleCollapseError(message);
+  return first_of_run ? message : "";
+}
+
+void GradScaler::finish_iteration() {
+  last_states_ = std::move(states_);
   states_.clear();
+}
+
+std::vector<GradScaler::OptimizerState*> GradScaler::recent_steps() {
+  std::vector<OptimizerState*> stepped;
+  for (auto& state : states_) {
+    if (state.stage == OptimizerStage::Stepped) stepped.push_back(&state);
+  }
+  if (!stepped.empty()) return stepped;
+  for (auto& state : last_states_) {
+    if (state.stage == OptimizerStage::Stepped) stepped.push_back(&state);
+  }
+  return stepped;
+}
+
+bool GradScaler::skipped(OptimizerState& state) {
+  if (!state.skipped) {
+    // A fused optimizer's decision stayed on the device: read it once, then remember it.
+    state.skipped = !state.found_inf_per_device.empty() && read_to_host(found_inf(state)) != 0.0;
+  }
+  return *state.skipped;
+}
+
+bool GradScaler::step_was_skipped(const ParamList* params) {
+  if (!enabled_) return false;
+  bool any = false;
+  for (OptimizerState* state : recent_steps()) {
+    if (params != nullptr && state->params_id != params->id()) continue;
+    any = skipped(*state) || any;
+  }
+  return any;
+}
+
+ScalerStats GradScaler::stats() {
+  if (!enabled_) return {0, 0, 0, 1.0};
+  const DeviceState& d = device_state_;
+  if (!d.scale.defined()) {
+    return {pending_.counters[0], pending_.counters[1], pending_.counters[2], pending_.scale};
+  }
+  // One read: the counters and the scale together, as doubles (exact below 2^53).
+  const at::Tensor host =
+      at::cat({d.counters.to(at::kDouble), d.scale.to(at::kDouble).reshape({1})}).cpu();
+  ++host_reads_;
+  const double* v = host.const_data_ptr<double>();
+  return {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]), v[3]};
+}
+
+std::vector<OverflowEntry> GradScaler::overflow_report() const {
+  std::vector<OverflowEntry> report;
+  const auto& states =
+      std::any_of(states_.begin(), states_.end(),
+                  [](const OptimizerState& s) { return s.stage == OptimizerStage::Stepped; })
+          ? states_
+          : last_states_;
+  for (const auto& state : states)
+    report.insert(report.end(), state.overflow.begin(), state.overflow.end());
+  return report;
 }
 
 void GradScaler::update(double new_scale) {
   if (!enabled_) return;
   check_initialised("update");
-  require_finite_positive(new_scale, "new_scale");
-  scale_.fill_(new_scale);
-  states_.clear();
+  check_chosen_scale(new_scale, "new_scale");
+  device_state_.scale.fill_(new_scale);
+  finish_iteration();
 }
 
 void GradScaler::update(const at::Tensor& new_scale) {
@@ -353,54 +299,94 @@ void GradScaler::update(const at::Tensor& new_scale) {
     throw ArgumentError(rule + ", got requires_grad=True.");
   }
   if (!at::isFloatingType(new_scale.scalar_type())) {
-    throw ArgumentError(rule + ", got dtype " + std::string(c10::toString(new_scale.scalar_type())) +
+    throw ArgumentError(rule + ", got dtype " +
+                        std::string(c10::toString(new_scale.scalar_type())) +
                         " (a real floating dtype is needed).");
   }
   // A CPU value is checked (reading it is no device sync); a CUDA one is not, since that would
   // read the device to the host, which update() never does.
-  if (new_scale.device().is_cpu()) {
-    require_finite_positive(new_scale.item().toDouble(), "new_scale");
-  }
-  scale_.copy_(new_scale.reshape({}));
-  states_.clear();
+  if (new_scale.device().is_cpu()) check_chosen_scale(new_scale.item().toDouble(), "new_scale");
+  device_state_.scale.copy_(new_scale.reshape({}));
+  finish_iteration();
 }
 
 double GradScaler::get_scale() {
   if (!enabled_) return 1.0;
-  return scale_.defined() ? read_to_host(scale_) : init_scale_;
+  const at::Tensor& scale = device_state_.scale;
+  return scale.defined() ? read_to_host(scale) : pending_.scale;
 }
 
 ScalerState GradScaler::state_dict() {
-  const double scale = get_scale();
-  const double tracker = growth_tracker_.defined() ? read_to_host(growth_tracker_)
-                                                  : static_cast<double>(init_growth_tracker_);
-  return {scale, growth_factor_, backoff_factor_, static_cast<double>(growth_interval_), tracker};
+  ScalerState s{};
+  s.growth_factor = growth_factor_;
+  s.backoff_factor = backoff_factor_;
+  s.growth_interval = static_cast<double>(growth_interval_);
+  s.policy = policy_;
+  s.track_overflow = track_overflow_;
+  const DeviceState& d = device_state_;
+  if (!d.scale.defined()) {
+    s.scale = enabled_ ? pending_.scale : 1.0;
+    s.growth_tracker = static_cast<double>(pending_.growth_tracker);
+    s.hysteresis_left = static_cast<double>(pending_.hysteresis_left);
+    s.steps = static_cast<double>(pending_.counters[0]);
+    s.skipped_steps = static_cast<double>(pending_.counters[1]);
+    s.consecutive_skipped_steps = static_cast<double>(pending_.counters[2]);
+    return s;
+  }
+  // One read for the whole device state.
+  const at::Tensor host =
+      at::cat({d.scale.to(at::kDouble).reshape({1}), d.growth_tracker.to(at::kDouble).reshape({1}),
+               d.hysteresis_left.to(at::kDouble).reshape({1}), d.counters.to(at::kDouble)})
+          .cpu();
+  ++host_reads_;
+  const double* v = host.const_data_ptr<double>();
+  s.scale = v[0];
+  s.growth_tracker = v[1];
+  s.hysteresis_left = v[2];
+  s.steps = v[3];
+  s.skipped_steps = v[4];
+  s.consecutive_skipped_steps = v[5];
+  return s;
 }
 
 void GradScaler::load_state_dict(const ScalerState& state) {
   if (!enabled_) return;  // torch.amp: a disabled scaler ignores what it is given
   validate_state(state);
-  init_scale_ = state.scale;
-  if (scale_.defined()) scale_.fill_(state.scale);
   growth_factor_ = state.growth_factor;
   backoff_factor_ = state.backoff_factor;
   growth_interval_ = static_cast<int64_t>(state.growth_interval);
-  init_growth_tracker_ = static_cast<int64_t>(state.growth_tracker);
-  if (growth_tracker_.defined()) growth_tracker_.fill_(init_growth_tracker_);
+  policy_ = state.policy;
+  track_overflow_ = state.track_overflow;
+  pending_.scale = state.scale;
+  pending_.growth_tracker = static_cast<int64_t>(state.growth_tracker);
+  pending_.hysteresis_left = static_cast<int64_t>(state.hysteresis_left);
+  pending_.counters = {static_cast<int64_t>(state.steps), static_cast<int64_t>(state.skipped_steps),
+                       static_cast<int64_t>(state.consecutive_skipped_steps)};
+  in_collapse_run_ = false;
+  // A scale that exists keeps its tensor (and device): filled in place, as torch.amp does.
+  if (device_state_.scale.defined()) {
+    DeviceState& d = device_state_;
+    d.scale.fill_(pending_.scale);
+    d.growth_tracker.fill_(pending_.growth_tracker);
+    d.hysteresis_left.fill_(pending_.hysteresis_left);
+    d.counters.copy_(
+        at::tensor(std::vector<int64_t>(pending_.counters.begin(), pending_.counters.end()),
+                   d.counters.options().device(c10::kCPU)));
+  }
 }
 
 void GradScaler::set_growth_factor(double value) {
-  require_growth_factor(value, "new_factor");
+  check_growth_factor(value, "new_factor");
   growth_factor_ = value;
 }
 
 void GradScaler::set_backoff_factor(double value) {
-  require_backoff_factor(value, "new_factor");
+  check_backoff_factor(value, "new_factor");
   backoff_factor_ = value;
 }
 
 void GradScaler::set_growth_interval(double value) {
-  require_whole(value, "new_interval", 1);
+  check_count(value, "new_interval", 1);
   growth_interval_ = static_cast<int64_t>(value);
 }
 

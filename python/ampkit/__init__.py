@@ -4,13 +4,18 @@
 ``torch.amp.GradScaler``: the same API, the same thread-local state, bit-identical results.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 import torch  # noqa: F401  (loads libtorch before the extension that links against it)
 
-from ._C import ArgumentError, ArgumentTypeError, StateError
+from ._C import ArgumentError, ArgumentTypeError, ScaleCollapseError, StateError
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("ampkit")  # pyproject.toml is the one source of the version
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "unknown"
 
 __all__ = [
     "autocast",
@@ -20,4 +25,5 @@ __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
     "StateError",
+    "ScaleCollapseError",
 ]

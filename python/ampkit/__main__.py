@@ -5,7 +5,8 @@ import sys
 
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] != "bench":
-        print("usage: python -m ampkit bench [--device cpu|cuda] [--size cpu|cuda|tiny] [--only NAME ...]",
+        print("usage: python -m ampkit bench [--device cpu|cuda] [--size cpu|cuda|tiny] "
+              "[--only NAME ...]",
               file=sys.stderr)
         return 2
     from .bench.cli import main as bench_main

@@ -16,10 +16,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 _region_init = _C.AutocastRegion.__init__
 
 
-def _argument_type_error(device_type: Any, dtype: Any, enabled: Any, cache_enabled: Any) -> Exception:
+_DEVICE_TYPE_RULE = "a str such as 'cpu' or 'cuda'"
+
+
+def _type_error(name: str, value: Any, rule: str) -> Exception:
+    return _C.ArgumentTypeError(f"`{name}` must be {rule}, got {type(value).__name__}.")
+
+
+def _argument_type_error(
+    device_type: Any, dtype: Any, enabled: Any, cache_enabled: Any
+) -> Exception:
     """Name the argument pybind11 could not convert (checked only after a failure: no cost)."""
     checks = (
-        ("device_type", device_type, isinstance(device_type, str), "a str such as 'cpu' or 'cuda'"),
+        ("device_type", device_type, isinstance(device_type, str), _DEVICE_TYPE_RULE),
         ("dtype", dtype, dtype is None or isinstance(dtype, torch.dtype), "a torch.dtype or None"),
         ("enabled", enabled, isinstance(enabled, bool), "a bool"),
         ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, bool),
@@ -27,7 +36,7 @@ def _argument_type_error(device_type: Any, dtype: Any, enabled: Any, cache_enabl
     )
     for name, value, ok, rule in checks:
         if not ok:
-            return _C.ArgumentTypeError(f"`{name}` must be {rule}, got {type(value).__name__}.")
+            return _type_error(name, value, rule)
     return _C.ArgumentTypeError("invalid autocast arguments")
 
 
@@ -121,7 +130,10 @@ def is_autocast_enabled(device_type: str) -> bool:
         ...     ampkit.is_autocast_enabled("cpu")
         True
     """
-    return _C.is_autocast_enabled(device_type)
+    try:
+        return _C.is_autocast_enabled(device_type)
+    except TypeError:  # pybind11's message lists overloads; this one names the argument
+        raise _type_error("device_type", device_type, _DEVICE_TYPE_RULE) from None
 
 
 def get_autocast_dtype(device_type: str) -> torch.dtype:
@@ -135,4 +147,7 @@ def get_autocast_dtype(device_type: str) -> torch.dtype:
         ...     ampkit.get_autocast_dtype("cpu")
         torch.float16
     """
-    return _C.get_autocast_dtype(device_type)
+    try:
+        return _C.get_autocast_dtype(device_type)
+    except TypeError:
+        raise _type_error("device_type", device_type, _DEVICE_TYPE_RULE) from None

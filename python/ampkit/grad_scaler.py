@@ -6,16 +6,13 @@ import numbers
 import warnings
 import weakref
 from collections import abc
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
 from . import _C
 
 __all__ = ["GradScaler"]
-
-_STATE_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
-
 
 def _number(name: str, value: Any) -> float:
     """``value`` as a float, or an ArgumentTypeError naming ``name``; the core judges the range."""
@@ -82,10 +79,19 @@ class GradScaler:
         backoff_factor: float = 0.5,
         growth_interval: int = 2000,
         enabled: bool = True,
+        *,
+        min_scale: Optional[float] = None,
+        max_scale: Optional[float] = None,
+        hysteresis: int = 1,
+        consecutive_hysteresis: bool = False,
+        on_min_scale: str = "raise",
+        track_overflow: bool = False,
     ) -> None:
         self._core = self._make_core(
-            device, init_scale, growth_factor, backoff_factor, growth_interval, enabled
-        )
+            device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
+            min_scale=min_scale, max_scale=max_scale, hysteresis=hysteresis,
+            consecutive_hysteresis=consecutive_hysteresis, on_min_scale=on_min_scale,
+            track_overflow=track_overflow)
         if self._core.warning:
             warnings.warn(self._core.warning, stacklevel=2)
         self._reset_param_lists()
@@ -97,17 +103,29 @@ class GradScaler:
         self._param_lists_strong: Dict[Any, Tuple[tuple, _C.ParamList]] = {}
 
     @staticmethod
-    def _make_core(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled):
+    def _make_core(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
+                   min_scale=None, max_scale=None, hysteresis=1, consecutive_hysteresis=False,
+                   on_min_scale="raise", track_overflow=False):
         if not isinstance(device, str):
             raise _C.ArgumentTypeError(
-                f"`device` must be a device type such as 'cuda' or 'cpu', got {type(device).__name__}."
-            )
+                "`device` must be a device type such as 'cuda' or 'cpu', "
+                f"got {type(device).__name__}.")
         options = _C.GradScalerOptions()
         options.init_scale = _number("init_scale", init_scale)
         options.growth_factor = _number("growth_factor", growth_factor)
         options.backoff_factor = _number("backoff_factor", backoff_factor)
         options.growth_interval = _number("growth_interval", growth_interval)
         options.enabled = _flag("enabled", enabled)
+        options.min_scale = None if min_scale is None else _number("min_scale", min_scale)
+        options.max_scale = None if max_scale is None else _number("max_scale", max_scale)
+        options.hysteresis = _number("hysteresis", hysteresis)
+        options.consecutive_hysteresis = _flag("consecutive_hysteresis", consecutive_hysteresis)
+        if not isinstance(on_min_scale, str):
+            raise _C.ArgumentTypeError(
+                "`on_min_scale` must be \"raise\", \"warn\" or \"ignore\", "
+                f"got {type(on_min_scale).__name__}.")
+        options.on_min_scale = on_min_scale
+        options.track_overflow = _flag("track_overflow", track_overflow)
         return _C.GradScaler(device, options)
 
     # ---- the optimizer's parameters, kept in the core ------------------------------------------
@@ -144,11 +162,12 @@ class GradScaler:
         if bad is not None:
             raise _C.ArgumentTypeError(
                 f"`optimizer` has a parameter that is not a tensor: {type(bad).__name__}.")
+        names = _param_names(groups)
         if cached is not None:
             params = cached[1]
-            params.reset(flat)  # same id: a stage recorded this iteration is kept
+            params.reset(flat, names)  # same id: a stage recorded this iteration is kept
         else:
-            params = _C.ParamList(flat)
+            params = _C.ParamList(flat, names)
         cache[optimizer] = (signature, params)
         return params
 
@@ -228,12 +247,12 @@ class GradScaler:
         params = self._params_of(optimizer)
         if getattr(optimizer, "_step_supports_amp_scaling", False):
             return self._fused_step(optimizer, params, args, kwargs)
-        retval = optimizer.step(*args, **kwargs) if core.prepare_step(params) else None
+        retval = optimizer.step(*args, **kwargs) if core.may_step(params) else None
         core.mark_stepped(params)
         return retval
 
     def _fused_step(self, optimizer: Any, params: "_C.ParamList", args: tuple, kwargs: dict) -> Any:
-        fused = self._core.prepare_fused_step(params, getattr(optimizer, "grad_scale", None))
+        fused = self._core.fused_step_args(params, getattr(optimizer, "grad_scale", None))
         optimizer.grad_scale = fused.grad_scale
         optimizer.found_inf = fused.found_inf
         try:
@@ -260,13 +279,87 @@ class GradScaler:
         if not core.is_enabled():
             return
         if new_scale is None:
-            core.update()
+            warning = core.update()
+            if warning:
+                warnings.warn(warning, RuntimeWarning, stacklevel=2)
         elif isinstance(new_scale, torch.Tensor):
             core.update_to(new_scale)
         else:
             core.update_to(_number("new_scale", new_scale))
 
+    # ---- what happened: step outcome, counters, overflow report ---------------------------------
+
+    def step_was_skipped(self, optimizer: Optional[torch.optim.Optimizer] = None) -> bool:
+        """Whether the most recent ``step(optimizer)`` was skipped (an inf/NaN gradient); without
+        ``optimizer``, whether any optimizer's step in the most recent iteration was. Valid after
+        ``update()`` too, until the next iteration steps; ``False`` when nothing was stepped.
+
+        Free for ordinary optimizers (``step`` already read the decision); for ``fused=True``
+        optimizers, whose decision stays on the device, the first call per step reads one value.
+
+        Keep the LR schedule in step with the optimizer, without torch's "lr_scheduler.step()
+        before optimizer.step()" warning on skipped steps::
+
+            scaler.step(opt); scaler.update()
+            if not scaler.step_was_skipped(opt):
+                scheduler.step()
+
+        Example:
+            >>> import torch, ampkit
+            >>> p = torch.nn.Parameter(torch.ones(2))
+            >>> opt = torch.optim.SGD([p], lr=0.1)
+            >>> scaler = ampkit.GradScaler("cpu")
+            >>> scaler.scale(p.sum()).backward()
+            >>> p.grad[0] = float("inf")
+            >>> scaler.step(opt); scaler.update()
+            >>> scaler.step_was_skipped(opt)
+            True
+        """
+        params = None if optimizer is None else self._params_of(optimizer)
+        return self._core.step_was_skipped(params)
+
+    def stats(self) -> Dict[str, Any]:
+        """The step counters and the scale: ``steps`` (iterations whose ``update()`` used inf
+        checks), ``skipped_steps``, ``consecutive_skipped_steps`` (the current run) and ``scale``.
+        The counters live on the scale's device; this reads them and the scale in one go.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler("cpu").stats()
+            {'steps': 0, 'skipped_steps': 0, 'consecutive_skipped_steps': 0, 'scale': 65536.0}
+        """
+        return self._core.stats()
+
+    def overflow_report(self) -> List[Dict[str, Any]]:
+        """With ``track_overflow=True``: the parameters whose gradient held inf or NaN in the most
+        recent iteration, as ``{"name", "inf", "nan"}`` (element counts), in parameter order;
+        empty after a clean iteration. Names come from the optimizer's ``param_names`` (an
+        optimizer built from ``model.named_parameters()``), else ``"group{g}.param{i}"``.
+
+        A skipped step costs one more pass over the gradients; clean steps cost nothing (a
+        ``fused=True`` optimizer's step reads its skip decision once).
+
+        Example:
+            >>> import torch, ampkit
+            >>> model = torch.nn.Linear(2, 1)
+            >>> opt = torch.optim.SGD(model.named_parameters(), lr=0.1)
+            >>> scaler = ampkit.GradScaler("cpu", track_overflow=True)
+            >>> scaler.scale(model(torch.ones(1, 2)).sum()).backward()
+            >>> model.bias.grad[0] = float("nan")
+            >>> scaler.step(opt); scaler.update()
+            >>> scaler.overflow_report()
+            [{'name': 'bias', 'inf': 0, 'nan': 1}]
+        """
+        return self._core.overflow_report()
+
     # ---- settings and state ----------------------------------------------------------------------
+
+    @property
+    def _scale(self) -> Optional[torch.Tensor]:
+        """The scale tensor itself (float32, on the device of the first scaled loss), or ``None``
+        before the first ``scale()``: torch.amp's attribute, which logging code reads. Read-only:
+        change the scale with ``update(new_scale)``."""
+        return self._core.scale_tensor
 
     def get_scale(self) -> float:
         """The current scale as a Python float (reads it to the host); 1.0 when disabled.
@@ -349,30 +442,28 @@ class GradScaler:
         return self._core.is_enabled()
 
     def state_dict(self) -> Dict[str, Any]:
-        """torch.amp's five keys: ``scale``, ``growth_factor``, ``backoff_factor``,
-        ``growth_interval``, ``_growth_tracker``; ``{}`` when disabled. Reads the scale and the
-        tracker to the host. Loadable by ``torch.amp.GradScaler`` and by ampkit in R.
+        """torch.amp's five keys (``scale``, ``growth_factor``, ``backoff_factor``,
+        ``growth_interval``, ``_growth_tracker``), then ampkit's: the policy (``min_scale``,
+        ``max_scale``, ``hysteresis``, ``consecutive_hysteresis``, ``on_min_scale``,
+        ``track_overflow``), the hysteresis state and the counters (``_hysteresis_tracker``,
+        ``_steps``, ``_skipped_steps``, ``_consecutive_skipped_steps``); ``{}`` when disabled.
+        Reads the device state to the host once. Loadable by ``torch.amp.GradScaler`` (which
+        ignores ampkit's keys) and by ampkit in R.
 
         Example:
             >>> import ampkit
-            >>> sorted(ampkit.GradScaler("cpu").state_dict())
-            ['_growth_tracker', 'backoff_factor', 'growth_factor', 'growth_interval', 'scale']
+            >>> list(ampkit.GradScaler("cpu").state_dict())[:5]
+            ['scale', 'growth_factor', 'backoff_factor', 'growth_interval', '_growth_tracker']
         """
         if not self._core.is_enabled():
             return {}
-        state = self._core.state_dict()
-        return {
-            "scale": state.scale,
-            "growth_factor": state.growth_factor,
-            "backoff_factor": state.backoff_factor,
-            "growth_interval": int(state.growth_interval),
-            "_growth_tracker": int(state.growth_tracker),
-        }
+        return self._core.state_dict()
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Load a state from ``state_dict()`` of ampkit or torch.amp. The whole state is checked
         first (keys, types, ranges): a bad state raises an error naming the key and changes
-        nothing.
+        nothing. A torch.amp state (no ampkit keys) keeps this scaler's policy and restarts its
+        counters.
 
         Example:
             >>> import torch, ampkit
@@ -393,28 +484,24 @@ class GradScaler:
                 "A GradScaler instance may only be pickled at the beginning of an iteration, "
                 "or at the end after scaler.update()."
             )
-        state = core.state_dict()
-        return {
-            "device": core.device,
-            "enabled": core.is_enabled(),
-            "state": (state.scale, state.growth_factor, state.backoff_factor,
-                      state.growth_interval, state.growth_tracker),
-        }
+        return {"device": core.device, "enabled": core.is_enabled(), "state": core.state_dict()}
 
     def __setstate__(self, pickled: Dict[str, Any]) -> None:
-        scale, growth, backoff, interval, tracker = pickled["state"]
+        state = pickled["state"]
         # Built with the default init_scale, then the state is loaded: a pickled scale may be 0 or
         # inf (reached by backoff or growth), which a constructor rightly refuses.
-        self._core = self._make_core(pickled["device"], 2.0**16, growth, backoff, interval,
+        self._core = self._make_core(pickled["device"], 2.0**16, state["growth_factor"],
+                                     state["backoff_factor"], state["growth_interval"],
                                      pickled["enabled"])
-        self._core.load_state_dict(_C.ScalerState(scale, growth, backoff, interval, tracker))
+        self._core.load_state_dict(state)
         self._reset_param_lists()
 
     def __repr__(self) -> str:
         core = self._core
         return (
             f"ampkit.GradScaler(device={core.device!r}, enabled={core.is_enabled()}, "
-            f"growth_factor={core.get_growth_factor()}, backoff_factor={core.get_backoff_factor()}, "
+            f"growth_factor={core.get_growth_factor()}, "
+            f"backoff_factor={core.get_backoff_factor()}, "
             f"growth_interval={core.get_growth_interval()})"
         )
 
@@ -438,29 +525,38 @@ def _check_nested(value: Any) -> None:
         raise _outputs_error(value)
 
 
-def _state_from_dict(state_dict: Any) -> "_C.ScalerState":
-    """Check a state dict's keys and value types; the core then checks the ranges."""
+def _param_names(groups: List[Dict[str, Any]]) -> List[str]:
+    """A name per parameter, for overflow reports: the group's ``param_names`` (torch fills it
+    for an optimizer built from ``named_parameters()``), else ``group{g}.param{i}``."""
+    names: List[str] = []
+    for g, group in enumerate(groups):
+        given = group.get("param_names")
+        if given is not None and len(given) == len(group["params"]):
+            names.extend(str(name) for name in given)
+        else:
+            names.extend(f"group{g}.param{i}" for i in range(len(group["params"])))
+    return names
+
+
+def _state_from_dict(state_dict: Any) -> Dict[str, Any]:
+    """A state dict's values as the core takes them (None, bool, int, float, str). The core owns
+    the format: it checks the keys first (so an unknown key is reported as unknown, not as a bad
+    value), then each value's kind and rule."""
     if not isinstance(state_dict, abc.Mapping):
         raise _C.ArgumentTypeError(
-            f"`state_dict` must be a dict with keys {list(_STATE_KEYS)}, got {type(state_dict).__name__}."
-        )
-    if len(state_dict) == 0:
-        raise _C.StateError(
-            "The source state dict is empty, possibly because it was saved from a disabled "
-            "instance of GradScaler."
-        )
-    missing = [key for key in _STATE_KEYS if key not in state_dict]
-    if missing:
-        raise _C.ArgumentError(f"`state_dict` is missing the key(s) {missing}.")
-    extra = [key for key in state_dict if key not in _STATE_KEYS]
-    if extra:
-        raise _C.ArgumentError(
-            f"`state_dict` has unknown key(s) {extra}; expected exactly {list(_STATE_KEYS)}."
-        )
-    values = []
-    for key in _STATE_KEYS:
-        value = state_dict[key]
+            f"`state_dict` must be a dict with keys {list(_C.STATE_KEYS)}, "
+            f"got {type(state_dict).__name__}.")
+    _C.check_state_keys([str(key) for key in state_dict])
+    values = {}
+    for key, value in state_dict.items():
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             value = value.item()
-        values.append(_number(key, value))
-    return _C.ScalerState(*values)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = int(value)
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = float(value)
+        elif not (value is None or isinstance(value, (bool, str))):
+            raise _C.ArgumentTypeError(
+                f"`{key}` must be a number, a bool, a string or None, got {type(value).__name__}.")
+        values[key] = value
+    return values

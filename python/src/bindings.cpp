@@ -26,25 +26,27 @@ PYBIND11_MODULE(_C, m) {
   // Each core error is also the built-in type torch.amp raises for the same misuse
   // (see core/include/ampkit/errors.h).
   py::register_exception<ArgumentError>(
-      m, "ArgumentError", py::make_tuple(py::handle(PyExc_ValueError), py::handle(PyExc_AssertionError)))
-      .attr("__doc__") = "An argument outside its rule; a ValueError (and an AssertionError, which "
-                         "torch.amp raises for bad factors).";
+      m, "ArgumentError",
+      py::make_tuple(py::handle(PyExc_ValueError), py::handle(PyExc_AssertionError)))
+      .attr("__doc__") =
+      "An argument outside its rule; a ValueError (and an AssertionError, which "
+      "torch.amp raises for bad factors).";
   py::register_exception<ArgumentTypeError>(m, "ArgumentTypeError", PyExc_TypeError)
       .attr("__doc__") = "An argument of the wrong type; a TypeError.";
-  py::register_exception<StateError>(
-      m, "StateError", py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_AssertionError)))
-      .attr("__doc__") = "A call out of order (unscale_ twice, step twice, update with no inf checks, "
-                         "...); a RuntimeError and an AssertionError, as torch.amp raises either.";
+  auto state_error = py::register_exception<StateError>(
+      m, "StateError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_AssertionError)));
+  state_error.attr("__doc__") =
+      "A call out of order (unscale_ twice, step twice, update with no inf checks, "
+      "...); a RuntimeError and an AssertionError, as torch.amp raises either.";
 
   // ---- autocast ----
+  // Only what ampkit.autocast and the R package use: a request's warning (R warns before
+  // entering a disabled region) and a token's `active` (R prints a context as open or exited).
   py::class_<AutocastRequest>(m, "AutocastRequest", "A resolved autocast request.")
-      .def_readonly("dtype", &AutocastRequest::dtype)
-      .def_readonly("enabled", &AutocastRequest::enabled)
-      .def_readonly("cache_enabled", &AutocastRequest::cache_enabled)
       .def_readonly("warning", &AutocastRequest::warning);
   py::class_<AutocastToken>(m, "AutocastToken", "Proof that an autocast region was entered.")
-      .def_property_readonly("active", &AutocastToken::active)
-      .def_property_readonly("depth", &AutocastToken::depth);
+      .def_property_readonly("active", &AutocastToken::active);
   // The class behind ampkit.autocast (python/ampkit/autocast.py subclasses it for the decorator
   // and the docs): construction, __enter__ and __exit__ go straight to the core, no Python frame.
   py::class_<AutocastRegion>(m, "AutocastRegion", "A resolved request, entered re-entrantly.")
@@ -58,50 +60,73 @@ PYBIND11_MODULE(_C, m) {
            // noconvert: only True/False (pybind11 would otherwise take None, 0.5, nan as flags).
            py::arg("device_type"), py::arg("dtype") = py::none(),
            py::arg("enabled").noconvert() = true, py::arg("cache_enabled").noconvert() = py::none())
-      .def("__enter__", [](py::object self) { self.cast<AutocastRegion&>().enter(); return self; })
-      .def("__exit__", [](AutocastRegion& self, py::args) { self.exit(); return false; })
-      .def("enter", &AutocastRegion::enter)
-      .def("exit", &AutocastRegion::exit)
+      .def("__enter__",
+           [](py::object self) {
+             self.cast<AutocastRegion&>().enter();
+             return self;
+           })
+      .def("__exit__",
+           [](AutocastRegion& self, py::args) {
+             self.exit();
+             return false;
+           })
       .def_property_readonly("device", &AutocastRegion::device_type_name)
-      .def_property_readonly("fast_dtype", [](const AutocastRegion& self) { return self.request().dtype; })
-      .def_property_readonly("enabled", [](const AutocastRegion& self) { return self.request().enabled; })
-      .def_property_readonly("cache_enabled", [](const AutocastRegion& self) { return self.request().cache_enabled; })
-      .def_property_readonly("request", &AutocastRegion::request)
-      .def_property_readonly("open_count", &AutocastRegion::open_count);
+      .def_property_readonly("fast_dtype",
+                             [](const AutocastRegion& self) { return self.request().dtype; })
+      .def_property_readonly("enabled",
+                             [](const AutocastRegion& self) { return self.request().enabled; })
+      .def_property_readonly(
+          "cache_enabled", [](const AutocastRegion& self) { return self.request().cache_enabled; })
+      .def_property_readonly("request", &AutocastRegion::request);
   m.def("resolve_autocast", &resolve_autocast, py::arg("device_type"), py::arg("dtype"),
         py::arg("enabled").noconvert(), py::arg("cache_enabled").noconvert(),
         "Resolve a request as torch.autocast.__init__ does; the warning, if any, is returned.");
-  m.def("enter_autocast", &enter_autocast, py::arg("request"), "Enter a region; returns its token.");
+  m.def("enter_autocast", &enter_autocast, py::arg("request"),
+        "Enter a region; returns its token.");
   m.def("exit_autocast", &exit_autocast, py::arg("token"), "Leave the region of `token`.");
   m.def("is_autocast_enabled", &is_autocast_enabled, py::arg("device_type"));
   m.def("get_autocast_dtype", &get_autocast_dtype, py::arg("device_type"));
 
   // ---- grad scaler ----
+  py::register_exception<ScaleCollapseError>(m, "ScaleCollapseError", state_error).attr("__doc__") =
+      "The loss scale collapsed: a gradient overflowed while the scale was already at min_scale "
+      "(on_min_scale='raise'); a StateError, so a RuntimeError.";
   py::class_<GradScalerOptions>(m, "GradScalerOptions")
       .def(py::init<>())
       .def_readwrite("init_scale", &GradScalerOptions::init_scale)
       .def_readwrite("growth_factor", &GradScalerOptions::growth_factor)
       .def_readwrite("backoff_factor", &GradScalerOptions::backoff_factor)
       .def_readwrite("growth_interval", &GradScalerOptions::growth_interval)
-      .def_readwrite("enabled", &GradScalerOptions::enabled);
-  py::class_<ScalerState>(m, "ScalerState", "torch.amp.GradScaler.state_dict(), as a struct.")
-      .def(py::init<double, double, double, double, double>(), py::arg("scale"),
-           py::arg("growth_factor"), py::arg("backoff_factor"), py::arg("growth_interval"),
-           py::arg("growth_tracker"))
-      .def_readonly("scale", &ScalerState::scale)
-      .def_readonly("growth_factor", &ScalerState::growth_factor)
-      .def_readonly("backoff_factor", &ScalerState::backoff_factor)
-      .def_readonly("growth_interval", &ScalerState::growth_interval)
-      .def_readonly("growth_tracker", &ScalerState::growth_tracker);
-  py::enum_<OptimizerStage>(m, "OptimizerStage")
-      .value("READY", OptimizerStage::Ready)
-      .value("UNSCALED", OptimizerStage::Unscaled)
-      .value("STEPPED", OptimizerStage::Stepped);
+      .def_readwrite("enabled", &GradScalerOptions::enabled)
+      .def_property(
+          "min_scale", [](const GradScalerOptions& o) { return o.policy.min_scale; },
+          [](GradScalerOptions& o, std::optional<double> v) { o.policy.min_scale = v; })
+      .def_property(
+          "max_scale", [](const GradScalerOptions& o) { return o.policy.max_scale; },
+          [](GradScalerOptions& o, std::optional<double> v) { o.policy.max_scale = v; })
+      .def_property(
+          "hysteresis", [](const GradScalerOptions& o) { return o.policy.hysteresis; },
+          [](GradScalerOptions& o, double v) { o.policy.hysteresis = v; })
+      .def_property(
+          "consecutive_hysteresis",
+          [](const GradScalerOptions& o) { return o.policy.consecutive_hysteresis; },
+          [](GradScalerOptions& o, bool v) { o.policy.consecutive_hysteresis = v; })
+      .def_property(
+          "on_min_scale",
+          [](const GradScalerOptions& o) { return on_min_scale_name(o.policy.on_min_scale); },
+          [](GradScalerOptions& o, const std::string& v) {
+            o.policy.on_min_scale = parse_on_min_scale(v);
+          })
+      .def_readwrite("track_overflow", &GradScalerOptions::track_overflow);
+  // The checkpoint format is the core's (scaler_checkpoint.h): its keys, their kinds, and the key
+  // check run before any value is converted.
+  m.attr("STATE_KEYS") = py::cast(std::vector<std::string>(kStateKeys.begin(), kStateKeys.end()));
+  m.def("check_state_keys", &check_state_keys, py::arg("keys"),
+        "Refuse a key list without torch.amp's keys or with an unknown key.");
   py::class_<ParamList>(m, "ParamList", "An optimizer's parameters, flattened over its groups.")
-      .def(py::init<std::vector<at::Tensor>>(), py::arg("params"))
-      .def("reset", &ParamList::reset, py::arg("params"))
-      .def_property_readonly("id", &ParamList::id)
-      .def("__len__", &ParamList::size);
+      .def(py::init<std::vector<at::Tensor>, std::vector<std::string>>(), py::arg("params"),
+           py::arg("names"))
+      .def("reset", &ParamList::reset, py::arg("params"), py::arg("names"));
   py::class_<FusedStepArgs>(m, "FusedStepArgs")
       .def_readonly("grad_scale", &FusedStepArgs::grad_scale)
       .def_readonly("found_inf", &FusedStepArgs::found_inf);
@@ -112,25 +137,70 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device", &GradScaler::device)
       .def_property_readonly("warning", &GradScaler::warning)
       .def("scale", &GradScaler::scale, py::arg("outputs"))
-      .def("unscale_", &GradScaler::unscale_, py::arg("optimizer"))
-      .def("prepare_step", &GradScaler::prepare_step, py::arg("optimizer"))
-      .def("prepare_fused_step", &GradScaler::prepare_fused_step, py::arg("optimizer"),
+      .def("unscale_", &GradScaler::unscale_, py::arg("params"))
+      .def("may_step", &GradScaler::may_step, py::arg("params"))
+      .def("fused_step_args", &GradScaler::fused_step_args, py::arg("params"),
            py::arg("existing_grad_scale"))
-      .def("mark_stepped", &GradScaler::mark_stepped, py::arg("optimizer"))
-      .def("update", py::overload_cast<>(&GradScaler::update))
+      .def("mark_stepped", &GradScaler::mark_stepped, py::arg("params"))
+      .def("update", py::overload_cast<>(&GradScaler::update),
+           "Returns a warning to emit (on_min_scale='warn'), or ''.")
       .def("update_to", py::overload_cast<const at::Tensor&>(&GradScaler::update),
            py::arg("new_scale"))
       .def("update_to", py::overload_cast<double>(&GradScaler::update), py::arg("new_scale"))
+      .def("step_was_skipped", &GradScaler::step_was_skipped, py::arg("params"))
+      .def("stats",
+           [](GradScaler& self) {
+             const ScalerStats s = self.stats();
+             py::dict out;
+             out["steps"] = s.steps;
+             out["skipped_steps"] = s.skipped_steps;
+             out["consecutive_skipped_steps"] = s.consecutive_skipped_steps;
+             out["scale"] = s.scale;
+             return out;
+           })
+      .def("overflow_report",
+           [](const GradScaler& self) {
+             py::list out;
+             for (const auto& e : self.overflow_report()) {
+               py::dict row;
+               row["name"] = e.name;
+               row["inf"] = e.inf;
+               row["nan"] = e.nan;
+               out.append(row);
+             }
+             return out;
+           })
       .def("get_scale", &GradScaler::get_scale)
-      .def("state_dict", &GradScaler::state_dict)
-      .def("load_state_dict", &GradScaler::load_state_dict, py::arg("state"))
+      .def(
+          "state_dict",
+          [](GradScaler& self) {
+            py::dict out;
+            for (const auto& [key, value] : to_state_dict(self.state_dict())) {
+              out[py::str(key)] = py::cast(value);
+            }
+            return out;
+          },
+          "The state dict: torch.amp's keys, then ampkit's (scaler_checkpoint.h).")
+      .def(
+          "load_state_dict",
+          [](GradScaler& self, const std::map<std::string, StateValue>& values) {
+            self.load_state_dict(from_state_dict(values, self.state_dict()));
+          },
+          py::arg("state"), "Load a state dict; checked whole (keys, kinds, rules) first.")
       .def("get_growth_factor", &GradScaler::growth_factor)
       .def("get_backoff_factor", &GradScaler::backoff_factor)
       .def("get_growth_interval", &GradScaler::growth_interval)
       .def("set_growth_factor", &GradScaler::set_growth_factor, py::arg("new_factor"))
       .def("set_backoff_factor", &GradScaler::set_backoff_factor, py::arg("new_factor"))
       .def("set_growth_interval", &GradScaler::set_growth_interval, py::arg("new_interval"))
+      .def_property_readonly("scale_tensor",
+                             [](const GradScaler& self) -> std::optional<at::Tensor> {
+                               const at::Tensor& t = self.scale_tensor();
+                               if (!t.defined()) return std::nullopt;
+                               return t;
+                             })
       .def("has_optimizer_states", &GradScaler::has_optimizer_states)
-      .def("stage", &GradScaler::stage, py::arg("optimizer"))
-      .def_property_readonly("host_reads", &GradScaler::host_reads);
+      .def_property_readonly("host_reads", &GradScaler::host_reads)
+      .def("use_tensor_ops_for_policy", &GradScaler::use_tensor_ops_for_policy, py::arg("value"),
+           "Tests only: a CPU scaler's policy update through the accelerator path.");
 }

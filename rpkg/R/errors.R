@@ -1,23 +1,11 @@
 # Conditions. Every error ampkit raises is an `ampkit_error`; the core's own rules (ranges,
-# misuse such as unscale_() twice) stay in the core and reach R as its Python exceptions, which
-# call_python() turns into ampkit_errors carrying the core's message.
+# whole numbers, misuse such as unscale_() twice) stay in the core and reach R as its Python
+# exceptions, which call_python() turns into ampkit_errors carrying the core's message.
 
-ampkit_error <- function(message, call = NULL, ..., class = NULL) {
-  structure(
-    class = c(class, "ampkit_error", "error", "condition"),
-    list(message = message, call = call, ...)
-  )
-}
-
-ampkit_warning <- function(message, call = NULL) {
-  structure(
-    class = c("ampkit_warning", "warning", "condition"),
-    list(message = message, call = call)
-  )
-}
-
-abort <- function(message, call = NULL) {
-  stop(ampkit_error(message, call))
+# rlang's abort() with the class every ampkit error has; `class` adds subclasses before it and
+# `...` adds fields (python_type, cause).
+abort <- function(message, call = NULL, ..., class = NULL) {
+  rlang::abort(message, class = c(class, "ampkit_error"), ..., call = call)
 }
 
 # Evaluates `expr`, a call into Python. A Python exception becomes an ampkit_error whose message
@@ -25,21 +13,32 @@ abort <- function(message, call = NULL) {
 # traceback; its class name is kept in `python_type`. R errors pass through unchanged.
 call_python <- function(expr, call = sys.call(-1L)) {
   force(call)
-  tryCatch(expr, error = function(e) stop(from_python(e, call)))
+  tryCatch(expr, error = function(e) {
+    info <- python_exception(e)
+    if (is.null(info)) {
+      stop(e)
+    }
+    abort(if (nzchar(info$value)) info$value else info$type, call, python_type = info$type,
+          class = if (info$type %in% names(python_error_classes)) python_error_classes[[info$type]])
+  })
 }
 
-from_python <- function(e, call) {
+# Python exceptions that get an R class of their own (before "ampkit_error"), so that R code can
+# catch them by class.
+python_error_classes <- c(ScaleCollapseError = "ampkit_scale_collapse")
+
+# The Python exception behind `e`, or NULL when `e` is an R error (ampkit's own included).
+python_exception <- function(e) {
   if (inherits(e, "ampkit_error")) {
-    return(e)
+    return(NULL)
   }
   # reticulate (1.28) raises Python exceptions as Rcpp exceptions whose message embeds str(e);
   # py_last_error() holds the exception itself. Matching the two guards against a stale one.
   info <- reticulate::py_last_error()
   if (is.null(info) || !grepl(info$value, conditionMessage(e), fixed = TRUE)) {
-    return(e)
+    return(NULL)
   }
-  message <- if (nzchar(info$value)) info$value else info$type
-  ampkit_error(message, call, python_type = info$type)
+  info
 }
 
 strip_traceback <- function(message) {
@@ -47,8 +46,8 @@ strip_traceback <- function(message) {
 }
 
 # Evaluates `expr` (a call into Python) with Python's warnings recorded, and re-raises each as
-# an R warning once the call has returned: an R user sees them as R warnings, not as text on
-# stderr.
+# an R warning of class `ampkit_warning` once the call has returned: an R user sees them as R
+# warnings, not as text on stderr.
 with_python_warnings <- function(expr, call = NULL) {
   warnings <- reticulate::import("warnings", convert = FALSE)
   recorder <- warnings$catch_warnings(record = TRUE)
@@ -56,7 +55,7 @@ with_python_warnings <- function(expr, call = NULL) {
   warnings$simplefilter("always")
   result <- tryCatch(expr, finally = recorder$`__exit__`(NULL, NULL, NULL))
   for (record in reticulate::py_to_r(log)) {
-    warning(ampkit_warning(reticulate::py_str(record$message), call))
+    rlang::warn(reticulate::py_str(record$message), class = "ampkit_warning", call = call)
   }
   result
 }

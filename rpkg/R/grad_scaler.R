@@ -17,8 +17,20 @@
 #' The object is an R6 wrapper around a Python `ampkit.GradScaler`, whose state
 #' machine is ampkit's C++ core; R keeps no state of its own. Results are
 #' bit-identical to `torch.amp.GradScaler`, and [`$state_dict()`][amp_grad_scaler]
-#' has torch.amp's five keys, so checkpoints move between ampkit in R, ampkit in
-#' Python and torch.amp in both directions.
+#' has torch.amp's five keys (then ampkit's own), so checkpoints move between
+#' ampkit in R, ampkit in Python and torch.amp in both directions.
+#'
+#' @section Scale policy:
+#' Beyond torch.amp, a floor, a ceiling and hysteresis (the rule of Megatron-LM
+#' and DeepSpeed): on an overflow the scale backs off only once `hysteresis`
+#' overflows have come since the last growth (or, with
+#' `consecutive_hysteresis = TRUE`, in a row), and never below `min_scale`; it
+#' grows never above `max_scale`. An overflow while the scale already equals
+#' `min_scale` is a collapse: `update()` raises an error of class
+#' `ampkit_scale_collapse` (`on_min_scale = "raise"`), warns once per run of
+#' them (`"warn"`), or goes on (`"ignore"`). At the defaults the policy is
+#' torch.amp's, bit for bit. The update stays on the device: clean steps add
+#' no host read.
 #'
 #' `cuda_amp_grad_scaler()` is R torch's constructor:
 #' `amp_grad_scaler("cuda", ...)`. A CUDA scaler on a machine without CUDA
@@ -42,12 +54,34 @@
 #'     1-element tensor).}
 #'   \item{`$get_scale()`}{The scale as a number (1 when disabled).}
 #'   \item{`$is_enabled()`}{`TRUE` or `FALSE`.}
-#'   \item{`$state_dict()`}{A named list with `scale`, `growth_factor`,
-#'     `backoff_factor`, `growth_interval` and `_growth_tracker`; an empty
-#'     list when disabled.}
+#'   \item{`$step_was_skipped(optimizer = NULL)`}{Whether the most recent
+#'     `step(optimizer)` was skipped (without `optimizer`: any step of the most
+#'     recent iteration); valid after `update()` too. Free for ordinary
+#'     optimizers; one host read for a fused optimizer's step. Hold the LR
+#'     scheduler back with `if (!scaler$step_was_skipped(opt)) sched$step()`.}
+#'   \item{`$stats()`}{A named list: `steps` (iterations whose `update()` used
+#'     inf checks), `skipped_steps`, `consecutive_skipped_steps` and `scale`,
+#'     read from the device in one go.}
+#'   \item{`$overflow_report()`}{With `track_overflow = TRUE`: a data.frame
+#'     with columns `name`, `inf` and `nan` (element counts), a row for each
+#'     parameter whose gradient held inf or NaN in the most recent iteration;
+#'     no rows after a clean one. Names come from an optimizer built from
+#'     `model$named_parameters()`, else `"group{g}.param{i}"`.}
+#'   \item{`$.scale`}{The scale tensor (read-only; `NULL` before the first
+#'     `scale()`), where R torch's scaler keeps it.}
+#'   \item{`$state_dict()`}{A named list with torch.amp's `scale`,
+#'     `growth_factor`, `backoff_factor`, `growth_interval` and
+#'     `_growth_tracker`, then the policy (`min_scale`, `max_scale`,
+#'     `hysteresis`, `consecutive_hysteresis`, `on_min_scale`,
+#'     `track_overflow`) and its state (`_hysteresis_tracker`, `_steps`,
+#'     `_skipped_steps`, `_consecutive_skipped_steps`); an empty list when
+#'     disabled.}
 #'   \item{`$load_state_dict(state)`}{Loads such a list (from ampkit or from
-#'     `torch.amp.GradScaler$state_dict()`, or a Python dict). The whole state
-#'     is checked first; a bad one changes nothing.}
+#'     `torch.amp.GradScaler$state_dict()`, or a Python dict); its numbers may
+#'     be doubles, the counters too (`growth_interval = 3`). The whole state
+#'     is checked first, by the core (keys, ranges, whole-number counters); a
+#'     bad one changes nothing. A torch.amp state keeps this scaler's policy
+#'     and restarts its counters.}
 #'   \item{`$get_growth_factor()`, `$set_growth_factor(new_factor)`}{The growth
 #'     factor (> 1).}
 #'   \item{`$get_backoff_factor()`, `$set_backoff_factor(new_factor)`}{The
@@ -68,6 +102,18 @@
 #' @param growth_interval Clean steps between growths, a whole number >= 1.
 #' @param enabled `FALSE` makes every method a no-op and `step()` a plain
 #'   `optimizer$step()`.
+#' @param min_scale The floor of the scale (a finite number > 0), or `NULL` for
+#'   none; `init_scale` must not be below it.
+#' @param max_scale The ceiling of the scale (a finite number >= `min_scale`),
+#'   or `NULL` for none; `init_scale` must not be above it.
+#' @param hysteresis Overflows absorbed before the scale backs off, a whole
+#'   number >= 1 (1: every overflow backs off, as torch.amp does).
+#' @param consecutive_hysteresis `TRUE`: only overflows in a row count towards
+#'   `hysteresis` (a clean step refills it).
+#' @param on_min_scale What an overflow at `min_scale` does: `"raise"`,
+#'   `"warn"` or `"ignore"`.
+#' @param track_overflow `TRUE` records, on a skipped step, which parameters
+#'   overflowed ([`$overflow_report()`][amp_grad_scaler]).
 #' @return An `AmpGradScaler` R6 object.
 #' @seealso [with_autocast()].
 #' @export
@@ -88,51 +134,78 @@
 #'   scaler$get_scale()
 #'   str(scaler$state_dict())
 #'
+#'   # the step outcome, the counters, and which parameter overflowed
+#'   opt2 <- torch$optim$SGD(model$named_parameters(), lr = 0.1)
+#'   watched <- amp_grad_scaler("cpu", min_scale = 1, track_overflow = TRUE)
+#'   watched$scale(model(x)$sum())$backward()
+#'   model$bias$grad$fill_(NaN)
+#'   watched$step(opt2)
+#'   watched$update()
+#'   watched$step_was_skipped(opt2)
+#'   watched$stats()
+#'   watched$overflow_report()
+#'
 #'   # without CUDA, a CUDA scaler warns and is disabled
 #'   cuda_scaler <- suppressWarnings(cuda_amp_grad_scaler())
 #'   cuda_scaler$is_enabled()
 #' }
 amp_grad_scaler <- function(device = "cuda", init_scale = 2^16, growth_factor = 2,
-                            backoff_factor = 0.5, growth_interval = 2000, enabled = TRUE) {
+                            backoff_factor = 0.5, growth_interval = 2000, enabled = TRUE,
+                            min_scale = NULL, max_scale = NULL, hysteresis = 1,
+                            consecutive_hysteresis = FALSE, on_min_scale = "raise",
+                            track_overflow = FALSE) {
   new_grad_scaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-                  sys.call())
+                  min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
+                  track_overflow, sys.call())
 }
 
 #' @rdname amp_grad_scaler
 #' @export
 cuda_amp_grad_scaler <- function(init_scale = 2^16, growth_factor = 2, backoff_factor = 0.5,
-                                 growth_interval = 2000, enabled = TRUE) {
+                                 growth_interval = 2000, enabled = TRUE, min_scale = NULL,
+                                 max_scale = NULL, hysteresis = 1,
+                                 consecutive_hysteresis = FALSE, on_min_scale = "raise",
+                                 track_overflow = FALSE) {
   new_grad_scaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-                  sys.call())
+                  min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
+                  track_overflow, sys.call())
 }
 
 new_grad_scaler <- function(device, init_scale, growth_factor, backoff_factor, growth_interval,
-                            enabled, call) {
+                            enabled, min_scale, max_scale, hysteresis, consecutive_hysteresis,
+                            on_min_scale, track_overflow, call) {
   py <- python_modules()
   args <- list(
     device = arg_string(device, "device", call),
     init_scale = arg_number(init_scale, "init_scale", call),
     growth_factor = arg_number(growth_factor, "growth_factor", call),
     backoff_factor = arg_number(backoff_factor, "backoff_factor", call),
-    growth_interval = arg_whole(growth_interval, "growth_interval", "a whole number >= 1", call),
-    enabled = arg_flag(enabled, "enabled", call)
+    growth_interval = arg_number(growth_interval, "growth_interval", call),
+    enabled = arg_flag(enabled, "enabled", call),
+    min_scale = arg_number(min_scale, "min_scale", call, null_ok = TRUE),
+    max_scale = arg_number(max_scale, "max_scale", call, null_ok = TRUE),
+    hysteresis = arg_number(hysteresis, "hysteresis", call),
+    consecutive_hysteresis = arg_flag(consecutive_hysteresis, "consecutive_hysteresis", call),
+    on_min_scale = arg_string(on_min_scale, "on_min_scale", call,
+                              example = "such as \"raise\", \"warn\" or \"ignore\""),
+    track_overflow = arg_flag(track_overflow, "track_overflow", call)
   )
   scaler <- with_python_warnings(call_python(do.call(py$ampkit$GradScaler, args), call), call)
-  AmpGradScaler$new(scaler)
+  grad_scaler_class$new(scaler)
 }
 
-STATE_KEYS <- c("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
-
-# Every method delegates to the Python scaler; R converts arguments and holds nothing else. The
-# bound methods of the training loop are looked up once (`private$fn`): in reticulate an attribute
-# lookup costs as much as a call.
-AmpGradScaler <- R6::R6Class("AmpGradScaler",
+# The R6 generator of the scaler objects (class "AmpGradScaler"). Every method delegates to the
+# Python scaler; R converts arguments and holds nothing else. The bound methods of the training
+# loop are looked up once (`private$fn`): in reticulate an attribute lookup costs as much as a
+# call.
+grad_scaler_class <- R6::R6Class("AmpGradScaler",
   cloneable = FALSE,
   public = list(
     initialize = function(scaler) {
       private$py <- scaler
       private$fn <- list(scale = scaler$scale, unscale_ = scaler$unscale_, step = scaler$step,
                          update = scaler$update)
+      private$note_policy()
     },
     scale = function(outputs) {
       if (is.list(outputs)) {
@@ -151,7 +224,11 @@ AmpGradScaler <- R6::R6Class("AmpGradScaler",
       invisible(call_python(private$fn$step(optimizer, ...)))
     },
     update = function(new_scale = NULL) {
-      if (is.null(new_scale)) {
+      if (is.null(new_scale) && private$warns) {
+        # on_min_scale = "warn": the core's warning becomes an R warning (recording Python's
+        # warnings costs three crossings, so only this mode pays it).
+        with_python_warnings(call_python(private$fn$update()), sys.call())
+      } else if (is.null(new_scale)) {
         call_python(private$fn$update())
       } else if (inherits(new_scale, "python.builtin.object")) {
         call_python(private$fn$update(new_scale))
@@ -171,6 +248,7 @@ AmpGradScaler <- R6::R6Class("AmpGradScaler",
     },
     load_state_dict = function(state) {
       call_python(private$py$load_state_dict(state_to_python(state, sys.call())))
+      private$note_policy()
       invisible(NULL)
     },
     get_growth_factor = function() {
@@ -192,8 +270,23 @@ AmpGradScaler <- R6::R6Class("AmpGradScaler",
     },
     set_growth_interval = function(new_interval) {
       call_python(private$py$set_growth_interval(
-        arg_whole(new_interval, "new_interval", "a whole number >= 1", sys.call())))
+        arg_number(new_interval, "new_interval", sys.call())))
       invisible(NULL)
+    },
+    step_was_skipped = function(optimizer = NULL) {
+      call_python(private$py$step_was_skipped(optimizer))
+    },
+    stats = function() {
+      call_python(private$py$stats())
+    },
+    overflow_report = function() {
+      rows <- call_python(private$py$overflow_report())
+      data.frame(
+        name = vapply(rows, function(r) r$name, character(1)),
+        inf = vapply(rows, function(r) as.numeric(r$inf), numeric(1)),
+        nan = vapply(rows, function(r) as.numeric(r$nan), numeric(1)),
+        stringsAsFactors = FALSE
+      )
     },
     print = function(...) {
       cat("<AmpGradScaler> ", reticulate::py_repr(private$py), "\n", sep = "")
@@ -206,34 +299,52 @@ AmpGradScaler <- R6::R6Class("AmpGradScaler",
         abort("`$python` is read-only.")
       }
       private$py
+    },
+    # R torch's scaler keeps its scale tensor in `.scale`, and R torch code reads it there.
+    .scale = function(value) {
+      if (!missing(value)) {
+        abort("`$.scale` is read-only: change the scale with `$update(new_scale)`.")
+      }
+      private$py$`_scale`
     }
   ),
-  private = list(py = NULL, fn = NULL)
+  private = list(
+    py = NULL, fn = NULL, warns = FALSE,
+    note_policy = function() {
+      state <- private$py$state_dict()
+      private$warns <- identical(state$on_min_scale, "warn")
+    }
+  )
 )
 
-# A state for Python: a Python dict passes as it is; an R list becomes a dict with Python ints
-# for the counters and floats for the rest. Keys are not checked here: the Python side checks
-# the whole state (missing, unknown keys) and changes nothing when it is bad.
+# A state for Python: a Python dict passes as it is; an R list becomes a dict of Python values
+# (numbers as floats, TRUE/FALSE as bools, strings, NULL as None; Python objects, such as tensors
+# from a torch checkpoint, as they are). Keys and values are not judged here: the core checks the
+# whole state (missing and unknown keys, each value's kind and rule) and changes nothing when it
+# is bad. R only refuses what has no Python value: NA, or a vector of other than one element.
 state_to_python <- function(state, call = NULL) {
   if (inherits(state, "python.builtin.object")) {
     return(state)
   }
-  if (!is.list(state) || (length(state) > 0L && is.null(names(state)))) {
-    abort(sprintf("`state` must be a named list with the names %s, got %s.",
-                  paste0("\"", STATE_KEYS, "\"", collapse = ", "), describe(state)), call)
-  }
-  for (key in intersect(names(state), STATE_KEYS)) {
-    value <- state[[key]]
-    if (inherits(value, "python.builtin.object")) {
-      next  # a tensor from a torch checkpoint: Python reads it
-    }
-    label <- paste0("state$", key)
-    state[[key]] <- switch(key,
-      growth_interval = arg_whole(value, label, "a whole number >= 1", call),
-      `_growth_tracker` = arg_whole(value, label, "a whole number >= 0", call),
-      arg_number(value, label, call)
-    )
-  }
   keys <- names(state)
-  reticulate::py_dict(if (is.null(keys)) character() else keys, unname(state))
+  if (!is.list(state) || (length(state) > 0L && is.null(keys))) {
+    abort(sprintf(paste0("`state` must be a named list, as `$state_dict()` returns, or a Python ",
+                         "dict, got %s."), describe(state)), call)
+  }
+  values <- Map(function(value, key) state_value(value, key, call), state, keys)
+  reticulate::py_dict(keys %||% character(), unname(values))
 }
+
+state_value <- function(value, key, call) {
+  if (is.null(value) || inherits(value, "python.builtin.object")) {
+    return(value)
+  }
+  if (!is.atomic(value) || length(value) != 1L || (is.na(value) && !is_nan(value))) {
+    abort(sprintf("`state$%s` must be one number, TRUE or FALSE, a string or NULL, got %s.",
+                  key, describe(value)), call)
+  }
+  if (is.numeric(value)) as.double(value) else value
+}
+
+# NaN is a number Python has (the core judges it); NA is not.
+is_nan <- function(value) is.double(value) && is.nan(value)

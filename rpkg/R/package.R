@@ -22,15 +22,19 @@
 #' to R's reference BLAS: much slower, and not bit-identical to Python.
 #'
 #' @section Errors:
-#' Every error ampkit raises has class `c("ampkit_error", "error",
-#' "condition")`. Errors from the core (Python exceptions such as
-#' `ampkit.StateError`) carry the core's message, without reticulate's
-#' traceback, and the Python exception's class name in the field
-#' `python_type`. Arguments R cannot convert get an R-side error naming the
-#' argument and the value received.
+#' Every error ampkit raises is an rlang error of class `ampkit_error`:
+#' `c("ampkit_error", "rlang_error", "error", "condition")`, with subclasses
+#' before `"ampkit_error"` where there are some (`ampkit_unavailable`).
+#' Errors from the core (Python exceptions such as `ampkit.StateError`) carry
+#' the core's message, without reticulate's traceback, and the Python
+#' exception's class name in the field `python_type`; the core judges every
+#' number (ranges, whole numbers such as `growth_interval`). Arguments R cannot
+#' convert (not one number, string or flag; `NA`) get an R-side error naming
+#' the argument and the value received. Warnings have class `ampkit_warning`.
 #'
 #' @keywords internal
 #' @importFrom R6 R6Class
+#' @importFrom rlang %||%
 "_PACKAGE"
 
 # The Python modules as reticulate's delay-load proxies, so that library(ampkit) starts no
@@ -51,16 +55,16 @@
 # of the autocast hot path, looked up once: in reticulate an attribute lookup costs as much as a
 # call. A failure is not remembered: a later call tries again (the extension may have been
 # rebuilt meanwhile).
+# By hand, not by import()'s delay_load hooks: reticulate 1.28 drops a proxy's hooks at its first
+# import attempt, so after a failure it would neither retry nor raise the "unavailable" error.
 python_modules <- function() {
   if (!.py$ready) {
-    failure <- tryCatch({
+    tryCatch({
       load_torch_with_own_blas()
       reticulate::import("ampkit")
-      NULL
-    }, error = function(e) e)
-    if (!is.null(failure)) stop(unavailable_error(failure))
-    glue <- reticulate::import_from_path("ampkit_r", system.file("python", package = "ampkit"),
-                                         convert = FALSE)
+    }, error = abort_unavailable)
+    # The glue ships inside the Python package, versioned with the extension it calls.
+    glue <- reticulate::import("ampkit._r_glue", convert = FALSE)
     .py$open_region <- glue$open_region
     .py$enter_autocast <- .py$core$enter_autocast
     .py$exit_autocast <- .py$core$exit_autocast
@@ -92,13 +96,19 @@ load_torch_with_own_blas <- function() {
   invisible(NULL)
 }
 
-unavailable_error <- function(cause) {
+# The one error of every call when the Python module ampkit cannot be imported (`cause`: the
+# import's error).
+abort_unavailable <- function(cause) {
   python <- if (reticulate::py_available(initialize = FALSE)) {
     tryCatch(reticulate::py_config()$python, error = function(e) NULL)
   }
   where <- if (is.null(python)) "no Python was found" else paste("Python:", python)
   selected <- Sys.getenv("RETICULATE_PYTHON")
-  selected <- if (nzchar(selected)) paste0("RETICULATE_PYTHON=", selected) else "RETICULATE_PYTHON is not set"
+  selected <- if (nzchar(selected)) {
+    paste0("RETICULATE_PYTHON=", selected)
+  } else {
+    "RETICULATE_PYTHON is not set"
+  }
   message <- paste0(
     "ampkit needs the Python module `ampkit` (its C++ extension `ampkit._C`, built against ",
     "torch), but it could not be imported.\n",
@@ -109,7 +119,7 @@ unavailable_error <- function(cause) {
     "`python -m pip install --no-build-isolation /path/to/ampkit`; then start R with ",
     "RETICULATE_PYTHON set to that Python."
   )
-  ampkit_error(message, call = NULL, cause = cause, class = "ampkit_unavailable")
+  abort(message, call = NULL, cause = cause, class = "ampkit_unavailable")
 }
 
 #' Is ampkit's Python side available?

@@ -63,7 +63,7 @@ TEST_F(Autocast, TokensExitInnermostFirstAndOnce) {
   auto outer = ampkit::enter_autocast(resolve_autocast("cpu", at::kHalf, true, std::nullopt));
   auto inner = ampkit::enter_autocast(resolve_autocast("cpu", at::kBFloat16, true, std::nullopt));
   EXPECT_EQ(inner.depth(), outer.depth() + 1);
-  EXPECT_THROW(ampkit::exit_autocast(outer), ampkit::StateError);  // inner still open
+  EXPECT_THROW(ampkit::exit_autocast(outer), ampkit::StateError);        // inner still open
   EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kBFloat16);  // nothing changed
   ampkit::exit_autocast(inner);
   EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kHalf);
@@ -80,9 +80,7 @@ TEST_F(Autocast, CacheClearedWhenOutermostRegionCloses) {
   {
     AutocastGuard outer(resolve_autocast("cpu", at::kBFloat16, true, true));
     first = at::mm(x, w);
-    {
-      AutocastGuard inner(resolve_autocast("cpu", at::kBFloat16, true, true));
-    }
+    { AutocastGuard inner(resolve_autocast("cpu", at::kBFloat16, true, true)); }
     // The inner region closing at depth 1 must not clear the cache: the cast weight is reused.
     second = at::mm(x, w);
     EXPECT_TRUE(at::equal(first, second));

@@ -44,7 +44,7 @@ TEST_P(Walk, ScaleAndTrackerFollowTheUpdateRule) {
   for (bool inf : inf_on) {
     scaler.scale(at::ones({}));
     p.mutable_grad() = inf ? at::tensor({1.f, INFINITY}) : at::tensor({1.f, 2.f});
-    EXPECT_EQ(scaler.prepare_step(params), !inf);
+    EXPECT_EQ(scaler.may_step(params), !inf);
     EXPECT_EQ(scaler.stage(params), OptimizerStage::Unscaled);
     scaler.mark_stepped(params);
     EXPECT_EQ(scaler.stage(params), OptimizerStage::Stepped);
@@ -63,7 +63,8 @@ TEST_P(Walk, ScaleAndTrackerFollowTheUpdateRule) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Settings, Walk,
-                         ::testing::Values(std::make_tuple(1, 2.0, 0.5), std::make_tuple(2, 2.0, 0.5),
+                         ::testing::Values(std::make_tuple(1, 2.0, 0.5),
+                                           std::make_tuple(2, 2.0, 0.5),
                                            std::make_tuple(3, 4.0, 0.25),
                                            std::make_tuple(2000, 2.0, 0.5)));
 
@@ -87,10 +88,10 @@ TEST(GradScaler, MisuseErrorsLeaveStateAlone) {
   EXPECT_THROW(scaler.update(), ampkit::StateError);  // no inf checks recorded
   scaler.unscale_(params);
   EXPECT_THROW(scaler.unscale_(params), ampkit::StateError);  // twice
-  EXPECT_TRUE(scaler.prepare_step(params));
+  EXPECT_TRUE(scaler.may_step(params));
   scaler.mark_stepped(params);
-  EXPECT_THROW(scaler.prepare_step(params), ampkit::StateError);  // step twice
-  EXPECT_THROW(scaler.unscale_(params), ampkit::StateError);      // after step
+  EXPECT_THROW(scaler.may_step(params), ampkit::StateError);  // step twice
+  EXPECT_THROW(scaler.unscale_(params), ampkit::StateError);  // after step
   scaler.update();
   EXPECT_EQ(scaler.get_scale(), 65536.0);
 }
@@ -111,7 +112,7 @@ TEST(GradScaler, OneHostReadPerStep) {
   ParamList params({param_with_grad({1.f}), param_with_grad({2.f})});
   for (int i = 0; i < 5; ++i) {
     scaler.scale(at::ones({}));
-    scaler.prepare_step(params);
+    scaler.may_step(params);
     scaler.mark_stepped(params);
     scaler.update();
   }
@@ -127,9 +128,11 @@ TEST(GradScaler, OptionsAreValidatedWithTheArgumentsName) {
     }
     return std::string();
   };
-  EXPECT_EQ(message(options(1, 0.5, 0.5, 1)), "`growth_factor` must be a finite number > 1, got 0.5.");
+  EXPECT_EQ(message(options(1, 0.5, 0.5, 1)),
+            "`growth_factor` must be a finite number > 1, got 0.5.");
   EXPECT_EQ(message(options(1, 2, 1.0, 1)), "`backoff_factor` must be in (0, 1), got 1.");
-  EXPECT_EQ(message(options(1, 2, 0.5, 1.5)), "`growth_interval` must be a whole number >= 1, got 1.5.");
+  EXPECT_EQ(message(options(1, 2, 0.5, 1.5)),
+            "`growth_interval` must be a whole number >= 1, got 1.5.");
   EXPECT_EQ(message(options(NAN, 2, 0.5, 1)), "`init_scale` must be a finite number > 0, got nan.");
   EXPECT_EQ(message(options(-1, 2, 0.5, 1)), "`init_scale` must be a finite number > 0, got -1.");
   EXPECT_THROW(GradScaler("nodevice", GradScalerOptions{}), ampkit::ArgumentError);
@@ -158,7 +161,7 @@ TEST(GradScaler, DisabledScalerIsANoOp) {
   auto loss = at::ones({});
   EXPECT_TRUE(scaler.scale(loss).is_same(loss));
   ParamList params({param_with_grad({INFINITY})});
-  EXPECT_TRUE(scaler.prepare_step(params));
+  EXPECT_TRUE(scaler.may_step(params));
   scaler.update();
   EXPECT_EQ(scaler.get_scale(), 1.0);
 }

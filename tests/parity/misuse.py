@@ -1,7 +1,6 @@
 """Error parity, Python's half: the misuse cases of runner.R's misuse_cases(), same names."""
-import torch
-
 import ampkit
+import torch
 
 
 def _setup():

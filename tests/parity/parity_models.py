@@ -1,83 +1,108 @@
-"""Model, data and small tensor helpers shared by every parity runner.
+"""The scenario format, and the model, data, recording and small tensor helpers of every runner.
 
-The Python runners import this module directly; the R runner imports it with
-``reticulate::import_from_path("parity_models", <this folder>)``, so model, data and the
-gradient injection are the very same code in both languages. The training loops themselves
-live in the runners (``runners.py`` for Python, ``runner.R`` for R).
+A scenario is a JSON file in ``scenarios/``: the keys of DEFAULTS, each optional. The files are
+the only source of scenarios: the parity suite (``test_parity.py``: torch.amp, ampkit from
+Python, ampkit from R) and the equivalence tests of ``tests/python/test_grad_scaler.py`` all
+train them. The Python runners import this module directly; the R runner imports it with
+``reticulate::import_from_path("parity_models", <this folder>)``, so model, data, gradient
+injection and the record are the very same code in both languages. The training loops
+themselves live in the runners (``runners.py`` for Python, ``runner.R`` for R).
+
+``mlp`` is also the small-model factory of the other Python tests (fuzzing, reliability,
+resources): one home for "a seeded stack of Linear layers".
 """
 
 import json
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 DEFAULTS: Dict[str, Any] = {
-    "seed": 0,
+    "name": None,  # the file's name without .json
+    "seed": 0,  # initial weights and data
     "in_features": 8,
     "hidden": 16,
     "out_features": 4,
     "batch": 6,
-    "optimizer": "sgd",
+    "optimizer": "sgd",  # sgd (momentum 0.9) | adam | adamw (weight decay 0.01)
+    "second_optimizer": None,  # a second optimizer's kind: then the first optimizer has the
+    #                            first layer's parameters and the second all the others
     "lr": 0.01,
-    "fused": False,
-    "dtype": "bfloat16",
+    "fused": False,  # fused optimizer(s)
+    "frozen": [],  # indices of parameters that never get a gradient (in no optimizer)
+    "dtype": "bfloat16",  # autocast dtype: bfloat16 | float16
     "autocast": True,
-    "scaler": True,
+    "scaler": True,  # GradScaler(enabled=...)
     "steps": 6,
-    "loss": "mse",
+    "loss": "mse",  # mse | l1 | mse+l1 | ce
     "init_scale": 65536.0,
     "growth_factor": 2.0,
     "backoff_factor": 0.5,
     "growth_interval": 2000,
     "inject": [],  # [{"step": s, "param": i, "value": "inf" | "nan" | "-inf"}]
-    "clip": None,  # max norm: unscale_ then clip_grad_norm_
+    "clip": None,  # max norm: unscale_ (every optimizer) then clip_grad_norm_
     "accumulate": 1,  # micro-batches per optimizer step
     "new_scale": {},  # {"step": value}: update(new_scale) on that step
     "gradient_penalty": False,
     "nested_disabled": False,  # the head runs in an inner autocast(enabled=False) region
+    "checkpoint_at": None,  # a step k: the checkpoint tests train [0, k) with one library or
+    #                         language, save, and resume [k, steps) with another (runners
+    #                         ignore it)
 }
 
 
 def load_scenario(path: str) -> Dict[str, Any]:
     with open(path) as f:
         spec = json.load(f)
+    unknown = sorted(set(spec) - set(DEFAULTS))
+    if unknown:  # a misspelt key would silently test the default instead
+        raise ValueError(f"{path}: unknown scenario key(s) {unknown}")
     out = dict(DEFAULTS)
     out.update(spec)
     out["path"] = str(path)
     return out
 
 
-class MLP(torch.nn.Module):
-    def __init__(self, spec: Dict[str, Any]):
-        super().__init__()
-        self.body = torch.nn.Sequential(
-            torch.nn.Linear(spec["in_features"], spec["hidden"]),
-            torch.nn.ReLU(),
-            torch.nn.Linear(spec["hidden"], spec["hidden"]),
-            torch.nn.Tanh(),
-        )
-        self.head = torch.nn.Linear(spec["hidden"], spec["out_features"])
+def mlp(*widths: int, seed: int = 0, activations: Sequence = (torch.nn.ReLU,)):
+    """A seeded Sequential of Linear layers of the given widths (mlp(4, 8, 3): 4 -> 8 -> 3),
+    with activations[i % len(activations)] after the i-th hidden layer (none when empty)."""
+    torch.manual_seed(int(seed))
+    layers: List[torch.nn.Module] = []
+    for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+        layers.append(torch.nn.Linear(int(a), int(b)))
+        if activations and i < len(widths) - 2:
+            layers.append(activations[i % len(activations)]())
+    return torch.nn.Sequential(*layers)
 
 
-def build(spec: Dict[str, Any]):
-    """(model, optimizer, params) for a scenario; same seed, same initial weights."""
-    torch.manual_seed(int(spec["seed"]))
-    model = MLP(spec)
-    params = list(model.parameters())
-    kind = spec["optimizer"]
+def _optimizer(kind: str, params, spec: Dict[str, Any]) -> torch.optim.Optimizer:
     kwargs: Dict[str, Any] = {"lr": float(spec["lr"])}
     if spec["fused"]:
         kwargs["fused"] = True
     if kind == "sgd":
-        opt = torch.optim.SGD(params, momentum=0.9, **kwargs)
-    elif kind == "adam":
-        opt = torch.optim.Adam(params, **kwargs)
-    elif kind == "adamw":
-        opt = torch.optim.AdamW(params, weight_decay=0.01, **kwargs)
-    else:
-        raise ValueError(f"unknown optimizer {kind!r}")
-    return model, opt, params
+        return torch.optim.SGD(params, momentum=0.9, **kwargs)
+    if kind == "adam":
+        return torch.optim.Adam(params, **kwargs)
+    if kind == "adamw":
+        return torch.optim.AdamW(params, weight_decay=0.01, **kwargs)
+    raise ValueError(f"unknown optimizer {kind!r}")
+
+
+def build(spec: Dict[str, Any]):
+    """(model, optimizers, params) for a scenario; same seed, same initial weights. `params` are
+    all the model's parameters, frozen ones included, in order."""
+    model = mlp(spec["in_features"], spec["hidden"], spec["hidden"], spec["out_features"],
+                seed=spec["seed"], activations=(torch.nn.ReLU, torch.nn.Tanh))
+    params = list(model.parameters())
+    for i in spec["frozen"]:
+        params[int(i)].requires_grad_(False)
+    split = 2 if spec["second_optimizer"] else len(params)
+    groups = [params[:split], params[split:]] if spec["second_optimizer"] else [params]
+    kinds = [spec["optimizer"], spec["second_optimizer"]]
+    optimizers = [_optimizer(kind, [p for p in group if p.requires_grad], spec)
+                  for kind, group in zip(kinds, groups)]
+    return model, optimizers, params
 
 
 def batch(spec: Dict[str, Any], step: int, micro: int = 0):
@@ -91,17 +116,17 @@ def batch(spec: Dict[str, Any], step: int, micro: int = 0):
     return x, y
 
 
-def features(model: MLP, x: torch.Tensor) -> torch.Tensor:
-    return model.body(x)
+def features(model: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    return model[:-1](x)
 
 
-def head(model: MLP, h: torch.Tensor) -> torch.Tensor:
-    return model.head(h)
+def head(model: torch.nn.Sequential, h: torch.Tensor) -> torch.Tensor:
+    return model[-1](h)
 
 
-def head_fp32(model: MLP, h: torch.Tensor) -> torch.Tensor:
+def head_fp32(model: torch.nn.Sequential, h: torch.Tensor) -> torch.Tensor:
     """The head for the inner disabled region: its input cast back to float32 first."""
-    return model.head(h.float())
+    return model[-1](h.float())
 
 
 def loss_fn(spec: Dict[str, Any], out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -146,31 +171,106 @@ def clip(spec: Dict[str, Any], params) -> None:
     torch.nn.utils.clip_grad_norm_(params, float(spec["clip"]))
 
 
-def snapshot(params) -> List[torch.Tensor]:
-    return [p.detach().clone() for p in params]
-
-
-def changed(params, before) -> bool:
-    return any(not torch.equal(p.detach(), b) for p, b in zip(params, before))
-
-
 def new_scale_at(spec: Dict[str, Any], step: int):
     """The value for update(new_scale) on this step, or None."""
     value = spec["new_scale"].get(str(int(step)))
     return None if value is None else float(value)
 
 
-def flat_params(params) -> List[float]:
-    return torch.cat([p.detach().reshape(-1).double() for p in params]).tolist()
+# ---- the record of a run ---------------------------------------------------------------------
+
+RECORD_KEYS = ("loss", "scale", "growth_tracker", "skipped", "params")
+
+# torch.amp.GradScaler's state-dict keys, asked of torch.amp itself (the oracle): ampkit's dict has
+# these and then keys of its own.
+TORCH_AMP_STATE_KEYS = tuple(torch.amp.GradScaler("cpu").state_dict())
 
 
-def save_checkpoint(path: str, model, opt, scaler_state) -> None:
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+def torch_amp_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    """The part of a scaler's state_dict() that torch.amp has, to compare ampkit with torch.amp."""
+    return {key: state[key] for key in TORCH_AMP_STATE_KEYS if key in state}
+
+
+class Recorder:
+    """The record of a run, the same from every runner: after every optimizer step the loss, the
+    scale, the growth tracker (-1 with the scaler disabled), whether an optimizer skipped its
+    step (none of its parameters changed), and every parameter (flattened, as doubles)."""
+
+    def __init__(self, optimizers, params) -> None:
+        self.params = list(params)
+        index = {id(p): i for i, p in enumerate(self.params)}
+        self.groups = [[index[id(p)] for group in opt.param_groups for p in group["params"]]
+                       for opt in optimizers]
+        self.before: List[torch.Tensor] = []
+        self.record: Dict[str, list] = {key: [] for key in RECORD_KEYS}
+
+    def before_step(self) -> None:
+        self.before = [p.detach().clone() for p in self.params]
+
+    def after_step(self, loss: float, scale: float, scaler_state) -> None:
+        # A disabled scaler's state_dict() is empty (from R: an empty list).
+        tracker = int(scaler_state["_growth_tracker"]) if scaler_state else -1
+        unchanged = [torch.equal(p.detach(), b) for p, b in zip(self.params, self.before)]
+        self.record["loss"].append(float(loss))
+        self.record["scale"].append(float(scale))
+        self.record["growth_tracker"].append(tracker)
+        self.record["skipped"].append(any(all(unchanged[i] for i in g) for g in self.groups))
+        self.record["params"].append(
+            torch.cat([p.detach().reshape(-1).double() for p in self.params]).tolist())
+
+    def save(self, path: str) -> None:
+        save_json(path, self.record)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def first_difference(ref: Dict[str, list], got: Optional[Dict[str, list]]) -> Optional[str]:
+    """None when two records are bit-identical step by step (NaN equal to NaN), else where they
+    first differ. The one definition of "the same run" for the parity suite and the equivalence
+    tests."""
+    if got is None:
+        return "no record"
+    for key in RECORD_KEYS:
+        if key not in got or len(got[key]) != len(ref[key]):
+            return f"{key}: {len(ref[key])} steps expected, got {len(got.get(key, []))}"
+    for step in range(len(ref["loss"])):
+        for key in RECORD_KEYS:
+            a, b = ref[key][step], got[key][step]
+            if key != "params":
+                if not _same(a, b):
+                    return f"step {step}: {key} {a!r} != {b!r}"
+                continue
+            if len(a) != len(b):
+                return f"step {step}: {len(a)} parameter values expected, got {len(b)}"
+            for i, (x, y) in enumerate(zip(a, b)):
+                if not _same(x, y):
+                    return f"step {step}: parameter value {i} {x!r} != {y!r}"
+    return None
+
+
+# ---- files -----------------------------------------------------------------------------------
+
+def save_checkpoint(path: str, model, optimizers, scaler_state) -> None:
+    torch.save({"model": model.state_dict(),
+                "optimizers": [opt.state_dict() for opt in optimizers],
                 "scaler": dict(scaler_state)}, path)
 
 
-def load_checkpoint(path: str):
-    return torch.load(path, weights_only=False)
+def restore(path: str, model, optimizers) -> Dict[str, Any]:
+    """Loads a checkpoint's model and optimizer states (weights_only: a scaler state must be
+    plain numbers) and returns its scaler state, for the runner's scaler to load."""
+    ckpt = torch.load(path, weights_only=True)
+    model.load_state_dict(ckpt["model"])
+    if len(ckpt["optimizers"]) != len(optimizers):
+        raise ValueError(f"{path}: {len(ckpt['optimizers'])} optimizer states for "
+                         f"{len(optimizers)} optimizers")
+    for opt, state in zip(optimizers, ckpt["optimizers"]):
+        opt.load_state_dict(state)
+    return ckpt["scaler"]
 
 
 def save_json(path: str, obj: Any) -> None:

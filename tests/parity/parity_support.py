@@ -1,15 +1,17 @@
 """Shared machinery of the parity suite (imported by conftest.py and test_parity.py): the
-scenarios, each runner's results (computed once per session: the R runners run ALL scenarios in ONE process each), and the --parity-report
-option that prints the scenario x runner table and writes it as JSON."""
+scenarios, each runner's results (computed once per session: the R runners run ALL scenarios
+in ONE process each), and the --parity-report option that prints the scenario x runner table
+and writes it as JSON."""
 import functools
+import importlib.util
 import json
 import math
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
+import parity_models as pm
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -19,10 +21,8 @@ REPORT_PATH = ROOT / "build" / "parity.json"
 PY = sys.executable
 R_TIMEOUT = 300
 
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-# runner -> scenario -> "identical" | max abs difference | "FAILED: ..."
+# runner -> scenario -> compare()'s verdict: "identical", a max abs difference, "missing" or
+# "differs"
 REPORT: dict = {}
 
 
@@ -39,30 +39,22 @@ def r_env():
     return env
 
 
-@functools.lru_cache(maxsize=None)
 def r_unavailable():
-    """None when Rscript and the R package ampkit work, else the reason to skip."""
-    if shutil.which("Rscript") is None:
-        return "Rscript is not installed"
-    probe = subprocess.run(
-        ["Rscript", "-e", "if (!requireNamespace('ampkit', quietly = TRUE)) quit(status = 2);"
-         "quit(status = if (ampkit::ampkit_available()) 0 else 3)"],
-        env=r_env(), capture_output=True, text=True, timeout=120)
-    if probe.returncode == 2:
-        return "the R package ampkit is not installed (make setup)"
-    if probe.returncode != 0:
-        return f"the R package ampkit cannot reach Python's ampkit: {probe.stderr[-300:]}"
-    return None
+    """None when R and the R package ampkit are installed, else the reason to skip. The one
+    check of ampkit.bench.r_runner: an installed package that then fails (cannot reach Python's
+    ampkit, say) is not a reason to skip; its runner fails and says why."""
+    from ampkit.bench.r_runner import r_unavailable as reason
+
+    return reason()
 
 
 @functools.lru_cache(maxsize=None)
 def rpy2_unavailable():
-    reason = r_unavailable()
-    if reason:
-        return reason
-    probe = subprocess.run([PY, "-c", "import rpy2.robjects"], capture_output=True, text=True,
-                           env=r_env(), timeout=120)
-    return None if probe.returncode == 0 else f"rpy2 is unusable: {probe.stderr[-300:]}"
+    """None when the rpy2 runner can run, else the reason to skip: no R, or no rpy2 at all (an
+    rpy2 that is installed but broken fails the runner instead)."""
+    if importlib.util.find_spec("rpy2") is None:
+        return "rpy2 is not installed"
+    return r_unavailable()
 
 
 def run_checked(cmd, what):
@@ -80,7 +72,6 @@ def load_dir(out):
 @pytest.fixture(scope="session")
 def results(tmp_path_factory):
     """runner name -> {scenario name -> record}; R runners are computed on first use."""
-    import parity_models as pm
     import runners
 
     cache: dict = {}
@@ -103,8 +94,8 @@ def results(tmp_path_factory):
             if rpy2_unavailable():
                 pytest.skip(rpy2_unavailable())
             out = tmp_path_factory.mktemp("rpy2")
-            run_checked([PY, str(HERE / "rpy2_runner.py"), "scenarios", str(out),
-                         *map(str, SCENARIOS)], "rpy2 runner")
+            run_checked([PY, str(HERE / "rpy2_runner.py"), str(out), *map(str, SCENARIOS)],
+                        "rpy2 runner")
             cache[runner] = load_dir(out)
         else:
             raise ValueError(runner)
@@ -113,29 +104,29 @@ def results(tmp_path_factory):
     return get
 
 
-def _same(a, b):
-    return a == b or (isinstance(a, float) and isinstance(b, float)
-                      and math.isnan(a) and math.isnan(b))
+def _numbers(record):
+    return [*record["loss"], *record["scale"], *(x for step in record["params"] for x in step)]
 
 
 def compare(ref, got):
-    """'identical', or the max absolute difference over loss, scale and parameters (inf when
-    the records do not even have the same shape or skipped steps)."""
+    """'identical' when parity_models.first_difference finds none, else the max absolute
+    difference over losses, scales and parameters: inf when the records differ in shape,
+    skipped steps or growth trackers, "differs" when they differ in nothing numeric."""
+    if pm.first_difference(ref, got) is None:
+        return "identical"
     if got is None:
         return "missing"
-    if ref["skipped"] != got["skipped"]:
+    if (any(len(ref[k]) != len(got.get(k, ())) for k in pm.RECORD_KEYS)
+            or any(len(a) != len(b) for a, b in zip(ref["params"], got["params"]))
+            or ref["skipped"] != got["skipped"]
+            or ref["growth_tracker"] != got["growth_tracker"]):
         return math.inf
     worst = 0.0
-    for key in ("loss", "scale", "params"):
-        if len(ref[key]) != len(got[key]):
-            return math.inf
-        for a, b in zip(ref[key], got[key]):
-            if not _same(a, b):
-                d = abs(a - b)
-                worst = max(worst, d if not math.isnan(d) else math.inf)
-    return "identical" if worst == 0.0 and all(
-        _same(a, b) for k in ("loss", "scale", "params") for a, b in zip(ref[k], got[k])
-    ) else worst
+    for a, b in zip(_numbers(ref), _numbers(got)):
+        if a != b and not (math.isnan(a) and math.isnan(b)):
+            d = abs(a - b)
+            worst = max(worst, math.inf if math.isnan(d) else d)
+    return worst if worst > 0 else "differs"
 
 
 def pytest_sessionfinish(session, exitstatus):

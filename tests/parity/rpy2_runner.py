@@ -1,9 +1,7 @@
 """In-process R runner: embeds R in this Python process through rpy2, sources runner.R and
-calls it. Run as a child process by test_parity.py:
+calls its run_all(). Run as a child process by the parity suite (parity_support.py):
 
-    python rpy2_runner.py scenarios <out_dir> <scenario.json>...
-    python rpy2_runner.py segment <out.json> <scenario.json> <start> <stop> <resume|-> <save|->
-    python rpy2_runner.py misuse <out.json>
+    python rpy2_runner.py <out_dir> <scenario.json>...
 
 Why a child process and a ctypes call: rpy2 calls R through cffi, which releases the GIL, and
 the R package reticulate 1.28 (Debian's) calls Python from R without taking it back, so any
@@ -50,20 +48,9 @@ def r_eval(code):
 
 def main(argv):
     ro.r.source(os.path.join(HERE, "runner.R"))
-    mode = argv[0]
-    if mode == "scenarios":
-        paths = "c(%s)" % ", ".join(r_string(os.path.abspath(p)) for p in argv[2:])
-        r_eval("run_all(%s, %s)" % (paths, r_string(argv[1])))
-    elif mode == "segment":
-        out, path, start, stop, resume, save = argv[1:7]
-        opt = lambda v: "NULL" if v == "-" else r_string(v)  # noqa: E731
-        r_eval("run_segment(%s, %s, %s, %s, %s, %s)" % (
-            r_string(path), r_string(out), start, stop, opt(resume), opt(save)))
-    elif mode == "misuse":
-        r_eval("reticulate::import_from_path('parity_models', %s)$save_json(%s, run_misuse())"
-               % (r_string(HERE), r_string(argv[1])))
-    else:
-        raise SystemExit(f"unknown mode {mode!r}")
+    out_dir, paths = argv[0], argv[1:]
+    r_eval("run_all(c(%s), %s)" % (", ".join(r_string(os.path.abspath(p)) for p in paths),
+                                    r_string(out_dir)))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,12 @@
-# Out-of-process R runner: Rscript run_rscript.R <out_dir> <scenario.json>...
-# Runs ALL given scenarios in this one R process (see runner.R).
+# Out-of-process R runner (see runner.R); each form runs all its work in this one R process:
+#   Rscript run_rscript.R <out_dir> <scenario.json>...   every scenario, <out_dir>/<name>.json
+#   Rscript run_rscript.R --jobs <jobs.json>             a JSON list of run_segment() arguments
+#   Rscript run_rscript.R --misuse <out.json>            the error-parity cases
 args <- commandArgs(trailingOnly = TRUE)
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 Sys.setenv(AMPKIT_PARITY_DIR = normalizePath(dirname(script)))
 source(file.path(dirname(script), "runner.R"))
-# Rscript run_rscript.R <out_dir> <scenario.json>...            all scenarios
-# Rscript run_rscript.R --segment <out> <json> <start> <stop> <resume|-> <save|->
-# Rscript run_rscript.R --jobs <jobs.json>                        run_segment() calls
-# Rscript run_rscript.R --misuse <out.json>
-opt <- function(v) if (identical(v, "-")) NULL else v
-if (identical(args[[1]], "--segment")) {
-  run_segment(args[[3]], args[[2]], as.integer(args[[4]]), as.integer(args[[5]]),
-              opt(args[[6]]), opt(args[[7]]))
-} else if (identical(args[[1]], "--jobs")) {
-  # a JSON list of run_segment() argument lists, all run in this one process
+if (identical(args[[1]], "--jobs")) {
   jobs <- parity_modules()$pm$load_json(args[[2]])
   for (job in jobs) do.call(run_segment, job)
 } else if (identical(args[[1]], "--misuse")) {

@@ -1,7 +1,8 @@
 # The R parity runner: the training loop of runners.py written in R against ampkit's R API
-# (with_autocast, amp_grad_scaler). Model, data and gradient injection come from the shared
-# Python module parity_models.py, imported with reticulate::import_from_path, so both
-# languages train the same model on the same data.
+# (with_autocast, amp_grad_scaler). The scenario format, model, data, gradient injection and
+# the record of a run come from the shared Python module parity_models.py, imported with
+# reticulate::import_from_path, so both languages train the same model on the same data and
+# record the same things.
 #
 # Sourced in-process through rpy2 (tests/parity/test_parity.py) and out of process by
 # run_rscript.R. Only defines functions.
@@ -19,57 +20,55 @@ parity_modules <- function() {
   if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
   list(
     torch = reticulate::import("torch"),
-    pm = reticulate::import_from_path("parity_models", path = parity_dir())
+    pm = reticulate::import_from_path("parity_models", path = parity_dir()),
+    # Unconverted: a scenario goes back to Python as the very dict it was read into (an R round
+    # trip would turn a one-element list such as "frozen": [3] into the number 3).
+    pm_raw = reticulate::import_from_path("parity_models", path = parity_dir(), convert = FALSE)
   )
 }
 
-# Trains steps [start, stop) of one scenario; returns list(loss, scale, skipped, params).
+# Trains steps [start, stop) of one scenario (resuming a checkpoint first, saving one after,
+# when asked); returns the run's record, a parity_models.Recorder.
 run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save_to = NULL) {
   m <- parity_modules()
   torch <- m$torch
   pm <- m$pm
-  spec <- pm$load_scenario(path)
+  spec <- m$pm_raw$load_scenario(path)  # a Python dict, passed to parity_models as it is
+  s <- reticulate::py_to_r(spec)         # the same, for reading here
   built <- pm$build(spec)
   model <- built[[1]]
-  opt <- built[[2]]
+  opts <- built[[2]]
   params <- built[[3]]
-  scaler <- amp_grad_scaler("cpu", init_scale = spec$init_scale,
-                            growth_factor = spec$growth_factor,
-                            backoff_factor = spec$backoff_factor,
-                            growth_interval = spec$growth_interval,
-                            enabled = spec$scaler)
+  scaler <- amp_grad_scaler("cpu", init_scale = s$init_scale,
+                            growth_factor = s$growth_factor,
+                            backoff_factor = s$backoff_factor,
+                            growth_interval = s$growth_interval,
+                            enabled = s$scaler)
   if (!is.null(resume_from)) {
-    # Unconverted: an R round trip would turn the optimizer state's integer keys into strings.
-    raw <- reticulate::import_from_path("parity_models", path = parity_dir(), convert = FALSE)
-    ckpt <- raw$load_checkpoint(resume_from)
-    model$load_state_dict(ckpt["model"])
-    opt$load_state_dict(ckpt["optimizer"])
-    # The scaler state as an R list, through the R package's own conversion.
-    scaler$load_state_dict(reticulate::py_to_r(ckpt["scaler"]))
+    # The scaler state comes back as an R list and loads through the R package's conversion.
+    scaler$load_state_dict(pm$restore(resume_from, model, opts))
   }
-  dtype <- spec$dtype
-  if (is.null(stop)) stop <- spec$steps
-  losses <- numeric(0)
-  scales <- numeric(0)
-  skipped <- logical(0)
+  dtype <- s$dtype
+  if (is.null(stop)) stop <- s$steps
+  recorder <- pm$Recorder(opts, params)
   step <- as.integer(start)
   while (step < stop) {
     total <- 0
-    for (micro in seq_len(spec$accumulate) - 1L) {
+    for (micro in seq_len(s$accumulate) - 1L) {
       xy <- pm$batch(spec, step, micro)
-      loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = spec$autocast, {
+      loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = s$autocast, {
         h <- pm$features(model, xy[[1]])
-        out <- if (isTRUE(spec$nested_disabled)) {
+        out <- if (isTRUE(s$nested_disabled)) {
           with_autocast(device_type = "cpu", enabled = FALSE, pm$head_fp32(model, h))
         } else {
           pm$head(model, h)
         }
         pm$loss_fn(spec, out, xy[[2]])
       })
-      if (isTRUE(spec$gradient_penalty)) {
+      if (isTRUE(s$gradient_penalty)) {
         grads <- torch$autograd$grad(scaler$scale(loss), params, create_graph = TRUE)
         grads <- pm$unscale_grads(grads, 1 / scaler$get_scale())
-        loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = spec$autocast, {
+        loss <- with_autocast(device_type = "cpu", dtype = dtype, enabled = s$autocast, {
           loss$add(pm$grad_norm(grads))
         })
       }
@@ -77,31 +76,27 @@ run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save
       total <- total + loss$item()
     }
     pm$inject(spec, params, step)
-    if (!is.null(spec$clip)) {
-      scaler$unscale_(opt)
+    if (!is.null(s$clip)) {
+      for (opt in opts) scaler$unscale_(opt)
       pm$clip(spec, params)
     }
-    before <- pm$snapshot(params)
-    scaler$step(opt)
+    recorder$before_step()
+    for (opt in opts) scaler$step(opt)
     new_scale <- pm$new_scale_at(spec, step)
     if (is.null(new_scale)) scaler$update() else scaler$update(new_scale)
-    opt$zero_grad(set_to_none = TRUE)
-    losses <- c(losses, total)
-    scales <- c(scales, scaler$get_scale())
-    skipped <- c(skipped, !pm$changed(params, before))
+    for (opt in opts) opt$zero_grad(set_to_none = TRUE)
+    recorder$after_step(total, scaler$get_scale(), scaler$state_dict())
     step <- step + 1L
   }
-  if (!is.null(save_to)) pm$save_checkpoint(save_to, model, opt, scaler$state_dict())
-  list(loss = as.list(losses), scale = as.list(scales), skipped = as.list(skipped),
-       params = as.list(unlist(pm$flat_params(params))))
+  if (!is.null(save_to)) pm$save_checkpoint(save_to, model, opts, scaler$state_dict())
+  recorder
 }
 
 # Runs every scenario in `paths` in this one process, writing <out_dir>/<name>.json each.
 run_all <- function(paths, out_dir) {
-  pm <- parity_modules()$pm
   for (path in paths) {
     name <- sub("\\.json$", "", basename(path))
-    pm$save_json(file.path(out_dir, paste0(name, ".json")), run_scenario(path))
+    run_scenario(path)$save(file.path(out_dir, paste0(name, ".json")))
   }
   invisible(length(paths))
 }
@@ -110,10 +105,8 @@ run_all <- function(paths, out_dir) {
 # [start, stop), optionally save; writes the record to `out`.
 run_segment <- function(path, out, start = 0L, stop = NULL, resume_from = NULL,
                         save_to = NULL) {
-  pm <- parity_modules()$pm
-  pm$save_json(out, run_scenario(path, as.integer(start),
-                                 if (is.null(stop)) NULL else as.integer(stop),
-                                 resume_from, save_to))
+  run_scenario(path, as.integer(start), if (is.null(stop)) NULL else as.integer(stop),
+               resume_from, save_to)$save(out)
   invisible(out)
 }
 

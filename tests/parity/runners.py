@@ -4,9 +4,8 @@ torch.amp (torch.autocast + torch.amp.GradScaler). One loop, two libraries; the 
 
 from typing import Any, Dict, Optional
 
-import torch
-
 import parity_models as pm
+import torch
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -23,20 +22,19 @@ def _library(name: str):
 
 def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] = None,
         resume_from: Optional[str] = None, save_to: Optional[str] = None) -> Dict[str, Any]:
+    """Trains steps [start, stop) of a scenario (resuming a checkpoint first, saving one after,
+    when asked) and returns the record of those steps (parity_models.Recorder)."""
     autocast, GradScaler = _library(library)
-    model, opt, params = pm.build(spec)
+    model, opts, params = pm.build(spec)
     scaler = GradScaler("cpu", init_scale=float(spec["init_scale"]),
                         growth_factor=float(spec["growth_factor"]),
                         backoff_factor=float(spec["backoff_factor"]),
                         growth_interval=int(spec["growth_interval"]), enabled=spec["scaler"])
     if resume_from is not None:
-        ckpt = pm.load_checkpoint(resume_from)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        scaler.load_state_dict(ckpt["scaler"])
+        scaler.load_state_dict(pm.restore(resume_from, model, opts))
     dtype = DTYPES[spec["dtype"]]
     stop = int(spec["steps"]) if stop is None else stop
-    record: Dict[str, Any] = {"loss": [], "scale": [], "skipped": []}
+    recorder = pm.Recorder(opts, params)
     for step in range(start, stop):
         total = 0.0
         for micro in range(int(spec["accumulate"])):
@@ -58,20 +56,20 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
             total += loss.item()
         pm.inject(spec, params, step)
         if spec["clip"] is not None:
-            scaler.unscale_(opt)
+            for opt in opts:
+                scaler.unscale_(opt)
             pm.clip(spec, params)
-        before = pm.snapshot(params)
-        scaler.step(opt)
+        recorder.before_step()
+        for opt in opts:
+            scaler.step(opt)
         new_scale = pm.new_scale_at(spec, step)
         if new_scale is None:
             scaler.update()
         else:
             scaler.update(new_scale)
-        opt.zero_grad(set_to_none=True)
-        record["loss"].append(total)
-        record["scale"].append(float(scaler.get_scale()))
-        record["skipped"].append(not pm.changed(params, before))
-    record["params"] = pm.flat_params(params)
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        recorder.after_step(total, scaler.get_scale(), scaler.state_dict())
     if save_to is not None:
-        pm.save_checkpoint(save_to, model, opt, scaler.state_dict())
-    return record
+        pm.save_checkpoint(save_to, model, opts, scaler.state_dict())
+    return recorder.record

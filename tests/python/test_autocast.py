@@ -2,11 +2,10 @@
 
 import threading
 
+import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
-
-import ampkit
 
 LOWER = [torch.bfloat16, torch.float16]
 
@@ -49,8 +48,8 @@ def test_output_dtype_and_values_equal_torch(op, dtype):
 def test_lower_precision_ops_are_lower_and_reductions_float32():
     ops = _ops()
     with ampkit.autocast("cpu", dtype=torch.bfloat16):
-        assert {name: ops[name]().dtype for name in ("mm", "linear", "conv2d", "bmm")} == dict.fromkeys(
-            ("mm", "linear", "conv2d", "bmm"), torch.bfloat16)
+        lower = ("mm", "linear", "conv2d", "bmm")
+        assert {name: ops[name]().dtype for name in lower} == dict.fromkeys(lower, torch.bfloat16)
         assert ops["mse_loss"]().dtype == torch.float32  # on CPU's float32 list
 
 
@@ -71,7 +70,8 @@ def test_unset_dtype_and_cache_mean_current_values():
         assert inner.cache_enabled is False
 
 
-@pytest.mark.parametrize("outer_lib,inner_lib", [(torch, ampkit), (ampkit, torch), (ampkit, ampkit)])
+@pytest.mark.parametrize("outer_lib,inner_lib",
+                         [(torch, ampkit), (ampkit, torch), (ampkit, ampkit)])
 def test_nesting_with_torch_in_either_order(outer_lib, inner_lib):
     states = []
     with outer_lib.autocast("cpu", dtype=torch.bfloat16):
@@ -103,7 +103,7 @@ def test_exception_in_body_restores_state():
     before = _state()
     with pytest.raises(ZeroDivisionError):
         with ampkit.autocast("cpu", dtype=torch.float16, cache_enabled=False):
-            1 / 0
+            _ = 1 / 0
     assert _state() == before
 
 

@@ -1,34 +1,25 @@
-"""The benchmark suite end to end at its tiny sizes, from Python and (when installed) from R."""
+"""The benchmark suite end to end at its tiny sizes, from Python and (when installed) from R.
+
+The suites are the ones shipped in the package (ampkit.bench.cli.SUITES_DIR), and whether R
+runs is decided where the benchmark decides it (ampkit.bench.r_runner.r_unavailable). The
+benchmark runs from a scratch folder: it must not need a checkout.
+"""
 
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _r_package_installed() -> bool:
-    """The R runner runs when Rscript, rpkg/inst/bench/run.R and the installed package are there."""
-    if shutil.which("Rscript") is None or not os.path.exists(
-            os.path.join(ROOT, "rpkg", "inst", "bench", "run.R")):
-        return False
-    probe = subprocess.run(["Rscript", "-e", "quit(status = !requireNamespace('ampkit', quietly = TRUE))"],
-                           capture_output=True)
-    return probe.returncode == 0
+from ampkit.bench.cli import SUITES_DIR, load_suites
+from ampkit.bench.r_runner import r_unavailable
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     args = [sys.executable, "-m", "ampkit", "bench", "--size", "tiny", "--out", str(out)]
-    if not _r_package_installed():
-        args.append("--no-r")
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "results.json") as f:
         data = json.load(f)
@@ -36,14 +27,15 @@ def results(tmp_path_factory):
 
 
 def test_every_row_present_with_positive_times_and_finite_losses(results):
-    data, _, _ = results
-    impls = {"ampkit-py", "torch.amp"} | ({"ampkit-r"} if _r_package_installed() else set())
-    suites = []
-    for name in os.listdir(os.path.join(ROOT, "bench", "suites")):
-        with open(os.path.join(ROOT, "bench", "suites", name)) as f:
-            suites.append(json.load(f))
+    data, proc, _ = results
+    reason = r_unavailable()
+    impls = {"ampkit-py", "torch.amp"} | ({"ampkit-r"} if reason is None else set())
+    if reason is not None:
+        assert f"R runner skipped: {reason}" in proc.stdout
+    suites = load_suites(SUITES_DIR, None)
     expected = {(s["name"], mode, impl) for s in suites if s["kind"] == "training"
                 for mode in s["modes"] for impl in impls}
+    assert expected, f"no training suites in {SUITES_DIR}"
     rows = {(r["workload"], r["mode"], r["impl"]): r for r in data["training"]}
     assert set(rows) == expected
     for row in rows.values():
@@ -70,4 +62,5 @@ def test_same_losses_across_implementations(results):
     for r in data["training"]:
         by_cell.setdefault((r["workload"], r["mode"]), set()).add(r["final_loss"])
     # Same model, data and numerics: every implementation ends on the same loss.
+    assert by_cell
     assert all(len(losses) == 1 for losses in by_cell.values()), by_cell

@@ -30,13 +30,15 @@ import os
 import pickle
 from typing import Any, Callable, List, Optional, Tuple
 
+import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
+from parity_models import mlp, torch_amp_state
 
-import ampkit
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
 
 DEFAULT_EXAMPLES = 300
 EXAMPLES = int(os.environ.get("AMPKIT_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
@@ -101,11 +103,6 @@ def same_value(a: Any, b: Any) -> bool:
 
 # ---- one side of the comparison ------------------------------------------------------------------
 
-def _model() -> torch.nn.Module:
-    torch.manual_seed(7)
-    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-
-
 class Side:
     """A scaler, its own copy of the model and optimizers, and the autocast of its library."""
 
@@ -167,7 +164,7 @@ class Side:
         return getattr(self.scaler, name)(value)
 
     def state_dict(self) -> dict:
-        return self.scaler.state_dict()
+        return torch_amp_state(self.scaler.state_dict())
 
     def load(self, source: str, init_scale: float, growth_factor: float, backoff_factor: float,
              growth_interval: int, tracker: int, initialised: bool) -> None:
@@ -194,8 +191,8 @@ def _outcome(fn: Callable[[], Any]) -> Tuple[bool, Any]:
 def _assert_same_state(ours: Side, theirs: Side, where: str) -> None:
     assert same_value(ours.scaler.get_scale(), theirs.scaler.get_scale()), (
         f"{where}: get_scale {ours.scaler.get_scale()} != {theirs.scaler.get_scale()}")
-    assert same_value(ours.scaler.state_dict(), theirs.scaler.state_dict()), (
-        f"{where}: state_dict {ours.scaler.state_dict()} != {theirs.scaler.state_dict()}")
+    assert same_value(ours.state_dict(), theirs.state_dict()), (
+        f"{where}: state_dict {ours.state_dict()} != {theirs.state_dict()}")
     for i, (a, b) in enumerate(zip(ours.model.parameters(), theirs.model.parameters())):
         assert same_tensor(a, b), f"{where}: parameter {i} differs"
         assert same_tensor(a.grad, b.grad), f"{where}: gradient {i} differs"
@@ -232,7 +229,8 @@ def _run_op(op: tuple, ours: Side, theirs: Side, index: int) -> None:
     ok_ours, got_ours = _outcome(lambda: getattr(ours, name)(*args))
     ok_theirs, got_theirs = _outcome(lambda: getattr(theirs, name)(*args))
     if ok_theirs and not ok_ours:
-        raise AssertionError(f"{where}: ampkit raised {got_ours!r}, torch.amp returned") from got_ours
+        raise AssertionError(f"{where}: ampkit raised {got_ours!r}, torch.amp returned") \
+            from got_ours
     if ok_ours and not ok_theirs:
         raise AssertionError(f"{where}: torch.amp raised {got_theirs!r}, ampkit returned") \
             from got_theirs
@@ -288,7 +286,8 @@ def _load(draw) -> tuple:
     interval = draw(growth_intervals)
     return ("load", draw(st.sampled_from(["torch", "ampkit"])),
             draw(positive_scales.filter(lambda s: s < 3e38)), draw(growth_factors),
-            draw(backoff_factors), interval, draw(st.integers(0, interval - 1)), draw(st.booleans()))
+            draw(backoff_factors), interval, draw(st.integers(0, interval - 1)),
+            draw(st.booleans()))
 
 
 @st.composite
@@ -327,15 +326,6 @@ call_sequences = st.lists(st.one_of(_iteration(), _single_ops), min_size=1, max_
 
 # ---- the test ------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", autouse=True)
-def one_intra_op_thread():
-    """The tensors are tiny; on a busy machine OpenMP's spinning threads make a run 10x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -345,7 +335,7 @@ def one_intra_op_thread():
 )
 @given(scaler_settings=scaler_settings, optimizer_kinds=optimizer_kinds, calls=call_sequences)
 def test_ampkit_and_torch_amp_agree_call_by_call(scaler_settings, optimizer_kinds, calls):
-    model = _model()
+    model = mlp(4, 8, 3, seed=7)
     ours = Side("ampkit", scaler_settings, copy.deepcopy(model), optimizer_kinds)
     theirs = Side("torch", scaler_settings, copy.deepcopy(model), optimizer_kinds)
     _assert_same_state(ours, theirs, "start")

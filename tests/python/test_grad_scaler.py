@@ -1,60 +1,59 @@
-"""ampkit.GradScaler against torch.amp.GradScaler, the reference, on the CPU."""
+"""ampkit.GradScaler against torch.amp.GradScaler, the reference, on the CPU.
 
+The training scenarios are the JSON files of tests/parity/scenarios, trained by the Python
+runner of the parity suite (tests/parity/runners.py) with each library and compared step by
+step: loss, scale, growth tracker, skipped or not, and every parameter.
+"""
+
+import pathlib
 import pickle
 
+import ampkit
+import parity_models as pm
 import pytest
+import runners
 import torch
 
-import ampkit
-from scaler_scenarios import SCENARIOS, Scenario, train
+SCENARIO_DIR = pathlib.Path(pm.__file__).resolve().parent / "scenarios"
+SPECS = [pm.load_scenario(str(p)) for p in sorted(SCENARIO_DIR.glob("*.json"))]
 
 
-def _assert_same(ours, theirs):
-    assert len(ours) == len(theirs)
-    for step, (a, b) in enumerate(zip(ours, theirs)):
-        assert a[:3] == b[:3], f"step {step}: (scale, tracker, stepped) {a[:3]} != {b[:3]}"
-        for pa, pb in zip(a[3], b[3]):
-            assert torch.equal(pa, pb), f"step {step}: parameters differ"
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-def test_bit_identical_to_torch_amp(scenario):
-    ours, _ = train(scenario, ampkit.GradScaler)
-    theirs, _ = train(scenario, torch.amp.GradScaler)
-    _assert_same(ours, theirs)
-    if scenario.inf_at:
-        assert not all(r[2] for r in ours), "an injected inf/NaN must skip a step"
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s["name"])
+def test_scenario_is_bit_identical_to_torch_amp_at_every_step(spec):
+    ours = runners.run(spec, "ampkit")
+    theirs = runners.run(spec, "torch.amp")
+    difference = pm.first_difference(theirs, ours)
+    assert difference is None, difference
+    assert len(ours["loss"]) == spec["steps"]
+    if spec["inject"] and spec["scaler"]:
+        assert any(ours["skipped"]), "an injected inf/NaN must skip a step"
 
 
 @pytest.mark.parametrize("direction", ["ampkit_to_torch", "torch_to_ampkit"])
-def test_checkpoint_interchange_mid_training(direction, tmp_path):
-    scenario = Scenario("handover", optimizer="adam", steps=10, inf_at={2: "inf", 7: "nan"})
-    reference, _ = train(scenario, torch.amp.GradScaler)
-    first, second = ((ampkit.GradScaler, torch.amp.GradScaler) if direction == "ampkit_to_torch"
-                     else (torch.amp.GradScaler, ampkit.GradScaler))
-    head, (model, opts, scaler) = train(scenario, first, steps=4)
-    path = tmp_path / "ckpt.pt"
-    torch.save({"model": model.state_dict(), "opt": opts[0].state_dict(),
-                "scaler": scaler.state_dict()}, path)
-    ckpt = torch.load(path)
-    model2 = type(model)(*[m for m in model])  # fresh container; weights come from the checkpoint
-    model2.load_state_dict(ckpt["model"])
-    opt2 = torch.optim.Adam(model2.parameters(), lr=1e-2)
-    opt2.load_state_dict(ckpt["opt"])
-    scaler2 = second("cpu")
-    scaler2.load_state_dict(ckpt["scaler"])
-    tail, _ = train(scenario, second, model=model2, optimizers=[opt2], scaler=scaler2, start=4,
-                    steps=6)
-    _assert_same(head + tail, reference)
+@pytest.mark.parametrize("spec", [s for s in SPECS if s["checkpoint_at"] is not None],
+                         ids=lambda s: s["name"])
+def test_checkpoint_interchange_mid_training(spec, direction, tmp_path):
+    """k steps with one library, torch.save of model, optimizers and scaler state, torch.load
+    with weights_only=True, the rest with the other: the same as torch.amp uninterrupted."""
+    k = spec["checkpoint_at"]
+    first, second = (("ampkit", "torch.amp") if direction == "ampkit_to_torch"
+                     else ("torch.amp", "ampkit"))
+    ckpt = str(tmp_path / "ckpt.pt")
+    head = runners.run(spec, first, 0, k, save_to=ckpt)
+    tail = runners.run(spec, second, k, resume_from=ckpt)
+    joined = {key: head[key] + tail[key] for key in pm.RECORD_KEYS}
+    difference = pm.first_difference(runners.run(spec, "torch.amp"), joined)
+    assert difference is None, difference
 
 
 def test_state_dict_has_torch_keys_and_values():
     ours = ampkit.GradScaler("cpu", init_scale=3.0, growth_interval=7)
     theirs = torch.amp.GradScaler("cpu", init_scale=3.0, growth_interval=7)
-    assert ours.state_dict() == theirs.state_dict()
+    assert list(ours.state_dict())[:5] == list(theirs.state_dict())
+    assert pm.torch_amp_state(ours.state_dict()) == theirs.state_dict()
     for s in (ours, theirs):
         s.scale(torch.ones(()))
-    assert ours.state_dict() == theirs.state_dict()
+    assert pm.torch_amp_state(ours.state_dict()) == theirs.state_dict()
 
 
 def _one_iteration(scaler, opt, param):
@@ -225,7 +224,8 @@ def test_cuda_float16_training_matches_torch():
                 model.weight.grad[0, 0] = float("inf")
             scaler.step(opt)
             scaler.update()
-        return scaler.state_dict(), [p.detach().cpu() for p in model.parameters()]
+        params = [p.detach().cpu() for p in model.parameters()]
+        return pm.torch_amp_state(scaler.state_dict()), params
     a, b = run(ampkit.GradScaler), run(torch.amp.GradScaler)
     assert a[0] == b[0] and all(torch.equal(x, y) for x, y in zip(a[1], b[1]))
 

@@ -11,25 +11,18 @@ from __future__ import annotations
 import gc
 import sys
 
+import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
-
-import ampkit
+from parity_models import mlp
 
 LIMIT_KB = 20 * 1024
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-
-
-@pytest.fixture(autouse=True)
-def one_intra_op_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a busy machine OpenMP's spinning
-    threads make each step 10x slower; memory is what is measured here, not speed."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status"),
+    pytest.mark.usefixtures("one_intra_op_thread"),  # memory is measured here, not speed
+]
 
 
 def _rss_kb() -> int:
@@ -54,7 +47,8 @@ def _autocast_cycles(warm_up: bool) -> None:
     weight = torch.nn.Parameter(torch.randn(4, 4))  # a leaf: its cast goes into the cast cache
     x = torch.randn(2, 4)
     settings = [dict(dtype=torch.bfloat16), dict(dtype=torch.float16),
-                dict(dtype=torch.bfloat16, enabled=False), dict(dtype=torch.float16, cache_enabled=False)]
+                dict(dtype=torch.bfloat16, enabled=False),
+                dict(dtype=torch.float16, cache_enabled=False)]
     reused = ampkit.autocast("cpu")
 
     @ampkit.autocast("cpu", dtype=torch.float16)
@@ -93,8 +87,7 @@ def test_100k_autocast_cycles_keep_resident_memory_flat():
 def _scaler_steps(warm_up: bool, state: dict) -> None:
     steps = 500 if warm_up else 10_000
     if warm_up:
-        torch.manual_seed(0)
-        state["model"] = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+        state["model"] = mlp(4, 4, 2, activations=())
         state["scaler"] = ampkit.GradScaler("cpu", init_scale=2.0**10, growth_interval=20)
         state["x"], state["y"] = torch.randn(8, 4), torch.randn(8, 2)
     model, scaler, x, y = state["model"], state["scaler"], state["x"], state["y"]

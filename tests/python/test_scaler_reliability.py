@@ -7,7 +7,8 @@
 - Checkpoints: loading a state from a scaler with other settings, fresh or mid-training, trains
   on exactly as torch.amp.GradScaler loaded with the same state. (Malformed states, key by key,
   are rows of the table in test_bad_input.py.)
-- Known bugs, one minimal repro each, xfail(strict=True).
+- Once bugs, now regression tests: one minimal repro each (a known bug would be an xfail,
+  strict for every test by pyproject.toml: fixing it makes the test fail until the mark goes).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
-
-import ampkit
+from parity_models import mlp, torch_amp_state
 
 LIBS = {"ampkit": ampkit.GradScaler, "torch": torch.amp.GradScaler}
 AUTOCASTS = {"ampkit": ampkit.autocast, "torch": torch.autocast}
@@ -35,11 +36,6 @@ OPTIMIZERS: Dict[str, Callable] = {
     "adamw_fused": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, fused=True),
     "sgd_fused": lambda ps: torch.optim.SGD(ps, lr=0.05, fused=True),
 }
-
-
-def _model(seed: int = 0) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.ReLU(), torch.nn.Linear(12, 2))
 
 
 def _batch(step: int) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -60,7 +56,7 @@ class Trainer:
 
     def __init__(self, lib: str, optimizer: str = "adam", seed: int = 0, **scaler_kwargs) -> None:
         self.lib = lib
-        self.model = _model(seed)
+        self.model = mlp(6, 12, 2, seed=seed)
         self.opt = OPTIMIZERS[optimizer](self.model.parameters())
         self.scaler = LIBS[lib]("cpu", **scaler_kwargs)
         self.autocast = AUTOCASTS[lib]
@@ -78,11 +74,11 @@ class Trainer:
         self.backward(step, inject)
         self.scaler.step(self.opt)
         self.scaler.update()
-        return self.scaler.state_dict()
+        return torch_amp_state(self.scaler.state_dict())
 
     def record(self) -> tuple:
         # state_dict() hands out the optimizer's live tensors: copy them
-        return (self.scaler.state_dict(), _params(self.model),
+        return (torch_amp_state(self.scaler.state_dict()), _params(self.model),
                 copy.deepcopy(self.opt.state_dict()["state"]))
 
 
@@ -101,17 +97,8 @@ def _same_record(a: tuple, b: tuple) -> bool:
 
 # ---- threads -------------------------------------------------------------------------------------
 
-@pytest.fixture
-def one_intra_op_thread():
-    """Python threads are what is tested; OpenMP's spinning intra-op threads on top of them only
-    oversubscribe the cores (and the tiny tensors here gain nothing from them)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def test_autocast_state_is_per_thread_under_many_concurrent_threads(one_intra_op_thread):
+@pytest.mark.usefixtures("one_intra_op_thread")
+def test_autocast_state_is_per_thread_under_many_concurrent_threads():
     """16 threads enter and leave nested regions with their own settings, all at once."""
     n_threads, cycles = 16, 400
     settings = [(dtype, enabled, cache)
@@ -142,7 +129,8 @@ def test_autocast_state_is_per_thread_under_many_concurrent_threads(one_intra_op
                     if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != (
                             enabled, dtype):
                         errors.append(f"thread {index} cycle {i}: not restored after inner")
-                if torch.is_autocast_enabled("cpu") or torch.get_autocast_dtype("cpu") != torch.bfloat16:
+                if (torch.is_autocast_enabled("cpu")
+                        or torch.get_autocast_dtype("cpu") != torch.bfloat16):
                     errors.append(f"thread {index} cycle {i}: not restored after outer")
         except Exception as error:  # noqa: BLE001
             errors.append(f"thread {index}: {error!r}")
@@ -182,7 +170,8 @@ JOBS = [
 ]
 
 
-def test_threads_driving_their_own_scalers_match_running_one_after_the_other(one_intra_op_thread):
+@pytest.mark.usefixtures("one_intra_op_thread")
+def test_threads_driving_their_own_scalers_match_running_one_after_the_other():
     sequential = [_run_job(job, _make_job(job)) for job in JOBS]
     trainers = [_make_job(job) for job in JOBS]
     concurrent: Dict[int, List[tuple]] = {}
@@ -209,7 +198,8 @@ def test_threads_driving_their_own_scalers_match_running_one_after_the_other(one
 
 
 @pytest.mark.parametrize("mode", ["update", "update_new_scale"])
-def test_reads_from_another_thread_never_see_a_torn_state(mode, one_intra_op_thread):
+@pytest.mark.usefixtures("one_intra_op_thread")
+def test_reads_from_another_thread_never_see_a_torn_state(mode):
     """A reader polls get_scale() and state_dict() while a trainer runs; every value it sees is
     one of the states the trainer passes through (found by running it alone first). A torn read
     would be, e.g., the grown scale with the tracker not yet reset."""
@@ -373,7 +363,7 @@ def test_torch_amp_leaks_grad_scale_after_a_fused_step_raises_and_ampkit_does_no
     assert leaked == {"ampkit": False, "torch": True}
 
 
-# ---- checkpoints: a state from a scaler with other settings ----------------------------------------
+# ---- checkpoints: a state from a scaler with other settings -----------------------------------
 
 SOURCE = dict(init_scale=2.0**5, growth_factor=4.0, backoff_factor=0.25, growth_interval=5)
 TARGET = dict(init_scale=3.0, growth_factor=1.5, backoff_factor=0.75, growth_interval=2)
@@ -401,14 +391,14 @@ def test_loading_a_state_from_other_settings_trains_on_like_torch_amp(
         for step in range(target_steps):
             trainer.iteration(step, float("inf") if step == 1 else None)
         trainer.scaler.load_state_dict(dict(state))
-        records.append(trainer.scaler.state_dict())
+        records.append(torch_amp_state(trainer.scaler.state_dict()))
         for step in range(target_steps, target_steps + 9):
             trainer.iteration(step, float("inf") if step == target_steps + 6 else None)
             records.append(trainer.record())
         runs[lib] = records
     assert runs["ampkit"][0] == runs["torch"][0]
-    assert {k: runs["ampkit"][0][k] for k in ("growth_factor", "backoff_factor", "growth_interval")} \
-        == {k: SOURCE[k] for k in ("growth_factor", "backoff_factor", "growth_interval")}
+    factors = ("growth_factor", "backoff_factor", "growth_interval")
+    assert {k: runs["ampkit"][0][k] for k in factors} == {k: SOURCE[k] for k in factors}
     for i, (a, b) in enumerate(zip(runs["ampkit"], runs["torch"])):
         assert _same_record(a, b), f"step {i} after loading differs"
 
@@ -441,7 +431,8 @@ def test_a_scaler_with_a_scale_of_zero_survives_a_pickle_round_trip():
     assert scaler.get_scale() == 0.0
     reference = torch.amp.GradScaler("cpu", init_scale=1.0, backoff_factor=1e-30)
     reference.load_state_dict(scaler.state_dict())
-    assert pickle.loads(pickle.dumps(reference)).state_dict() == scaler.state_dict()
+    ours = torch_amp_state(scaler.state_dict())
+    assert pickle.loads(pickle.dumps(reference)).state_dict() == ours
     assert pickle.loads(pickle.dumps(scaler)).state_dict() == scaler.state_dict()
 
 

@@ -15,8 +15,8 @@ class ArgumentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// An argument of the wrong kind (a device string that names no device type, a dtype AMP cannot use).
-// Python: ampkit.ArgumentTypeError, a TypeError.
+// An argument of the wrong kind (a device string that names no device type, a dtype AMP cannot
+// use). Python: ampkit.ArgumentTypeError, a TypeError.
 class ArgumentTypeError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

@@ -1,16 +1,20 @@
 // The grad scaler: dynamic loss scaling, as torch.amp.GradScaler does it, bit for bit.
 //
-//   scale(loss)      loss * S                      (S, float32 0-d, created lazily on loss's device)
-//   unscale_(opt)    g *= 1/S for every gradient;  found_inf = any(!isfinite(g))
-//   step(opt)        unscale_ if not yet done; run opt.step() unless found_inf      (1 host read)
-//   update()         found_inf ? (S *= backoff, tracker = 0)
-//                              : (tracker += 1; if tracker == growth_interval: S *= growth, tracker = 0)
+// clang-format off
+//   scale(loss)    loss * S                   (S, float32 0-d, created lazily on the loss's device)
+//   unscale_(opt)  g *= 1/S for every gradient; found_inf = any(!isfinite(g))
+//   step(opt)      unscale_ if not yet done; run opt.step() unless found_inf      (1 host read)
+//   update()       the update rule of scale_policy.h (at its defaults torch.amp's:
+//                  found_inf ? S *= backoff : every growth_interval clean steps S *= growth)
+// clang-format on
 //
 // Per optimizer the scaler walks READY -> UNSCALED -> STEPPED; update() returns every optimizer to
-// READY. Numerics go only through ATen's AMP kernels (_amp_foreach_non_finite_check_and_unscale_,
-// one call per device and dtype group; _amp_update_scale_), which is what makes the results equal
-// to torch.amp's. Each optimizer's parameter list lives here (ParamList) and gradients are read in
-// C++, so the work a binding does per step does not grow with the number of parameters.
+// READY and keeps that iteration's outcome (which optimizer skipped, which parameters overflowed)
+// until the next one. Numerics go only through ATen's AMP kernels (unscale.h, scale_policy.h),
+// which is what makes the results equal to torch.amp's. Each optimizer's parameter list lives in
+// C++ (param_list.h) and gradients are read there, so the work a binding does per step does not
+// grow with the number of parameters. The rules for the numbers are in scaler_rules.h, the
+// checkpoint format in scaler_checkpoint.h; this file is the state machine.
 //
 // Thread contract: a GradScaler is not synchronised. From Python and R every call holds the GIL,
 // so calls on one scaler never overlap; C++ callers must not call one scaler from two threads at
@@ -18,63 +22,45 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <c10/core/Device.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "ampkit/errors.h"
+#include "ampkit/overflow_report.h"
+#include "ampkit/param_list.h"
+#include "ampkit/scale_policy.h"
+#include "ampkit/scaler_checkpoint.h"
+#include "ampkit/scaler_rules.h"
+#include "ampkit/unscale.h"
 
 namespace ampkit {
 
-struct GradScalerOptions {
-  double init_scale = 65536.0;
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  double growth_interval = 2000;  // a double so that R's numbers and 2000.0 are judged, not cast
-  bool enabled = true;
-};
-
-// torch.amp.GradScaler.state_dict(), key for key: scale, growth_factor, backoff_factor,
-// growth_interval, _growth_tracker. The two counts are doubles holding whole numbers, so that a
-// loaded 1.5 is rejected by the rule rather than truncated on the way in.
-struct ScalerState {
-  double scale;
-  double growth_factor;
-  double backoff_factor;
-  double growth_interval;
-  double growth_tracker;
-};
-
-// Throws ArgumentError naming the first argument that breaks its rule.
-void validate_options(const GradScalerOptions& options);
-void validate_state(const ScalerState& state);
-
 enum class OptimizerStage { Ready, Unscaled, Stepped };
-
-// One optimizer's parameters, flattened over its param_groups. The binding builds one when it
-// first sees an optimizer and resets it in place when the optimizer's param_groups change (the id,
-// which keys the optimizer's stage, stays). Gradients are read from the parameters at each call,
-// so a new .grad tensor is always seen.
-class ParamList {
- public:
-  explicit ParamList(std::vector<at::Tensor> params);
-  void reset(std::vector<at::Tensor> params);
-  const std::vector<at::Tensor>& params() const { return params_; }
-  uint64_t id() const { return id_; }
-  size_t size() const { return params_.size(); }
-
- private:
-  std::vector<at::Tensor> params_;
-  uint64_t id_;  // unique for the process's lifetime: keys the per-optimizer stage
-};
 
 // What a fused optimizer (Adam/AdamW/SGD with fused=True) reads instead of a host-side skip:
 // it unscales with grad_scale (when set) and skips itself when found_inf is non-zero.
 struct FusedStepArgs {
   std::optional<at::Tensor> grad_scale;
   at::Tensor found_inf;
+};
+
+// stats(): the counters and the scale, read together.
+struct ScalerStats {
+  int64_t steps;                      // iterations whose update() used inf checks
+  int64_t skipped_steps;              // ... of which had an inf/NaN gradient
+  int64_t consecutive_skipped_steps;  // the current run of such iterations
+  double scale;
+};
+
+// Raised by update() on an overflow while the scale already equals min_scale (on_min_scale
+// "raise"). The update has been applied; the scaler stays usable.
+class ScaleCollapseError : public StateError {
+ public:
+  using StateError::StateError;
 };
 
 class GradScaler {
@@ -88,22 +74,35 @@ class GradScaler {
   const std::string& warning() const { return warning_; }
 
   at::Tensor scale(const at::Tensor& outputs);
-  void unscale_(const ParamList& optimizer);
+  void unscale_(const ParamList& params);
   // Everything torch.amp's step does before calling optimizer.step(): check the stage, unscale_
-  // if not yet done, then read found_inf to the host once. True when the optimizer must step.
-  bool prepare_step(const ParamList& optimizer);
-  // The sync-free path for optimizers with _step_supports_amp_scaling. existing_grad_scale is the
-  // optimizer's own grad_scale attribute, if it has one.
-  FusedStepArgs prepare_fused_step(const ParamList& optimizer,
-                                   const std::optional<at::Tensor>& existing_grad_scale);
+  // if not yet done, then read found_inf to the host once. True when the optimizer may step.
+  // On a skip with track_overflow, also records which parameters overflowed.
+  bool may_step(const ParamList& params);
+  // The sync-free path for optimizers with _step_supports_amp_scaling: what to hand the
+  // optimizer instead of a host-side decision. existing_grad_scale is the optimizer's own
+  // grad_scale attribute, if it has one. With track_overflow it reads found_inf once.
+  FusedStepArgs fused_step_args(const ParamList& params,
+                                const std::optional<at::Tensor>& existing_grad_scale);
   // Called after optimizer.step() returned (or was skipped); an optimizer that raised stays put.
-  void mark_stepped(const ParamList& optimizer);
+  void mark_stepped(const ParamList& params);
 
-  void update();
+  // Each returns a warning to emit (on_min_scale "warn", once per run of collapses), or "".
+  // ScaleCollapseError on a collapse with on_min_scale "raise".
+  std::string update();
   void update(double new_scale);
   void update(const at::Tensor& new_scale);
 
-  // Both read the device to the host (get_scale once, state_dict twice) when the scale exists.
+  // Whether the most recent step() of `params` (or, without it, of any optimizer in the most
+  // recent iteration) was skipped; false when none was recorded. Free for optimizers stepped
+  // through may_step (the decision was read); one host read for a fused optimizer's.
+  bool step_was_skipped(const ParamList* params);
+  // The counters and the scale, in one read.
+  ScalerStats stats();
+  // The parameters that overflowed in the most recent iteration (track_overflow), in order.
+  std::vector<OverflowEntry> overflow_report() const;
+
+  // Both read the device to the host (get_scale once, state_dict once) when the scale exists.
   double get_scale();
   ScalerState state_dict();
   // Validates the whole state first: an invalid state changes nothing.
@@ -112,47 +111,70 @@ class GradScaler {
   double growth_factor() const { return growth_factor_; }
   double backoff_factor() const { return backoff_factor_; }
   int64_t growth_interval() const { return growth_interval_; }
+  const ScalePolicy& policy() const { return policy_; }
+  bool track_overflow() const { return track_overflow_; }
   void set_growth_factor(double value);
   void set_backoff_factor(double value);
   void set_growth_interval(double value);
+  // The scale tensor itself (undefined before the first scale()): what torch.amp's `_scale` and
+  // R torch's `.scale` expose. Read-only by contract.
+  const at::Tensor& scale_tensor() const { return device_state_.scale; }
 
   // True between the first unscale_/step of an iteration and update(): the state that must not be
   // pickled or checkpointed.
   bool has_optimizer_states() const { return !states_.empty(); }
-  std::optional<OptimizerStage> stage(const ParamList& optimizer) const;
+  std::optional<OptimizerStage> stage(const ParamList& params) const;
   // Host reads done so far (the .item() calls), for tests of the one-sync-per-step contract.
   int64_t host_reads() const { return host_reads_; }
+  // Tests only: run a CPU scaler's policy update through the accelerator path (ATen ops).
+  void use_tensor_ops_for_policy(bool value) { tensor_ops_ = value; }
 
  private:
   struct OptimizerState {
-    uint64_t optimizer_id;
+    uint64_t params_id;
     OptimizerStage stage = OptimizerStage::Ready;
     // One found_inf per device the gradients were on; empty until unscaled.
-    std::vector<std::pair<c10::Device, at::Tensor>> found_inf_per_device;
+    PerDevice found_inf_per_device;
+    std::optional<bool> skipped;          // known on the host once may_step read it
+    std::vector<OverflowEntry> overflow;  // track_overflow, on a skip
   };
 
   void check_initialised(const char* function) const;
   void lazy_init(const c10::Device& device);
-  OptimizerState& state_for(const ParamList& optimizer);
-  const OptimizerState* find_state(const ParamList& optimizer) const;
-  void unscale_grads(const ParamList& optimizer, const at::Tensor& inv_scale, bool allow_fp16,
-                     OptimizerState& state);
-  at::Tensor combined_found_inf(const OptimizerState& state) const;
-  at::Tensor inverse_scale() const;
+  OptimizerState& state_for(const ParamList& params);
+  const OptimizerState* find_state(const ParamList& params) const;
+  // unscale_ on a state already looked up (step() reuses the lookup).
+  void unscale_state(const ParamList& params, OptimizerState& state);
+  at::Tensor found_inf(const OptimizerState& state) const;
   double read_to_host(const at::Tensor& tensor);
+  // The optimizers of the most recent iteration that stepped: this one's, else the last one's.
+  std::vector<OptimizerState*> recent_steps();
+  bool skipped(OptimizerState& state);
+  std::string handle_collapse(const Collapse& collapse, bool overflow_possible);
+  void finish_iteration();
 
   std::string device_;
   c10::DeviceType device_type_;
   std::string warning_;
   bool enabled_;
-  double init_scale_;
-  int64_t init_growth_tracker_ = 0;
   double growth_factor_;
   double backoff_factor_;
   int64_t growth_interval_;
-  at::Tensor scale_;           // undefined until the first scale()
-  at::Tensor growth_tracker_;  // int32, created with scale_
-  std::vector<OptimizerState> states_;  // insertion order, like torch.amp's dict
+  ScalePolicy policy_;
+  bool track_overflow_;
+  // The device state, undefined until the first scale(); until then `pending_` holds what it
+  // will be created with (the constructor's values, or a loaded checkpoint's).
+  DeviceState device_state_;
+  struct Pending {
+    double scale;
+    int64_t growth_tracker = 0;
+    int64_t hysteresis_left = 1;
+    std::array<int64_t, 3> counters{0, 0, 0};
+  } pending_;
+  std::vector<OptimizerState> states_;       // this iteration, insertion order like torch.amp's
+  std::vector<OptimizerState> last_states_;  // the previous iteration's, kept for its outcome
+  bool in_collapse_run_ = false;
+  bool tensor_ops_ = false;
   int64_t host_reads_ = 0;
 };
 

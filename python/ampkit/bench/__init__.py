@@ -1,1 +1,4 @@
-"""The shared benchmark suite (`python -m ampkit bench`); suites live in bench/suites/*.json."""
+"""The shared benchmark suite (`python -m ampkit bench`).
+
+Its suites ship with the package, in ampkit/bench/suites/*.json.
+"""

@@ -1,4 +1,4 @@
-"""`python -m ampkit bench`: the shared benchmark suite, from Python and from R, against torch.amp."""
+"""`python -m ampkit bench`: the shared benchmark suite, from Python and R, against torch.amp."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ import glob
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
 import torch
 
 from . import overhead, report
+from .r_runner import r_unavailable, run_r_cells
 from .training import IMPLEMENTATIONS, run_python_cells
 
-GOALS = {"autocast": 0.4, "scaler": 0.35}
-R_SCRIPT = os.path.join("rpkg", "inst", "bench", "run.R")
+GOALS = {"autocast": 0.4, "scaler": 0.35, "feature": 1.05}
+SUITES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites")
 
 
 def _progress(message: str) -> None:
@@ -53,25 +51,13 @@ def run_overhead(suite: Dict[str, Any], size: Dict[str, Any]) -> List[Dict[str, 
     return rows
 
 
-def _r_available() -> Optional[str]:
-    if shutil.which("Rscript") is None or not os.path.exists(R_SCRIPT):
-        return "Rscript or rpkg/inst/bench/run.R not found"
-    probe = subprocess.run(["Rscript", "-e", "quit(status = !requireNamespace('ampkit', quietly = TRUE))"],
-                           capture_output=True)
-    return None if probe.returncode == 0 else "the R package ampkit is not installed (make setup)"
-
-
-def run_r_cells(suite: Dict[str, Any], size_name: str, device: str) -> List[Dict[str, Any]]:
-    """The same suite driven from R (rpkg/inst/bench/run.R), in its own process."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "r.json")
-        env = dict(os.environ, RETICULATE_PYTHON=sys.executable)
-        proc = subprocess.run(["Rscript", R_SCRIPT, suite["path"], size_name, device, out],
-                              env=env, stderr=None, stdout=subprocess.PIPE, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"R runner failed for {suite['name']} (exit {proc.returncode})")
-        with open(out) as f:
-            return json.load(f)
+def run_features(size: Dict[str, Any]) -> List[Dict[str, Any]]:
+    rows = []
+    for n, steps in zip(size["scaler_params"], size["scaler_steps"]):
+        _progress(f"  scale policy and track_overflow per step, {n} params ...")
+        rows += [{**r, "goal": GOALS["feature"]}
+                 for r in overhead.feature_overhead(n, steps, size["repeats"])]
+    return rows
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -79,7 +65,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--size", default=None, help="size set in the suites: cpu, cuda or tiny "
                         "(default: the device's)")
-    parser.add_argument("--suites", default=os.path.join("bench", "suites"), help="suites folder")
+    parser.add_argument("--suites", default=SUITES_DIR,
+                        help="suites folder (default: the suites shipped in ampkit.bench)")
     parser.add_argument("--only", nargs="*", help="suite names to run (default: all)")
     parser.add_argument("--no-r", action="store_true", help="skip the R runner")
     parser.add_argument("--out", default=os.path.join("bench", "results"), help="output folder")
@@ -88,30 +75,35 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("--device cuda: no CUDA device here")
     size_name = args.size or args.device
     suites = load_suites(args.suites, args.only)
-    r_missing = "--no-r given" if args.no_r else _r_available()
+    r_missing = "--no-r given" if args.no_r else r_unavailable()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
 
     started = time.time()
     training: List[Dict[str, Any]] = []
     overheads: List[Dict[str, Any]] = []
+    features: List[Dict[str, Any]] = []
     for suite in suites:
         size = suite["sizes"][size_name]
         _progress(f"[{time.time() - started:6.1f}s] {suite['name']}: {suite['description']}")
         if suite["kind"] == "overhead":
             overheads += run_overhead(suite, size)
+            features += run_features(size)
             continue
         for mode in suite["modes"]:
-            _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)} (interleaved, {size['repeats']} repeats)")
+            _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)} "
+                      f"(interleaved, {size['repeats']} repeats)")
             training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS))
         if r_missing is None:
             _progress("  all modes from R (ampkit-r) ...")
             training += run_r_cells(suite, size_name, args.device)
     report.add_ratios(training)
 
-    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+    machine = {"platform": platform.platform(),
+               "processor": platform.processor() or platform.machine(),
                "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device,
                "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
-    print(f"\nampkit benchmark - {machine['platform']}, {machine['cpus']} CPUs, torch {machine['torch']}"
+    print(f"\nampkit benchmark - {machine['platform']}, {machine['cpus']} CPUs, "
+          f"torch {machine['torch']}"
           + (f", {machine['gpu']}" if machine["gpu"] else "") + f", sizes '{size_name}'")
     if training:
         print("\n" + report.training_table(training))
@@ -121,11 +113,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"\nR runner skipped: {r_missing}")
     if overheads:
         print("\n" + report.overhead_table(overheads))
+    if features:
+        print("\n" + report.feature_table(features))
     json_path = os.path.join(args.out, "results.json")
     png_path = os.path.join(args.out, "results.png")
     report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
-                                  "overhead": overheads, "seconds": time.time() - started})
+                                  "overhead": overheads, "features": features, "seconds": time.time() - started})
     charted = report.write_chart(png_path, training, overheads)
-    print(f"\nwrote {json_path}" + (f" and {png_path}" if charted else " (no chart: matplotlib missing)")
+    chart = f" and {png_path}" if charted else " (no chart: matplotlib missing)"
+    print(f"\nwrote {json_path}{chart}"
           + f" in {time.time() - started:.0f} s")
     return 0

@@ -50,24 +50,24 @@ class _NoOpOptimizer(torch.optim.Optimizer):
         return None
 
 
-def _scaler_setup(n_params: int, scaler_cls):
+def _scaler_setup(n_params: int, scaler_cls, **options):
     params = [torch.nn.Parameter(torch.randn(64)) for _ in range(n_params)]
     for p in params:
         p.grad = torch.randn(64)
     opt = _NoOpOptimizer(params)
     # Scale 1 that never grows: unscaling leaves the gradients as they are. With the default
     # 65536 they would shrink 65536-fold per step into denormals, and time denormal arithmetic.
-    scaler = (scaler_cls("cpu", init_scale=1.0, growth_interval=2**31 - 1)
+    scaler = (scaler_cls("cpu", init_scale=1.0, growth_interval=2**31 - 1, **options)
               if scaler_cls is not None else None)
     loss = torch.ones(())
     return opt, scaler, loss
 
 
-def scaler_overhead(n_params: int, number: int, repeats: int) -> Dict[str, float]:
-    """Per-step cost of scale + step (with its unscale_) + update, minus a plain optimizer step."""
+def _scaler_steps(n_params: int, variants) -> Dict[str, Callable[[], None]]:
+    """A clean training step (scale, step, update) per variant: (name, scaler class, options)."""
     fns = {}
-    for name, cls in (("plain", None), ("ampkit", ampkit.GradScaler), ("torch.amp", torch.amp.GradScaler)):
-        opt, scaler, loss = _scaler_setup(n_params, cls)
+    for name, cls, options in variants:
+        opt, scaler, loss = _scaler_setup(n_params, cls, **options)
         if scaler is None:
             fns[name] = opt.step
         else:
@@ -76,8 +76,34 @@ def scaler_overhead(n_params: int, number: int, repeats: int) -> Dict[str, float
                 scaler.step(opt)
                 scaler.update()
             fns[name] = step
+    return fns
+
+
+def scaler_overhead(n_params: int, number: int, repeats: int) -> Dict[str, float]:
+    """Per-step cost of scale + step (with its unscale_) + update, minus a plain optimizer step."""
+    fns = _scaler_steps(n_params, (("plain", None, {}), ("ampkit", ampkit.GradScaler, {}),
+                                   ("torch.amp", torch.amp.GradScaler, {})))
     times = _interleaved(fns, number, repeats)
     ours = times["ampkit"] - times["plain"]
     theirs = times["torch.amp"] - times["plain"]
     return {"params": n_params, "plain_s": times["plain"], "ampkit_s": ours, "torch_s": theirs,
             "ratio": ours / theirs}
+
+
+# What the features beyond torch.amp cost on the clean steps that are nearly all of training.
+FEATURES = {
+    "scale policy on": {"min_scale": 1.0, "max_scale": 2.0**24, "hysteresis": 2,
+                        "consecutive_hysteresis": True},
+    "track_overflow=True": {"track_overflow": True},
+}
+
+
+def feature_overhead(n_params: int, number: int, repeats: int) -> List[Dict[str, float]]:
+    """Per-step time (scale + step + update, clean steps) of ampkit with each feature of FEATURES
+    on, against plain ampkit, interleaved."""
+    variants = [("ampkit", ampkit.GradScaler, {})]
+    variants += [(name, ampkit.GradScaler, options) for name, options in FEATURES.items()]
+    times = _interleaved(_scaler_steps(n_params, variants), number, repeats)
+    return [{"what": f"{name}, {n_params} params", "params": n_params, "feature_s": times[name],
+             "ampkit_s": times["ampkit"], "ratio": times[name] / times["ampkit"]}
+            for name in FEATURES]

@@ -56,7 +56,7 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
     for _ in range(size["repeats"]):
         for impl, loop in loops.items():
             measure.reset_peak_memory(device)
-            times[impl].append(measure.timed(lambda: loop.steps(steps), device))
+            times[impl].append(measure.timed(lambda loop=loop: loop.steps(steps), device))
             peaks[impl] = max(peaks[impl], measure.peak_memory_bytes(device))
     return [{
         "workload": suite["name"], "mode": mode, "impl": impl, "device": device,

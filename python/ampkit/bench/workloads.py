@@ -50,11 +50,13 @@ def build(suite: Dict[str, Any], size: Dict[str, Any], device: str, seed: int = 
         targets = [torch.randn(size["batch"], size["width"], generator=g) for _ in range(n)]
     elif suite["model"] == "transformer":
         model = _Classifier(size["width"], size["heads"], size["layers"], size["classes"])
-        inputs = [torch.randn(size["batch"], size["seq"], size["width"], generator=g) for _ in range(n)]
-        targets = [torch.randint(0, size["classes"], (size["batch"],), generator=g) for _ in range(n)]
+        batch, seq, width, classes = size["batch"], size["seq"], size["width"], size["classes"]
+        inputs = [torch.randn(batch, seq, width, generator=g) for _ in range(n)]
+        targets = [torch.randint(0, classes, (batch,), generator=g) for _ in range(n)]
     else:
         raise ValueError(f"unknown model {suite['model']!r} in suite {suite['name']!r}")
-    loss_fn = {"mse": torch.nn.MSELoss(), "cross_entropy": torch.nn.CrossEntropyLoss()}[suite["loss"]]
+    losses = {"mse": torch.nn.MSELoss(), "cross_entropy": torch.nn.CrossEntropyLoss()}
+    loss_fn = losses[suite["loss"]]
     model = model.to(device)
     opt_spec = suite["optimizer"]
     optimizer_cls = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW}[opt_spec["name"]]

@@ -6,12 +6,18 @@ skip_if_no_ampkit <- function() {
       ampkit:::python_modules()
       "unknown reason"
     }, error = function(e) strsplit(conditionMessage(e), "\n", fixed = TRUE)[[1L]][3L])
-    skip(paste0("the Python module ampkit cannot be imported (", trimws(reason), "); ",
+    testthat::skip(paste0("the Python module ampkit cannot be imported (", trimws(reason), "); ",
                 "set RETICULATE_PYTHON to the Python that `make setup` built (.venv/bin/python)"))
   }
 }
 
 import_torch <- function() reticulate::import("torch")
+
+# The part of a state_dict() that torch.amp has (its keys asked of torch.amp itself), to compare
+# ampkit's state, which adds keys of its own, with torch.amp's.
+torch_amp_part <- function(state) {
+  state[names(import_torch()$amp$GradScaler("cpu")$state_dict())]
+}
 
 # The autocast state on the CPU, as torch itself reads it.
 cpu_state <- function() {

@@ -16,25 +16,36 @@ test_that("describe() shows the value received", {
   expect_identical(describe(mean), "a function")
 })
 
-test_that("arg_whole() is the one conversion to Python ints", {
-  arg_whole <- ampkit:::arg_whole
-  expect_identical(arg_whole(2000, "n", "a whole number >= 1"), 2000L)
-  expect_identical(arg_whole(3L, "n", "a whole number >= 1"), 3L)
-  expect_identical(arg_whole(-2, "n", "a whole number >= 1"), -2L)  # the range is the core's
-  for (bad in list(1.5, NA, NA_integer_, NULL, "3", TRUE, c(1, 2), Inf, NaN)) {
-    err <- expect_error(arg_whole(bad, "n", "a whole number >= 1"), class = "ampkit_error")
-    expect_match(conditionMessage(err), "^`n` must be a whole number >= 1, got .+\\.$")
-  }
-  expect_error(arg_whole(2^31, "n", "a whole number >= 1"), "at most 2147483647")
-})
-
 test_that("arg_number() gives doubles and rejects what is not one number", {
   arg_number <- ampkit:::arg_number
   expect_identical(arg_number(2L, "x"), 2)
+  expect_identical(arg_number(1.5, "x"), 1.5)  # whether it must be whole is the core's rule
   expect_identical(arg_number(Inf, "x"), Inf)  # finiteness is the core's rule
-  for (bad in list(NA_real_, NULL, "1", FALSE, c(1, 2), list(1))) {
+  expect_identical(arg_number(NaN, "x"), NaN)
+  for (bad in list(NA_real_, NA_integer_, NA, NULL, "1", FALSE, c(1, 2), list(1))) {
     expect_error(arg_number(bad, "x"), "^`x` must be a number, got ", class = "ampkit_error")
   }
+})
+
+test_that("whole numbers and their range are the core's rule, with the core's message", {
+  skip_if_no_ampkit()
+  ampkit_py <- reticulate::import("ampkit")
+  scaler <- amp_grad_scaler("cpu", growth_interval = 5)
+  for (bad in list(1.5, 0, -2, 2^31, 1e10, Inf, NaN)) {
+    expected <- python_error_message(ampkit_py$GradScaler("cpu", growth_interval = bad))
+    expect_match(expected, "^`growth_interval` must be ")
+    err <- expect_error(amp_grad_scaler("cpu", growth_interval = bad), class = "ampkit_error")
+    expect_identical(conditionMessage(err), expected)
+    expect_identical(err$python_type, "ArgumentError")
+
+    expected <- python_error_message(ampkit_py$GradScaler("cpu")$set_growth_interval(bad))
+    expect_match(expected, "^`new_interval` must be ")
+    err <- expect_error(scaler$set_growth_interval(bad), class = "ampkit_error")
+    expect_identical(conditionMessage(err), expected)
+  }
+  expect_identical(scaler$get_growth_interval(), 5L)
+  scaler$set_growth_interval(7)  # a whole double is a whole number
+  expect_identical(scaler$get_growth_interval(), 7L)
 })
 
 test_that("arg_flag() and arg_string() name the argument", {

@@ -246,10 +246,16 @@ test_that("bad arguments are R errors naming the argument and the value", {
                "`enabled` must be TRUE or FALSE, got NA.", fixed = TRUE)
   expect_error(set_autocast("cpu", cache_enabled = "yes"), class = "ampkit_error",
                "`cache_enabled` must be TRUE, FALSE or NULL, got \"yes\".", fixed = TRUE)
-  expect_error(with_autocast(1, device_type = "cpu", dtyp = "float16"), class = "ampkit_error",
-               "`...` must be empty, got `dtyp`")
-  expect_error(local_autocast("cpu", "float16", TRUE, NULL, "extra"), class = "ampkit_error",
-               "got an unnamed argument")
+  err <- expect_error(with_autocast(1, device_type = "cpu", dtyp = "float16"),
+                      class = "ampkit_error", "`...` must be empty.", fixed = TRUE)
+  expect_match(conditionMessage(err), "dtyp = \"float16\"", fixed = TRUE)
+  expect_match(conditionMessage(err), "must be named as documented", fixed = TRUE)
+  expect_identical(conditionCall(err),
+                   quote(with_autocast(1, device_type = "cpu", dtyp = "float16")))
+  err <- expect_error(local_autocast("cpu", "float16", TRUE, NULL, "extra"),
+                      class = "ampkit_error", "`...` must be empty.", fixed = TRUE)
+  expect_match(conditionMessage(err), "..1 = \"extra\"", fixed = TRUE)
+  expect_match(conditionMessage(err), "Did you forget to name an argument?", fixed = TRUE)
   expect_error(unset_autocast(list()), class = "ampkit_error",
                "`context` must be the value of set_autocast(), got a list.", fixed = TRUE)
   expect_error(is_autocast_enabled(NULL), class = "ampkit_error", "got NULL.", fixed = TRUE)
@@ -262,7 +268,7 @@ test_that("an unknown device type is the core's error, as an ampkit_error", {
   core <- reticulate::import("ampkit._C")
   expected <- python_error_message(core$resolve_autocast("tpu9", NULL, TRUE, NULL))
   err <- expect_error(with_autocast(1, device_type = "tpu9"))
-  expect_identical(class(err), c("ampkit_error", "error", "condition"))
+  expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
   expect_identical(conditionMessage(err), expected)
   expect_identical(err$python_type, "ArgumentError")
   expect_identical(cpu_state(), default_state)

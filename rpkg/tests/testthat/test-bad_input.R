@@ -3,42 +3,54 @@
 # argument, and the scaler's state_dict() and the thread's autocast state are as they were.
 # A new argument gets its rows here.
 
-BAD_NUMBERS <- list(NaN, Inf, -1, 0, NA, NULL, "2", TRUE, c(2, 3))
+bad_numbers <- list(NaN, Inf, -1, 0, NA, NULL, "2", TRUE, c(2, 3))
 
 # target: a function of (scaler, value) that makes the call; values: the bad values.
 bad_input_rows <- function(torch) {
-  scaler_ctor <- function(arg) function(scaler, value) {
-    args <- list("cpu")
-    args[[arg]] <- value
-    if (is.null(value)) args[arg] <- list(NULL)
-    do.call(amp_grad_scaler, args)
+  scaler_ctor <- function(arg) {
+    function(scaler, value) {
+      args <- list("cpu")
+      args[[arg]] <- value
+      if (is.null(value)) args[arg] <- list(NULL)
+      do.call(amp_grad_scaler, args)
+    }
   }
-  autocast_call <- function(fn, arg) function(scaler, value) {
-    args <- list(device_type = "cpu")
-    args[arg] <- list(value)
-    if (identical(fn, "with_autocast")) return(do.call(with_autocast, c(list(quote(NULL)), args)))
-    if (identical(fn, "local_autocast")) return(local(do.call(local_autocast, args)))
-    ctx <- do.call(set_autocast, args)
-    unset_autocast(ctx)  # reached only if the call was wrongly accepted
+  autocast_call <- function(fn, arg) {
+    function(scaler, value) {
+      args <- list(device_type = "cpu")
+      args[arg] <- list(value)
+      if (identical(fn, "with_autocast")) {
+        return(do.call(with_autocast, c(list(quote(NULL)), args)))
+      }
+      if (identical(fn, "local_autocast")) return(local(do.call(local_autocast, args)))
+      ctx <- do.call(set_autocast, args)
+      unset_autocast(ctx)  # reached only if the call was wrongly accepted
+    }
   }
   opt_like <- list(NaN, -1, 0, NA, NULL, "sgd", TRUE)
+  whole_numbers <- c(bad_numbers, list(1.5, 2^31, NA_integer_))
   list(
-    list("amp_grad_scaler", "init_scale", scaler_ctor("init_scale"), BAD_NUMBERS),
-    list("amp_grad_scaler", "growth_factor", scaler_ctor("growth_factor"), c(BAD_NUMBERS, list(1, 0.5))),
-    list("amp_grad_scaler", "backoff_factor", scaler_ctor("backoff_factor"), c(BAD_NUMBERS, list(1, 2))),
-    list("amp_grad_scaler", "growth_interval", scaler_ctor("growth_interval"), c(BAD_NUMBERS, list(1.5))),
-    list("amp_grad_scaler", "enabled", scaler_ctor("enabled"), list(NA, NULL, "yes", 1, c(TRUE, FALSE))),
-    list("amp_grad_scaler", "device", scaler_ctor(1), list(NA, NULL, 3, "tpu9", "", c("cpu", "cuda"))),
+    list("amp_grad_scaler", "init_scale", scaler_ctor("init_scale"), bad_numbers),
+    list("amp_grad_scaler", "growth_factor", scaler_ctor("growth_factor"),
+         c(bad_numbers, list(1, 0.5))),
+    list("amp_grad_scaler", "backoff_factor", scaler_ctor("backoff_factor"),
+         c(bad_numbers, list(1, 2))),
+    list("amp_grad_scaler", "growth_interval", scaler_ctor("growth_interval"), whole_numbers),
+    list("amp_grad_scaler", "enabled", scaler_ctor("enabled"),
+         list(NA, NULL, "yes", 1, c(TRUE, FALSE))),
+    list("amp_grad_scaler", "device", scaler_ctor(1),
+         list(NA, NULL, 3, "tpu9", "", c("cpu", "cuda"))),
     list("cuda_amp_grad_scaler", "growth_factor",
          function(scaler, value) cuda_amp_grad_scaler(growth_factor = value), list(NA, NULL, 0.5)),
     list("$update", "new_scale", function(scaler, value) scaler$update(value),
          list(NaN, Inf, -1, 0, NA, "2", TRUE, c(2, 3))),
-    list("$set_growth_factor", "new_factor", function(scaler, value) scaler$set_growth_factor(value),
-         c(BAD_NUMBERS, list(1))),
-    list("$set_backoff_factor", "new_factor", function(scaler, value) scaler$set_backoff_factor(value),
-         c(BAD_NUMBERS, list(1))),
+    list("$set_growth_factor", "new_factor",
+         function(scaler, value) scaler$set_growth_factor(value), c(bad_numbers, list(1))),
+    list("$set_backoff_factor", "new_factor",
+         function(scaler, value) scaler$set_backoff_factor(value), c(bad_numbers, list(1))),
     list("$set_growth_interval", "new_interval",
-         function(scaler, value) scaler$set_growth_interval(value), c(BAD_NUMBERS, list(2.5))),
+         function(scaler, value) scaler$set_growth_interval(value),
+         c(whole_numbers, list(2.5))),
     list("$unscale_", "optimizer", function(scaler, value) scaler$unscale_(value), opt_like),
     list("$step", "optimizer", function(scaler, value) scaler$step(value), opt_like),
     list("$scale", "outputs", function(scaler, value) scaler$scale(value),

@@ -1,8 +1,8 @@
 # The shipped example scripts run and print what they promise.
 
-test_that("seed_benchmark.R prints the three times of R torch's article", {
+test_that("rtorch_article_benchmark.R prints the three times of R torch's article", {
   skip_if_no_ampkit()
-  script <- system.file("examples", "seed_benchmark.R", package = "ampkit")
+  script <- system.file("examples", "rtorch_article_benchmark.R", package = "ampkit")
   expect_true(nzchar(script))
   out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE,
                  stderr = TRUE, env = "AMPKIT_BENCH_DEVICE=cpu")
@@ -11,4 +11,21 @@ test_that("seed_benchmark.R prints the three times of R torch's article", {
     expect_true(any(startsWith(out, run)), label = paste("a line for", run))
   }
   expect_identical(sum(grepl("elapsed", out)), 3L)
+})
+
+test_that("when_amp_goes_wrong.R shows the skips, the report, the collapse and the fix", {
+  skip_if_no_ampkit()
+  script <- system.file("examples", "when_amp_goes_wrong.R", package = "ampkit")
+  expect_true(nzchar(script))
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE,
+                 stderr = TRUE)
+  expect_null(attr(out, "status"))
+  fixed_at <- grep("inputs normalised", out, fixed = TRUE)
+  raw <- out[seq_len(fixed_at)]
+  fixed <- out[-seq_len(fixed_at)]
+  expect_true(all(grepl("skipped=TRUE", grep("^step \\d+: skipped", raw, value = TRUE))))
+  expect_true(any(grepl("overflow: .*2\\.weight \\(\\d+ inf", raw)))
+  expect_true(any(grepl("ampkit_scale_collapse: The loss scale collapsed", raw, fixed = TRUE)))
+  expect_identical(sum(grepl("skipped=FALSE", fixed)), 6L)
+  expect_true(any(grepl("skipped_steps=0", fixed, fixed = TRUE)))
 })

@@ -42,7 +42,7 @@ test_that("training steps match torch.amp bit for bit, including a skipped step"
     train_step(torch, nets[[1]], ours, x, y, poison = i == 3)
     train_step(torch, nets[[2]], reference, x, y, poison = i == 3)
     expect_identical(ours$get_scale(), reference$get_scale())
-    expect_identical(ours$state_dict(), reference$state_dict())
+    expect_identical(torch_amp_part(ours$state_dict()), reference$state_dict())
     expect_true(parameters_equal(torch, nets[[1]], nets[[2]]))
   }
   # 256 -> 512 (2 clean steps) -> 256 (inf) -> 256 -> 512
@@ -130,8 +130,9 @@ test_that("state_dict has torch.amp's five keys and round-trips between R scaler
   train_step(torch, nets[[1]], source, x, y)
   train_step(torch, nets[[1]], source, x, y)
   state <- source$state_dict()
-  expect_identical(state, list(scale = 1024, growth_factor = 4, backoff_factor = 0.25,
-                               growth_interval = 7L, `_growth_tracker` = 2L))
+  expect_identical(torch_amp_part(state),
+                   list(scale = 1024, growth_factor = 4, backoff_factor = 0.25,
+                        growth_interval = 7L, `_growth_tracker` = 2L))
   target <- amp_grad_scaler("cpu")
   expect_null(target$load_state_dict(state))
   expect_identical(target$state_dict(), state)
@@ -150,19 +151,19 @@ test_that("a torch.amp.GradScaler state loads into the R scaler and back", {
   state <- reference$state_dict()
   ours <- amp_grad_scaler("cpu")
   ours$load_state_dict(state)
-  expect_identical(ours$state_dict(), state)
+  expect_identical(torch_amp_part(ours$state_dict()), state)
   expect_identical(ours$state_dict()$`_growth_tracker`, 3L)
 
   # ... as a Python dict, unconverted
   ours2 <- amp_grad_scaler("cpu")
   ours2$load_state_dict(reticulate::r_to_py(state))
-  expect_identical(ours2$state_dict(), state)
+  expect_identical(torch_amp_part(ours2$state_dict()), state)
 
   # and from R into torch.amp
   ours$set_growth_interval(9)
   back <- torch$amp$GradScaler("cpu")
   back$load_state_dict(ours$state_dict())
-  expect_identical(back$state_dict(), ours$state_dict())
+  expect_identical(back$state_dict(), torch_amp_part(ours$state_dict()))
   expect_identical(back$state_dict()$growth_interval, 9L)
 })
 
@@ -170,27 +171,49 @@ test_that("bad states are rejected, naming the key, and change nothing", {
   skip_if_no_ampkit()
   scaler <- amp_grad_scaler("cpu", init_scale = 16)
   good <- scaler$state_dict()
-  bad <- good
-  bad$growth_interval <- 1.5
-  expect_error(scaler$load_state_dict(bad), class = "ampkit_error",
-               "`state$growth_interval` must be a whole number >= 1, got 1.5.", fixed = TRUE)
-  bad <- good
-  bad$scale <- NA
-  expect_error(scaler$load_state_dict(bad), class = "ampkit_error",
-               "`state$scale` must be a number, got NA.", fixed = TRUE)
-  bad <- good
-  bad$`_growth_tracker` <- NULL
-  err <- expect_error(scaler$load_state_dict(bad), class = "ampkit_error")
-  expect_match(conditionMessage(err), "missing the key(s) ['_growth_tracker']", fixed = TRUE)
+  reject <- function(key, value, pattern) {
+    bad <- good
+    bad[[key]] <- value  # NULL removes the key
+    err <- expect_error(scaler$load_state_dict(bad), class = "ampkit_error")
+    expect_match(conditionMessage(err), pattern, fixed = TRUE,
+                 label = sprintf("%s = %s", key, ampkit:::describe(value)))
+    err
+  }
+  # whole numbers and ranges: the core's rules and messages
+  err <- reject("growth_interval", 1.5, "`growth_interval` must be a whole number >= 1, got 1.5.")
   expect_identical(err$python_type, "ArgumentError")
-  bad <- good
-  bad$growth_factor <- 0.5  # the core's range check
-  err <- expect_error(scaler$load_state_dict(bad), class = "ampkit_error")
-  expect_match(conditionMessage(err), "growth_factor")
+  reject("growth_interval", 0, "`growth_interval` must be a whole number >= 1, got 0.")
+  reject("growth_interval", 2^31, "`growth_interval` must be at most 2147483647")
+  reject("_growth_tracker", 2.5, "`_growth_tracker` must be a whole number >= 0, got 2.5.")
+  reject("_growth_tracker", -1, "`_growth_tracker` must be a whole number >= 0, got -1.")
+  reject("growth_factor", 0.5, "`growth_factor`")
+  reject("scale", NaN, "`scale` must be a number >= 0")
+  # what R cannot convert
+  reject("scale", NA, "`state$scale` must be one number, TRUE or FALSE, a string or NULL, got NA")
+  reject("growth_interval", NA_integer_, "`state$growth_interval` must be one number")
+  reject("_growth_tracker", c(1, 2), "`state$_growth_tracker` must be one number")
+  # a value of the wrong kind: the core's rule, with Python's name of what it got
+  reject("backoff_factor", "0.5", "`backoff_factor` must be a number, got str.")
+  reject("min_scale", "1", "`min_scale` must be a number or None, got str.")
+  reject("track_overflow", 1, "`track_overflow` must be True or False, got float.")
+  # keys: the Python side's rules
+  err <- reject("_growth_tracker", NULL, "missing the key(s) ['_growth_tracker']")
+  expect_identical(err$python_type, "ArgumentError")
+  reject("bogus", 1, "unknown key(s) ['bogus']")
   expect_error(scaler$load_state_dict(list(1, 2)), class = "ampkit_error",
                "`state` must be a named list")
   expect_error(scaler$load_state_dict(list()), class = "ampkit_error", "empty")
   expect_identical(scaler$state_dict(), good)
+})
+
+test_that("a state's whole counters may be doubles", {
+  skip_if_no_ampkit()
+  scaler <- amp_grad_scaler("cpu")
+  scaler$load_state_dict(list(scale = 8, growth_factor = 2, backoff_factor = 0.5,
+                              growth_interval = 3, `_growth_tracker` = 2))
+  expect_identical(torch_amp_part(scaler$state_dict()),
+                   list(scale = 8, growth_factor = 2, backoff_factor = 0.5,
+                        growth_interval = 3L, `_growth_tracker` = 2L))
 })
 
 test_that("getters and setters delegate to the core, which checks the ranges", {
@@ -219,7 +242,7 @@ test_that("constructor arguments are checked, in R for types and in the core for
   expect_error(amp_grad_scaler("cpu", growth_interval = 1.5), class = "ampkit_error",
                "`growth_interval` must be a whole number >= 1, got 1.5.", fixed = TRUE)
   expect_error(amp_grad_scaler("cpu", growth_interval = NA), class = "ampkit_error",
-               "`growth_interval` must be a whole number >= 1, got NA.", fixed = TRUE)
+               "`growth_interval` must be a number, got NA.", fixed = TRUE)
   expect_error(amp_grad_scaler("cpu", growth_interval = 1e10), class = "ampkit_error",
                "at most 2147483647")
   expect_error(amp_grad_scaler("cpu", init_scale = NULL), class = "ampkit_error",
@@ -240,7 +263,7 @@ test_that("constructor arguments are checked, in R for types and in the core for
                     list(backoff_factor = 1.5), list(init_scale = -1))) {
     expected <- python_error_message(do.call(ampkit_py$GradScaler, c("cpu", args)))
     err <- expect_error(do.call(amp_grad_scaler, c("cpu", args)))
-    expect_identical(class(err), c("ampkit_error", "error", "condition"))
+    expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
     expect_identical(conditionMessage(err), expected)
   }
 })
@@ -254,7 +277,7 @@ test_that("misuse raises the core's StateError as an ampkit_error without traceb
   scaler$scale(p$sum())$backward()
   scaler$unscale_(opt)
   err <- expect_error(scaler$unscale_(opt))
-  expect_identical(class(err), c("ampkit_error", "error", "condition"))
+  expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
   expect_identical(err$python_type, "StateError")
   expect_match(conditionMessage(err), "unscale_() has already been called", fixed = TRUE)
   expect_no_match(conditionMessage(err), "traceback|ampkit\\._C|\n")
@@ -286,7 +309,8 @@ test_that("a disabled scaler is a pass-through", {
 
 test_that("cuda_amp_grad_scaler has R torch's signature; without CUDA it warns and is disabled", {
   skip_if_no_ampkit()
-  expect_identical(names(formals(cuda_amp_grad_scaler)),
+  # R torch's five arguments first, in R torch's order; then ampkit's scale policy
+  expect_identical(names(formals(cuda_amp_grad_scaler))[1:5],
                    c("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"))
   expect_identical(as.list(formals(amp_grad_scaler))[-1], as.list(formals(cuda_amp_grad_scaler)))
   if (import_torch()$cuda$is_available()) skip("a CUDA device is present")

@@ -1,51 +1,104 @@
-# Runs `code` in a fresh R (Rscript) with RETICULATE_PYTHON = `python`; returns its output.
-# R_ENVIRON_USER: no ~/.Renviron, which may set RETICULATE_PYTHON itself.
-run_r <- function(code, python) {
+# Finding Python and the module ampkit, each in a fresh R so that Python starts (or not) there.
+
+# Runs `code` in a fresh R (Rscript) with RETICULATE_PYTHON = `python` and PYTHONPATH =
+# `pythonpath`; returns its output as one string. R_ENVIRON_USER: no ~/.Renviron, which may set
+# RETICULATE_PYTHON itself.
+run_r <- function(code, python, pythonpath = "") {
   rscript <- file.path(R.home("bin"), "Rscript")
   env <- c(paste0("RETICULATE_PYTHON=", python),
+           paste0("PYTHONPATH=", pythonpath),
            paste0("R_ENVIRON_USER=", tempfile("no-renviron")),
            paste0("R_LIBS=", paste(.libPaths(), collapse = .Platform$path.sep)))
-  suppressWarnings(system2(rscript, c("-e", shQuote(code)), env = env, stdout = TRUE,
-                           stderr = TRUE))
+  out <- suppressWarnings(system2(rscript, c("-e", shQuote(paste(code, collapse = "; "))),
+                                  env = env, stdout = TRUE, stderr = TRUE))
+  paste(out, collapse = "\n")
 }
 
-test_that("ampkit_available() is TRUE when the module imports", {
-  skip_if_no_ampkit()
-  expect_true(ampkit_available())
-})
+# A Python for the fresh R: the one RETICULATE_PYTHON names, else python3 on the PATH.
+some_python <- function() {
+  candidates <- c(Sys.getenv("RETICULATE_PYTHON"), Sys.which("python3"), "/usr/bin/python3")
+  candidates <- candidates[nzchar(candidates) & file.exists(candidates)]
+  if (length(candidates) == 0L) testthat::skip("no Python on this machine")
+  candidates[[1L]]
+}
+
+# A folder with a stand-in for the Python package ampkit, to put first on PYTHONPATH (it shadows
+# an installed ampkit): it has what the R side looks up, reports whether torch was imported
+# before it, and fails to import while the file `broken` is in the folder. With
+# `extension = FALSE` it lacks ampkit._C, as a package whose extension was never built.
+fake_ampkit <- function(extension = TRUE) {
+  dir <- tempfile("fake-ampkit-")
+  pkg <- file.path(dir, "ampkit")
+  dir.create(pkg, recursive = TRUE)
+  writeLines(c(
+    "import os, sys",
+    "torch_first = 'torch' in sys.modules",
+    "if os.path.exists(os.path.join(os.path.dirname(__file__), os.pardir, 'broken')):",
+    "    raise ImportError(f'the fake ampkit is broken (torch imported first: {torch_first})')",
+    "import ampkit._C",
+    "def is_autocast_enabled(device_type):",
+    "    return device_type == 'fake'",
+    "def get_autocast_dtype(device_type):",
+    "    return None"
+  ), file.path(pkg, "__init__.py"))
+  if (extension) {
+    writeLines(c("def enter_autocast(request):", "    return request",
+                 "def exit_autocast(token):", "    return None"), file.path(pkg, "_C.py"))
+  }
+  writeLines(c("def open_region(*args):", "    return None"), file.path(pkg, "_r_glue.py"))
+  dir
+}
 
 test_that("library(ampkit) starts no Python", {
-  skip_if_no_ampkit()
-  python <- reticulate::py_config()$python
-  out <- run_r("library(ampkit); cat('started:', reticulate::py_available())", python)
-  expect_identical(out[length(out)], "started: FALSE")
+  out <- run_r(c("library(ampkit)", "cat('started:', reticulate::py_available())"),
+               some_python())
+  expect_match(out, "started: FALSE$")
 })
 
-test_that("a Python without ampkit gives one clear error saying how to install it", {
-  skip_on_os("windows")
-  # A Python that exists but has no ampkit module.
-  candidates <- c(Sys.which("python3"), "/usr/bin/python3")
-  candidates <- candidates[nzchar(candidates) & file.exists(candidates)]
-  without <- Filter(function(py) {
-    status <- suppressWarnings(system2(py, c("-c", shQuote("import ampkit")),
-                                       stdout = FALSE, stderr = FALSE))
-    !identical(status, 0L)
-  }, candidates)
-  if (length(without) == 0L) skip("no Python without ampkit on this machine")
-  out <- run_r(paste(
+test_that("ampkit_available() follows the import of ampkit, and a failure is not remembered", {
+  python <- some_python()
+  fake <- fake_ampkit()
+  broken <- file.path(fake, "broken")
+  file.create(broken)
+  out <- run_r(c(
+    "library(ampkit)",
+    "cat('broken:', ampkit_available(), '\\n')",
+    "e <- tryCatch(is_autocast_enabled('fake'), error = function(e) e)",
+    "cat('class:', class(e), '\\n')",
+    "cat('message:', conditionMessage(e), '\\n')",
+    "cat('torch:', reticulate::py_module_available('torch'), '\\n')",
+    sprintf("invisible(file.remove(%s))", deparse(broken)),
+    "cat('repaired:', ampkit_available(), '\\n')",
+    "cat('calls the module:', is_autocast_enabled('fake'), is_autocast_enabled('cpu'), '\\n')"
+  ), python, pythonpath = fake)
+  expect_match(out, "broken: FALSE", fixed = TRUE)
+  expect_match(out, "class: ampkit_unavailable ampkit_error rlang_error error condition",
+               fixed = TRUE)
+  expect_match(out, "Python said: ImportError: the fake ampkit is broken", fixed = TRUE)
+  # ampkit's first call imports torch (with its own BLAS) before the module ampkit
+  torch <- regmatches(out, regexec("torch: (TRUE|FALSE)", out))[[1L]][[2L]]
+  expect_match(out, paste0("torch imported first: ", if (torch == "TRUE") "True" else "False"),
+               fixed = TRUE)
+  expect_match(out, "repaired: TRUE", fixed = TRUE)
+  expect_match(out, "calls the module: TRUE FALSE", fixed = TRUE)
+})
+
+test_that("ampkit without its extension gives one clear error saying how to install it", {
+  python <- some_python()
+  out <- run_r(c(
     "library(ampkit)",
     "cat('available:', ampkit_available(), '\\n')",
     "e <- tryCatch(is_autocast_enabled('cpu'), error = function(e) e)",
     "cat('class:', class(e), '\\n')",
-    "cat(conditionMessage(e), '\\n')",
-    sep = "; "), without[[1]])
-  out <- paste(out, collapse = "\n")
+    "cat(conditionMessage(e), '\\n')"
+  ), python, pythonpath = fake_ampkit(extension = FALSE))
   expect_match(out, "available: FALSE", fixed = TRUE)
-  expect_match(out, "class: ampkit_unavailable ampkit_error error condition", fixed = TRUE)
+  expect_match(out, "class: ampkit_unavailable ampkit_error rlang_error error condition",
+               fixed = TRUE)
   expect_match(out, "needs the Python module `ampkit`", fixed = TRUE)
-  expect_match(out, "No module named 'ampkit'", fixed = TRUE)
+  expect_match(out, "No module named 'ampkit._C'", fixed = TRUE)
   expect_match(out, "make setup", fixed = TRUE)
   expect_match(out, "pip install --no-build-isolation", fixed = TRUE)
-  expect_match(out, paste0("RETICULATE_PYTHON=", without[[1]]), fixed = TRUE)
+  expect_match(out, paste0("RETICULATE_PYTHON=", python), fixed = TRUE)
   expect_no_match(out, "Detailed traceback", fixed = TRUE)
 })

@@ -1,7 +1,7 @@
 # R torch's AMP article benchmark, `run(autocast, scale)`, ported to ampkit.
 #
-#   Rscript rpkg/inst/examples/seed_benchmark.R
-#   Rscript -e 'source(system.file("examples", "seed_benchmark.R", package = "ampkit"))'
+#   Rscript rpkg/inst/examples/rtorch_article_benchmark.R
+#   Rscript -e 'source(system.file("examples", "rtorch_article_benchmark.R", package = "ampkit"))'
 #
 # An MLP of 3 linear layers with ReLU, MSE loss and SGD (lr = 0.1), trained three times:
 # fp32, with autocast, with autocast and the grad scaler. The article's code, with
@@ -18,17 +18,11 @@ torch <- reticulate::import("torch")
 invisible(torch$manual_seed(1L))
 
 device <- Sys.getenv("AMPKIT_BENCH_DEVICE", if (torch$cuda$is_available()) "cuda" else "cpu")
-if (device == "cuda") {
-  dtype <- "float16"
-  batch_size <- 512L  # Try, for example, 128, 256, 513.
-  in_size <- 4096L
-  out_size <- 4096L
-} else {
-  dtype <- "bfloat16"
-  batch_size <- 256L
-  in_size <- 512L
-  out_size <- 512L
-}
+on_cuda <- device == "cuda"
+dtype <- if (on_cuda) "float16" else "bfloat16"
+batch_size <- if (on_cuda) 512L else 256L  # CUDA: try, for example, 128, 256, 513.
+in_size <- if (on_cuda) 4096L else 512L
+out_size <- in_size
 num_layers <- 3L
 num_batches <- 50L
 epochs <- 3L
@@ -72,7 +66,8 @@ run <- function(autocast, scale, n_epochs = epochs, batches = seq_along(data)) {
   loss$item()  # reads the loss to the host: waits for the device
 }
 
-cat(sprintf("ampkit seed benchmark: %s, autocast dtype %s, batch %d, width %d, %d layers, %d batches x %d epochs (torch %s, %d threads)\n",
+cat(sprintf(paste0("ampkit, R torch's AMP article benchmark: %s, autocast dtype %s, batch %d, ",
+                   "width %d, %d layers, %d batches x %d epochs (torch %s, %d threads)\n"),
             device, dtype, batch_size, in_size, num_layers, num_batches, epochs,
             torch$`__version__`, torch$get_num_threads()))
 
@@ -82,8 +77,8 @@ for (mode in list(c(FALSE, FALSE), c(TRUE, FALSE), c(TRUE, TRUE))) {
 }
 
 cat("\nfp32: run(autocast = FALSE, scale = FALSE)\n")
-print(system.time({run(autocast = FALSE, scale = FALSE)}))
+print(system.time(run(autocast = FALSE, scale = FALSE)))
 cat("\nautocast: run(autocast = TRUE, scale = FALSE)\n")
-print(system.time({run(autocast = TRUE, scale = FALSE)}))
+print(system.time(run(autocast = TRUE, scale = FALSE)))
 cat("\nautocast + grad scaler: run(autocast = TRUE, scale = TRUE)\n")
-print(system.time({run(autocast = TRUE, scale = TRUE)}))
+print(system.time(run(autocast = TRUE, scale = TRUE)))

@@ -1,0 +1,29 @@
+"""Fixtures shared by tests/python and tests/parity (the one home of each). The small models
+and the scenario format live in tests/parity/parity_models.py, importable from both folders
+through pyproject.toml's `pythonpath`."""
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def autocast_state_is_restored():
+    """Every test starts and ends with torch's default autocast state on this thread."""
+    before = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+              torch.is_autocast_cache_enabled())
+    yield
+    after = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+             torch.is_autocast_cache_enabled())
+    assert after == before
+
+
+@pytest.fixture
+def one_intra_op_thread():
+    """torch with one intra-op thread for the test. The tensors of these tests are tiny and
+    gain nothing from intra-op threads, while on a busy machine OpenMP's spinning threads make
+    each step many times slower and oversubscribe the cores that Python threads under test
+    need."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

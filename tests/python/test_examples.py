@@ -1,0 +1,43 @@
+"""The guide's examples run, tell the story the guide tells, and print the same from R."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+from ampkit.bench.r_runner import r_unavailable
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _python_guide() -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "when_amp_goes_wrong.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_when_amp_goes_wrong_tells_skips_the_report_the_collapse_and_the_fix():
+    out = _python_guide()
+    raw, fixed = out.split("== the same model, inputs normalised")
+    steps = re.findall(r"step (\d+): skipped=(\w+)", raw)
+    assert steps and all(skipped == "True" for _, skipped in steps)
+    assert "overflow: " in raw and "2.weight" in raw
+    assert "ScaleCollapseError: The loss scale collapsed" in raw and "`min_scale` (1024)" in raw
+    assert "lr=1.00e-03" in raw and "lr=9.00e-04" not in raw  # schedule held back
+    assert re.findall(r"skipped=(\w+)", fixed) == ["False"] * 6
+    assert "'skipped_steps': 0" in fixed
+
+
+@pytest.mark.skipif(r_unavailable() is not None, reason=str(r_unavailable()))
+def test_the_r_guide_prints_the_same_numbers_as_python():
+    script = ROOT / "rpkg" / "inst" / "examples" / "when_amp_goes_wrong.R"
+    proc = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    python_lines = [ln for ln in _python_guide().splitlines() if ln.startswith("step")]
+    r_lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("step")]
+    # The languages' spellings of the same facts: True/TRUE, the error's class name.
+    r_lines = [ln.replace("TRUE ", "True ").replace("FALSE", "False")
+               .replace("ampkit_scale_collapse", "ScaleCollapseError") for ln in r_lines]
+    assert r_lines == python_lines
