@@ -19,13 +19,12 @@ GradScaler::GradScaler(const std::string& device, const GradScalerOptions& optio
     : device_(device), device_type_(parse_device_type(device, "device")) {
   validate_options(options);
   enabled_ = options.enabled;
-  growth_factor_ = options.growth_factor;
-  backoff_factor_ = options.backoff_factor;
-  growth_interval_ = static_cast<int64_t>(options.growth_interval);
-  policy_ = options.policy;
-  track_overflow_ = options.track_overflow;
-  pending_.scale = options.init_scale;
-  pending_.hysteresis_left = static_cast<int64_t>(policy_.hysteresis);
+  ScalerState initial{options.init_scale, options.growth_factor, options.backoff_factor,
+                      options.growth_interval, 0};
+  initial.policy = options.policy;
+  initial.track_overflow = options.track_overflow;
+  initial.hysteresis_left = options.policy.hysteresis;
+  adopt(initial);
   if (enabled_ && device_type_ == c10::DeviceType::CUDA && !at::globalContext().hasCUDA()) {
     warning_ = "GradScaler is enabled for device 'cuda', but CUDA is not available.  Disabling.";
     enabled_ = false;
@@ -352,6 +351,10 @@ ScalerState GradScaler::state_dict() {
 void GradScaler::load_state_dict(const ScalerState& state) {
   if (!enabled_) return;  // torch.amp: a disabled scaler ignores what it is given
   validate_state(state);
+  adopt(state);
+}
+
+void GradScaler::adopt(const ScalerState& state) {
   growth_factor_ = state.growth_factor;
   backoff_factor_ = state.backoff_factor;
   growth_interval_ = static_cast<int64_t>(state.growth_interval);

@@ -152,6 +152,8 @@ class GradScaler {
   bool skipped(OptimizerState& state);
   std::string handle_collapse(const Collapse& collapse, bool overflow_possible);
   void finish_iteration();
+  // Takes `state` as the scaler's settings and state (the constructor's and load_state_dict's).
+  void adopt(const ScalerState& state);
 
   std::string device_;
   c10::DeviceType device_type_;
