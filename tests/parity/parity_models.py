@@ -1,6 +1,9 @@
 """The scenario format, and the model, data, recording and small tensor helpers of every runner.
 
-A scenario is a JSON file in ``scenarios/``: the keys of DEFAULTS, each optional. The files are
+A scenario is a JSON file in ``scenarios/``: the keys of DEFAULTS, each optional, and in its
+"scaler_options" object the keys of SCALER_OPTIONS (ampkit's options beyond torch.amp; unknown
+keys are refused at both levels). The scale policy's oracle, the plain-Python Reference of
+``tests/python/scale_policy_reference.py``, is set up here too (reference_policy). The files are
 the only source of scenarios: the parity suite (``test_parity.py``: torch.amp, ampkit from
 Python, ampkit from R) and the equivalence tests of ``tests/python/test_grad_scaler.py`` all
 train them. The Python runners import this module directly; the R runner imports it with
@@ -14,6 +17,8 @@ resources): one home for "a seeded stack of Linear layers".
 
 import json
 import math
+import pathlib
+import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -49,7 +54,26 @@ DEFAULTS: Dict[str, Any] = {
     "checkpoint_at": None,  # a step k: the checkpoint tests train [0, k) with one library or
     #                         language, save, and resume [k, steps) with another (runners
     #                         ignore it)
+    "named_parameters": False,  # optimizers built from model.named_parameters(): overflow
+    #                             reports then name the parameters ("0.weight")
+    "scaler_options": {},  # ampkit's options beyond torch.amp, keys of SCALER_OPTIONS; only the
+    #                        keys given are passed to ampkit (the rest stay its defaults)
 }
+
+# ampkit.GradScaler's options beyond torch.amp (the same in R's amp_grad_scaler()), with their
+# defaults: the keys a scenario's "scaler_options" may set.
+SCALER_OPTIONS: Dict[str, Any] = {
+    "min_scale": None,
+    "max_scale": None,
+    "hysteresis": 1,
+    "consecutive_hysteresis": False,
+    "on_min_scale": "raise",  # raise | warn | ignore
+    "track_overflow": False,
+}
+
+# The options that change the scale policy: a scenario setting one away from its default cannot
+# take torch.amp's rule as its oracle; the plain-Python Reference is the rule there.
+POLICY_OPTIONS = ("min_scale", "max_scale", "hysteresis", "consecutive_hysteresis")
 
 
 def load_scenario(path: str) -> Dict[str, Any]:
@@ -58,10 +82,27 @@ def load_scenario(path: str) -> Dict[str, Any]:
     unknown = sorted(set(spec) - set(DEFAULTS))
     if unknown:  # a misspelt key would silently test the default instead
         raise ValueError(f"{path}: unknown scenario key(s) {unknown}")
+    options = spec.get("scaler_options", {})
+    if not isinstance(options, dict):
+        raise ValueError(f"{path}: scaler_options must be an object")
+    unknown = sorted(set(options) - set(SCALER_OPTIONS))
+    if unknown:
+        raise ValueError(f"{path}: unknown scaler option(s) {unknown}")
     out = dict(DEFAULTS)
     out.update(spec)
     out["path"] = str(path)
     return out
+
+
+def scaler_options(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """Every option of SCALER_OPTIONS: the scenario's, else the default."""
+    return {**SCALER_OPTIONS, **spec["scaler_options"]}
+
+
+def uses_policy(spec: Dict[str, Any]) -> bool:
+    """Whether the scenario's scale policy differs from torch.amp's (see POLICY_OPTIONS)."""
+    options = scaler_options(spec)
+    return any(options[key] != SCALER_OPTIONS[key] for key in POLICY_OPTIONS)
 
 
 def mlp(*widths: int, seed: int = 0, activations: Sequence = (torch.nn.ReLU,)):
@@ -94,15 +135,32 @@ def build(spec: Dict[str, Any]):
     all the model's parameters, frozen ones included, in order."""
     model = mlp(spec["in_features"], spec["hidden"], spec["hidden"], spec["out_features"],
                 seed=spec["seed"], activations=(torch.nn.ReLU, torch.nn.Tanh))
-    params = list(model.parameters())
+    named = list(model.named_parameters())
+    params = [p for _, p in named]
     for i in spec["frozen"]:
         params[int(i)].requires_grad_(False)
     split = 2 if spec["second_optimizer"] else len(params)
-    groups = [params[:split], params[split:]] if spec["second_optimizer"] else [params]
+    groups = [named[:split], named[split:]] if spec["second_optimizer"] else [named]
     kinds = [spec["optimizer"], spec["second_optimizer"]]
-    optimizers = [_optimizer(kind, [p for p in group if p.requires_grad], spec)
+    optimizers = [_optimizer(kind, [(n, p) if spec["named_parameters"] else p
+                                    for n, p in group if p.requires_grad], spec)
                   for kind, group in zip(kinds, groups)]
     return model, optimizers, params
+
+
+def parameter_names(spec: Dict[str, Any]) -> List[List[str]]:
+    """For each optimizer of build(spec), the names ampkit gives its parameters in overflow
+    reports: the model's names with named_parameters, else "group{g}.param{i}"."""
+    model, optimizers, params = build(spec)
+    index = {id(p): n for n, p in model.named_parameters()}
+    out = []
+    for opt in optimizers:
+        names = []
+        for g, group in enumerate(opt.param_groups):
+            for i, p in enumerate(group["params"]):
+                names.append(index[id(p)] if spec["named_parameters"] else f"group{g}.param{i}")
+        out.append(names)
+    return out
 
 
 def batch(spec: Dict[str, Any], step: int, micro: int = 0):
@@ -179,7 +237,12 @@ def new_scale_at(spec: Dict[str, Any], step: int):
 
 # ---- the record of a run ---------------------------------------------------------------------
 
-RECORD_KEYS = ("loss", "scale", "growth_tracker", "skipped", "params")
+# What every runner records, torch.amp included (see Recorder).
+RECORD_KEYS = ("loss", "scale", "growth_tracker", "skipped", "skipped_each", "params",
+               "amp_state")
+# What the ampkit runners (Python, and R through both runners) record besides.
+AMPKIT_RECORD_KEYS = ("state", "stats", "step_was_skipped", "overflow_report", "collapse")
+ALL_RECORD_KEYS = RECORD_KEYS + AMPKIT_RECORD_KEYS
 
 # torch.amp.GradScaler's state-dict keys, asked of torch.amp itself (the oracle): ampkit's dict has
 # these and then keys of its own.
@@ -191,10 +254,24 @@ def torch_amp_state(state: Dict[str, Any]) -> Dict[str, Any]:
     return {key: state[key] for key in TORCH_AMP_STATE_KEYS if key in state}
 
 
+def _count(value: Any) -> Any:
+    """An element count as an int: R's overflow_report() has numeric columns (doubles)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class Recorder:
     """The record of a run, the same from every runner: after every optimizer step the loss, the
     scale, the growth tracker (-1 with the scaler disabled), whether an optimizer skipped its
-    step (none of its parameters changed), and every parameter (flattened, as doubles)."""
+    step (none of its parameters changed), the same for each optimizer ("skipped_each"), every
+    parameter (flattened, as doubles) and torch.amp's part of the state_dict() ("amp_state").
+
+    The ampkit runners pass `outcome` too, and their record then also has, per step: the whole
+    state_dict() ("state"), stats(), step_was_skipped() ({"any": without an optimizer, "each":
+    for each optimizer}), the overflow_report() rows ({"name", "inf", "nan"}) and what update()
+    did about a collapse ("collapse": {"error": it raised the collapse error, caught by the
+    runner; "warnings": the messages of the warnings it gave})."""
 
     def __init__(self, optimizers, params) -> None:
         self.params = list(params)
@@ -207,49 +284,133 @@ class Recorder:
     def before_step(self) -> None:
         self.before = [p.detach().clone() for p in self.params]
 
-    def after_step(self, loss: float, scale: float, scaler_state) -> None:
+    def after_step(self, loss: float, scale: float, scaler_state,
+                   outcome: Optional[Dict[str, Any]] = None) -> None:
         # A disabled scaler's state_dict() is empty (from R: an empty list).
-        tracker = int(scaler_state["_growth_tracker"]) if scaler_state else -1
+        state = dict(scaler_state) if scaler_state else {}
+        tracker = int(state["_growth_tracker"]) if state else -1
         unchanged = [torch.equal(p.detach(), b) for p, b in zip(self.params, self.before)]
         self.record["loss"].append(float(loss))
         self.record["scale"].append(float(scale))
         self.record["growth_tracker"].append(tracker)
-        self.record["skipped"].append(any(all(unchanged[i] for i in g) for g in self.groups))
+        skipped = [all(unchanged[i] for i in g) for g in self.groups]
+        self.record["skipped"].append(any(skipped))
+        self.record["skipped_each"].append(skipped)
         self.record["params"].append(
             torch.cat([p.detach().reshape(-1).double() for p in self.params]).tolist())
+        self.record["amp_state"].append(torch_amp_state(state))
+        if outcome is None:
+            return
+        collapse = dict(outcome["collapse"])
+        values = {
+            "state": state,
+            "stats": dict(outcome["stats"]),
+            "step_was_skipped": {"any": outcome["skipped_any"],
+                                 "each": list(outcome["skipped_each"])},
+            "overflow_report": [{"name": row["name"], "inf": _count(row["inf"]),
+                                 "nan": _count(row["nan"])}
+                                for row in outcome["overflow_report"]],
+            "collapse": {"error": collapse["error"], "warnings": list(collapse["warnings"])},
+        }
+        for key in AMPKIT_RECORD_KEYS:
+            self.record.setdefault(key, []).append(values[key])
 
     def save(self, path: str) -> None:
         save_json(path, self.record)
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
+    """Equal values of the same types, recursively (dicts in the same key order); NaN equals
+    NaN."""
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
-    return type(a) is type(b) and a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return a == b
 
 
-def first_difference(ref: Dict[str, list], got: Optional[Dict[str, list]]) -> Optional[str]:
-    """None when two records are bit-identical step by step (NaN equal to NaN), else where they
-    first differ. The one definition of "the same run" for the parity suite and the equivalence
-    tests."""
+def first_difference(ref: Dict[str, list], got: Optional[Dict[str, list]],
+                     keys: Sequence[str] = RECORD_KEYS) -> Optional[str]:
+    """None when two records are bit-identical step by step in `keys` (NaN equal to NaN), else
+    where they first differ. The one definition of "the same run" for the parity suite and the
+    equivalence tests."""
     if got is None:
         return "no record"
-    for key in RECORD_KEYS:
+    for key in keys:
+        if key not in ref:
+            return f"{key}: not in the reference record"
         if key not in got or len(got[key]) != len(ref[key]):
             return f"{key}: {len(ref[key])} steps expected, got {len(got.get(key, []))}"
     for step in range(len(ref["loss"])):
-        for key in RECORD_KEYS:
+        for key in keys:
             a, b = ref[key][step], got[key][step]
             if key != "params":
-                if not _same(a, b):
+                if not same_value(a, b):
                     return f"step {step}: {key} {a!r} != {b!r}"
                 continue
             if len(a) != len(b):
                 return f"step {step}: {len(a)} parameter values expected, got {len(b)}"
             for i, (x, y) in enumerate(zip(a, b)):
-                if not _same(x, y):
+                if not same_value(x, y):
                     return f"step {step}: parameter value {i} {x!r} != {y!r}"
     return None
+
+
+# ---- the scale policy's oracle -----------------------------------------------------------------
+
+def _reference_module():
+    """tests/python/scale_policy_reference.py, the plain-Python rule of the scale policy."""
+    folder = str(pathlib.Path(__file__).resolve().parents[1] / "python")
+    if folder not in sys.path:
+        sys.path.append(folder)
+    import scale_policy_reference
+
+    return scale_policy_reference
+
+
+def reference_policy(spec: Dict[str, Any], state: Optional[Dict[str, Any]] = None):
+    """The Reference (scale_policy_reference.Reference) of a scenario's scale policy, fresh or
+    resumed from a scaler state: ampkit's keys where the state has them, else (a torch.amp state)
+    its counters and hysteresis restart, as ampkit's do."""
+    options = scaler_options(spec)
+    ref = _reference_module().Reference(
+        float(spec["init_scale"]), growth_factor=float(spec["growth_factor"]),
+        backoff_factor=float(spec["backoff_factor"]),
+        growth_interval=int(spec["growth_interval"]),
+        min_scale=None if options["min_scale"] is None else float(options["min_scale"]),
+        max_scale=None if options["max_scale"] is None else float(options["max_scale"]),
+        hysteresis=int(options["hysteresis"]),
+        consecutive_hysteresis=bool(options["consecutive_hysteresis"]))
+    if state:
+        ref.scale = float(state["scale"])
+        ref.tracker = int(state["_growth_tracker"])
+        ref.hysteresis_left = int(state.get("_hysteresis_tracker", ref.hysteresis))
+        ref.steps = int(state.get("_steps", 0))
+        ref.skipped = int(state.get("_skipped_steps", 0))
+        ref.consecutive = int(state.get("_consecutive_skipped_steps", 0))
+    return ref
+
+
+def reference_state(ref, spec: Dict[str, Any]) -> Dict[str, Any]:
+    """ampkit's state-dict keys (after torch.amp's) for a Reference's state and the scenario's
+    options, the values of the types ampkit gives them."""
+    options = scaler_options(spec)
+    return {
+        "min_scale": None if options["min_scale"] is None else float(options["min_scale"]),
+        "max_scale": None if options["max_scale"] is None else float(options["max_scale"]),
+        "hysteresis": int(options["hysteresis"]),
+        "consecutive_hysteresis": bool(options["consecutive_hysteresis"]),
+        "on_min_scale": str(options["on_min_scale"]),
+        "track_overflow": bool(options["track_overflow"]),
+        "_hysteresis_tracker": ref.hysteresis_left,
+        "_steps": ref.steps,
+        "_skipped_steps": ref.skipped,
+        "_consecutive_skipped_steps": ref.consecutive,
+    }
 
 
 # ---- files -----------------------------------------------------------------------------------

@@ -108,15 +108,16 @@ def _numbers(record):
     return [*record["loss"], *record["scale"], *(x for step in record["params"] for x in step)]
 
 
-def compare(ref, got):
-    """'identical' when parity_models.first_difference finds none, else the max absolute
-    difference over losses, scales and parameters: inf when the records differ in shape,
-    skipped steps or growth trackers, "differs" when they differ in nothing numeric."""
-    if pm.first_difference(ref, got) is None:
+def compare(ref, got, keys=pm.RECORD_KEYS):
+    """'identical' when parity_models.first_difference finds none in `keys`, else the max
+    absolute difference over losses, scales and parameters: inf when the records differ in
+    shape, skipped steps or growth trackers, "differs" when they differ in nothing numeric (an
+    ampkit field, say)."""
+    if pm.first_difference(ref, got, keys) is None:
         return "identical"
     if got is None:
         return "missing"
-    if (any(len(ref[k]) != len(got.get(k, ())) for k in pm.RECORD_KEYS)
+    if (any(len(ref.get(k, ())) != len(got.get(k, ())) for k in keys)
             or any(len(a) != len(b) for a, b in zip(ref["params"], got["params"]))
             or ref["skipped"] != got["skipped"]
             or ref["growth_tracker"] != got["growth_tracker"]):
@@ -129,13 +130,90 @@ def compare(ref, got):
     return worst if worst > 0 else "differs"
 
 
+# ---- the scale policy's oracle -------------------------------------------------------------
+
+def reference_applies(spec):
+    """Whether the Reference policy is an oracle of the scenario: a scaler that is enabled and
+    whose scale only its policy sets (no update(new_scale))."""
+    return bool(spec["scaler"]) and not spec["new_scale"]
+
+
+def expected_overflow_report(spec, step):
+    """The overflow_report() rows a step's injected inf/NaN give (none without track_overflow):
+    one row per parameter, in the optimizers' order, counting the one element overwritten."""
+    if not pm.scaler_options(spec)["track_overflow"]:
+        return []
+    values = {}
+    for item in spec["inject"]:
+        if int(item["step"]) == int(step):
+            values[int(item["param"])] = item["value"]  # the last write to element 0 wins
+    _, optimizers, params = pm.build(spec)
+    index = {id(p): i for i, p in enumerate(params)}
+    rows = []
+    for opt, names in zip(optimizers, pm.parameter_names(spec)):
+        flat = [p for group in opt.param_groups for p in group["params"]]
+        for p, name in zip(flat, names):
+            value = values.get(index[id(p)])
+            if value is not None:
+                rows.append({"name": name, "inf": int(value != "nan"),
+                             "nan": int(value == "nan")})
+    return rows
+
+
+def reference_difference(spec, record):
+    """None when an ampkit record follows the plain-Python Reference of the scale policy, driven
+    by the record's own overflow pattern (its `skipped` flags), step by step: the scale, the whole
+    state_dict() (torch.amp's keys, then the policy, the growth and hysteresis trackers and the
+    counters, the types included), stats(), step_was_skipped() (without an optimizer: whether
+    the step overflowed; for each: whether its parameters stayed), what update() did about a
+    collapse (the error with on_min_scale "raise"; with "warn", one warning for each run of
+    collapses) and, with track_overflow, the overflow report of the injected inf/NaN; else the
+    first difference."""
+    options = pm.scaler_options(spec)
+    ref = pm.reference_policy(spec)
+    before = False  # whether the previous step was a collapse
+    for step, overflow in enumerate(record["skipped"]):
+        collapsed = ref.update(overflow)
+        state = {"scale": ref.scale, "growth_factor": float(spec["growth_factor"]),
+                 "backoff_factor": float(spec["backoff_factor"]),
+                 "growth_interval": int(spec["growth_interval"]),
+                 "_growth_tracker": ref.tracker, **pm.reference_state(ref, spec)}
+        warns = collapsed and not before and options["on_min_scale"] == "warn"
+        expected = {
+            "scale": ref.scale,
+            "state": state,
+            "stats": ref.stats(),
+            "step_was_skipped": {"any": overflow, "each": record["skipped_each"][step]},
+            "collapse": {"error": collapsed and options["on_min_scale"] == "raise",
+                         "warnings": int(warns)},
+            "overflow_report": expected_overflow_report(spec, step),
+        }
+        got = {
+            "scale": record["scale"][step],
+            "state": record["state"][step],
+            "stats": record["stats"][step],
+            "step_was_skipped": record["step_was_skipped"][step],
+            "collapse": {"error": record["collapse"][step]["error"],
+                         "warnings": len(record["collapse"][step]["warnings"])},
+            "overflow_report": record["overflow_report"][step],
+        }
+        for key, value in expected.items():
+            if not pm.same_value(value, got[key]):
+                return f"step {step}: {key} {got[key]!r}, the Reference says {value!r}"
+        before = collapsed
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not session.config.getoption("--parity-report") or not REPORT:
         return
     runners_ = sorted(REPORT)
     names = sorted({n for r in REPORT.values() for n in r})
     width = max(len(n) for n in names)
-    lines = ["", "parity vs torch.amp (CPU): 'identical' or max |difference|",
+    lines = ["", "parity (CPU): 'identical' or max |difference|, of each runner with torch.amp",
+             "(under the plain-Python Reference policy where a scenario sets ampkit's policy",
+             "options), with the Reference policy itself, and (R) with ampkit-Python on every",
+             "field of the record",
              " " * width + " | " + " | ".join(f"{r:>20}" for r in runners_)]
     for n in names:
         cells = []

@@ -39,11 +39,12 @@ run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save
   model <- built[[1]]
   opts <- built[[2]]
   params <- built[[3]]
-  scaler <- amp_grad_scaler("cpu", init_scale = s$init_scale,
-                            growth_factor = s$growth_factor,
-                            backoff_factor = s$backoff_factor,
-                            growth_interval = s$growth_interval,
-                            enabled = s$scaler)
+  # ampkit's options beyond torch.amp: those the scenario sets, by name, as in Python.
+  scaler <- do.call(amp_grad_scaler, c(
+    list("cpu", init_scale = s$init_scale, growth_factor = s$growth_factor,
+         backoff_factor = s$backoff_factor, growth_interval = s$growth_interval,
+         enabled = s$scaler),
+    s$scaler_options))
   if (!is.null(resume_from)) {
     # The scaler state comes back as an R list and loads through the R package's conversion.
     scaler$load_state_dict(pm$restore(resume_from, model, opts))
@@ -82,14 +83,51 @@ run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save
     }
     recorder$before_step()
     for (opt in opts) scaler$step(opt)
-    new_scale <- pm$new_scale_at(spec, step)
-    if (is.null(new_scale)) scaler$update() else scaler$update(new_scale)
+    collapse <- update_recording_collapse(scaler, pm$new_scale_at(spec, step))
     for (opt in opts) opt$zero_grad(set_to_none = TRUE)
-    recorder$after_step(total, scaler$get_scale(), scaler$state_dict())
+    outcome <- list(
+      stats = scaler$stats(),
+      skipped_any = scaler$step_was_skipped(),
+      skipped_each = lapply(opts, function(opt) scaler$step_was_skipped(opt)),
+      overflow_report = report_rows(scaler$overflow_report()),
+      collapse = collapse
+    )
+    recorder$after_step(total, scaler$get_scale(), scaler$state_dict(), outcome)
     step <- step + 1L
   }
   if (!is.null(save_to)) pm$save_checkpoint(save_to, model, opts, scaler$state_dict())
   recorder
+}
+
+# update() (or update(new_scale)), recording what it did about a collapse, as runners.py does:
+# `error`, whether it raised an error of class ampkit_scale_collapse (caught here: training goes
+# on; it must be an ampkit_error too), and `warnings`, the messages of its ampkit_warnings.
+update_recording_collapse <- function(scaler, new_scale) {
+  error <- FALSE
+  warned <- list()
+  withCallingHandlers(
+    tryCatch(
+      if (is.null(new_scale)) scaler$update() else scaler$update(new_scale),
+      ampkit_scale_collapse = function(e) {
+        if (!inherits(e, "ampkit_error")) stop(e)
+        error <<- TRUE
+      }
+    ),
+    warning = function(w) {
+      message <- conditionMessage(w)
+      if (!inherits(w, "ampkit_warning")) message <- paste("not ampkit_warning:", message)
+      warned[[length(warned) + 1L]] <<- message
+      invokeRestart("muffleWarning")
+    }
+  )
+  list(error = error, warnings = warned)
+}
+
+# overflow_report()'s data.frame as a list of rows, list(name, inf, nan), for the record.
+report_rows <- function(report) {
+  lapply(seq_len(nrow(report)), function(i) {
+    list(name = report$name[[i]], inf = report$inf[[i]], nan = report$nan[[i]])
+  })
 }
 
 # Runs every scenario in `paths` in this one process, writing <out_dir>/<name>.json each.

@@ -1,15 +1,33 @@
 """Cross-language parity: the scenarios in scenarios/*.json trained by torch.amp (the
 reference), ampkit from Python, and ampkit from R (in-process through rpy2 and out of process
 through Rscript) must give bit-identical records: after every step the loss, the scale, the
-growth tracker, whether a step was skipped, and every parameter."""
+growth tracker, whether a step was skipped, every parameter and torch.amp's part of the state.
+
+ampkit's runners record more (parity_models.AMPKIT_RECORD_KEYS): the whole state_dict(),
+stats(), step_was_skipped(), overflow_report() and what update() did about a collapse. Those
+are held to the plain-Python Reference of the scale policy (tests/python/
+scale_policy_reference.py), driven by the run's own overflow pattern, and the R runners to
+ampkit-Python, field by field. Where a scenario sets ampkit's policy options (hysteresis, a
+floor or a ceiling), torch.amp's rule is not the reference: its run then takes the scale from
+the Reference (runners.py), which is what the records are compared with."""
 import json
 import pathlib
 
 import parity_models as pm
 import pytest
-from parity_support import HERE, REPORT, SCENARIOS, compare, r_unavailable, run_checked
+from parity_support import (
+    HERE,
+    REPORT,
+    SCENARIOS,
+    compare,
+    r_unavailable,
+    reference_applies,
+    reference_difference,
+    run_checked,
+)
 
-RUNNERS = ["ampkit-Python", "ampkit-R (rpy2)", "ampkit-R (Rscript)"]
+PYTHON = "ampkit-Python"
+RUNNERS = [PYTHON, "ampkit-R (rpy2)", "ampkit-R (Rscript)"]
 SPECS = {p.stem: pm.load_scenario(str(p)) for p in SCENARIOS}
 
 
@@ -36,15 +54,58 @@ def test_scenarios_use_every_key_of_the_format_and_both_dtypes_and_all_optimizer
                                                                                "nan"}
 
 
+def test_scenarios_use_every_scaler_option():
+    """Each of ampkit's options beyond torch.amp is set away from its default by some scenario,
+    on_min_scale takes each of its values, and the policy options meet a checkpoint."""
+    options = [pm.scaler_options(s) for s in SPECS.values()]
+    unused = {key for key, default in pm.SCALER_OPTIONS.items()
+              if all(o[key] == default for o in options)}
+    assert unused == set()
+    assert {o["on_min_scale"] for o in options if o["min_scale"] is not None} == {
+        "raise", "warn", "ignore"}
+    assert any(pm.uses_policy(s) and s["checkpoint_at"] is not None for s in SPECS.values())
+
+
+@pytest.mark.parametrize("spec", [{"scaler_options": {"hysteresys": 2}},
+                                  {"scaler_options": [2]}, {"scaler_option": {}}])
+def test_scenario_format_refuses_unknown_keys(tmp_path, spec):
+    """A misspelt option would silently test the default instead."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="unknown scaler|scaler_options must|unknown scenario"):
+        pm.load_scenario(str(path))
+
+
 @pytest.mark.parametrize("runner,scenario", list(_cases()))
-def test_bit_identical_to_torch_amp(results, runner, scenario):
-    ref = results("torch.amp")[scenario]
+def test_bit_identical(results, runner, scenario):
+    """One cell of the parity report: the runner's record of the scenario is bit-identical to
+    torch.amp's (RECORD_KEYS), follows the Reference policy, and (R) is ampkit-Python's in
+    every field."""
+    spec = SPECS[scenario]
     got = results(runner).get(scenario)
-    verdict = compare(ref, got)
+    reference = "torch.amp" + (" under the Reference policy" if pm.uses_policy(spec) else "")
+    checks = [(reference, results("torch.amp")[scenario], pm.RECORD_KEYS)]
+    if runner != PYTHON:
+        checks.append((PYTHON, results(PYTHON)[scenario], pm.ALL_RECORD_KEYS))
+    failures = []
+    verdict = "identical"
+    for what, ref, keys in checks:
+        v = compare(ref, got, keys)
+        if v != "identical":
+            failures.append(f"differs from {what} (max |diff| = {v}): "
+                            f"{pm.first_difference(ref, got, keys)}")
+            verdict = v if verdict == "identical" else verdict
+    missing = [key for key in pm.ALL_RECORD_KEYS if got is not None and key not in got]
+    if missing:
+        failures.append(f"records no {missing}")
+        verdict = "missing" if verdict == "identical" else verdict
+    elif got is not None and reference_applies(spec):
+        difference = reference_difference(spec, got)
+        if difference is not None:
+            failures.append(f"differs from the Reference policy: {difference}")
+            verdict = "differs" if verdict == "identical" else verdict
     REPORT.setdefault(runner, {})[scenario] = verdict
-    assert verdict == "identical", (
-        f"{runner} differs from torch.amp on {scenario} (max |diff| = {verdict}): "
-        f"{pm.first_difference(ref, got)}")
+    assert not failures, f"{runner} on {scenario}:\n" + "\n".join(failures)
 
 
 # --- checkpoint hand-over -------------------------------------------------------------------
@@ -54,7 +115,7 @@ HANDOVER = [(name, spec["checkpoint_at"]) for name, spec in SPECS.items()
 
 
 def _joined(first, second):
-    return {key: first[key] + second[key] for key in pm.RECORD_KEYS}
+    return {key: first[key] + second[key] for key in pm.ALL_RECORD_KEYS}
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +165,14 @@ def test_handover_scenarios_exist():
 @pytest.mark.parametrize("scenario,k", HANDOVER)
 def test_checkpoint_handover(results, handover, scenario, k, direction):
     """k steps in one language, torch.save of model, optimizer and scaler state, the rest in
-    the other: the same as one uninterrupted run of torch.amp."""
-    whole = results("torch.amp")[scenario]
-    difference = pm.first_difference(whole, handover[scenario, direction])
-    assert difference is None, f"{direction} at step {k}: {difference}"
+    the other: the same as one uninterrupted run of torch.amp (under the Reference policy with
+    ampkit's policy options), and of ampkit-Python in every field of the record (the policy's
+    trackers and the counters go on across the languages)."""
+    joined = handover[scenario, direction]
+    difference = pm.first_difference(results("torch.amp")[scenario], joined)
+    assert difference is None, f"{direction} at step {k}, vs torch.amp: {difference}"
+    difference = pm.first_difference(results(PYTHON)[scenario], joined, pm.ALL_RECORD_KEYS)
+    assert difference is None, f"{direction} at step {k}, vs ampkit-Python: {difference}"
 
 
 # --- error parity ---------------------------------------------------------------------------
