@@ -19,6 +19,7 @@ GradScaler::GradScaler(const std::string& device, const GradScalerOptions& optio
     : device_(device), device_type_(parse_device_type(device, "device")) {
   validate_options(options);
   enabled_ = options.enabled;
+  allow_fp16_grads_ = options.allow_fp16_grads;
   ScalerState initial{options.init_scale, options.growth_factor, options.backoff_factor,
                       options.growth_interval, 0};
   initial.policy = options.policy;
@@ -96,8 +97,24 @@ void GradScaler::unscale_state(const ParamList& params, OptimizerState& state) {
     throw StateError("unscale_() is being called after step().");
   }
   state.found_inf_per_device =
-      unscale_grads(params, inverse_scale(device_state_.scale), /*allow_fp16=*/false);
+      unscale_and_agree(params, inverse_scale(device_state_.scale), allow_fp16_grads_);
   state.stage = OptimizerStage::Unscaled;
+}
+
+PerDevice GradScaler::unscale_and_agree(const ParamList& params, const at::Tensor& inv_scale,
+                                        bool allow_fp16) {
+  PerDevice found = unscale_grads(params, inv_scale, allow_fp16);
+  if (agree_) {
+    // A rank with no gradient still takes part: it contributes a zero on the scale's device.
+    if (found.empty()) {
+      const at::Tensor& scale = device_state_.scale;
+      found.emplace_back(scale.device(), at::zeros({}, scale.options()));
+    }
+    std::vector<at::Tensor> tensors;
+    for (const auto& [device, tensor] : found) tensors.push_back(tensor);
+    agree_(tensors);
+  }
+  return found;
 }
 
 void GradScaler::unscale_(const ParamList& params) {
@@ -147,7 +164,7 @@ FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
     // raised must hand over grad_scale again.
     const at::Tensor& scale = device_state_.scale;
     const at::Tensor one = at::full({}, 1.0, scale.options());
-    state.found_inf_per_device = unscale_grads(params, one, /*allow_fp16=*/true);
+    state.found_inf_per_device = unscale_and_agree(params, one, /*allow_fp16=*/true);
     // The fused kernels only read grad_scale, so the scale itself is handed over uncopied.
     args.grad_scale = existing_grad_scale ? scale * *existing_grad_scale : scale;
   }

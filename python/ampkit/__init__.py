@@ -11,6 +11,7 @@ import torch  # noqa: F401  (loads libtorch before the extension that links agai
 from ._C import ArgumentError, ArgumentTypeError, ScaleCollapseError, StateError
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler
+from .sharded_grad_scaler import ShardedGradScaler
 
 try:
     __version__ = version("ampkit")  # pyproject.toml is the one source of the version
@@ -22,6 +23,7 @@ __all__ = [
     "is_autocast_enabled",
     "get_autocast_dtype",
     "GradScaler",
+    "ShardedGradScaler",
     "ArgumentError",
     "ArgumentTypeError",
     "StateError",

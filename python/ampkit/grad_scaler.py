@@ -102,10 +102,13 @@ class GradScaler:
         )
         self._param_lists_strong: Dict[Any, Tuple[tuple, _C.ParamList]] = {}
 
-    @staticmethod
-    def _make_core(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-                   min_scale=None, max_scale=None, hysteresis=1, consecutive_hysteresis=False,
-                   on_min_scale="raise", track_overflow=False):
+    # torch.amp.GradScaler refuses float16 gradients in unscale_; its sharded variant accepts them.
+    _ALLOW_FP16_GRADS = False
+
+    @classmethod
+    def _make_core(cls, device, init_scale, growth_factor, backoff_factor, growth_interval,
+                   enabled, min_scale=None, max_scale=None, hysteresis=1,
+                   consecutive_hysteresis=False, on_min_scale="raise", track_overflow=False):
         if not isinstance(device, str):
             raise _C.ArgumentTypeError(
                 "`device` must be a device type such as 'cuda' or 'cpu', "
@@ -126,6 +129,7 @@ class GradScaler:
                 f"got {type(on_min_scale).__name__}.")
         options.on_min_scale = on_min_scale
         options.track_overflow = _flag("track_overflow", track_overflow)
+        options.allow_fp16_grads = cls._ALLOW_FP16_GRADS
         return _C.GradScaler(device, options)
 
     # ---- the optimizer's parameters, kept in the core ------------------------------------------

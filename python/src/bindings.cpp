@@ -1,4 +1,5 @@
 // ampkit._C: declarations only. Every behaviour lives in core/; this file names it for Python.
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -117,7 +118,8 @@ PYBIND11_MODULE(_C, m) {
           [](GradScalerOptions& o, const std::string& v) {
             o.policy.on_min_scale = parse_on_min_scale(v);
           })
-      .def_readwrite("track_overflow", &GradScalerOptions::track_overflow);
+      .def_readwrite("track_overflow", &GradScalerOptions::track_overflow)
+      .def_readwrite("allow_fp16_grads", &GradScalerOptions::allow_fp16_grads);
   // The checkpoint format is the core's (scaler_checkpoint.h): its keys, their kinds, and the key
   // check run before any value is converted.
   m.attr("STATE_KEYS") = py::cast(std::vector<std::string>(kStateKeys.begin(), kStateKeys.end()));
@@ -199,6 +201,8 @@ PYBIND11_MODULE(_C, m) {
                                if (!t.defined()) return std::nullopt;
                                return t;
                              })
+      .def("set_found_inf_agreement", &GradScaler::set_found_inf_agreement, py::arg("agree"),
+           "A callable given each unscale's found_inf tensors, to agree on them in place.")
       .def("has_optimizer_states", &GradScaler::has_optimizer_states)
       .def_property_readonly("host_reads", &GradScaler::host_reads)
       .def("use_tensor_ops_for_policy", &GradScaler::use_tensor_ops_for_policy, py::arg("value"),

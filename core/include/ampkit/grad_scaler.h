@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,6 +127,13 @@ class GradScaler {
   std::optional<OptimizerStage> stage(const ParamList& params) const;
   // Host reads done so far (the .item() calls), for tests of the one-sync-per-step contract.
   int64_t host_reads() const { return host_reads_; }
+  // How the found_inf tensors of one unscale are agreed on before anything reads them: called
+  // with them (one per device, float32) right after each unscale, it may change them in place.
+  // A sharded scaler all-reduces them over its process group, so that every rank takes the same
+  // skip decision and the same scale; the state machine is otherwise the same.
+  using FoundInfAgreement = std::function<void(const std::vector<at::Tensor>&)>;
+  void set_found_inf_agreement(FoundInfAgreement agree) { agree_ = std::move(agree); }
+
   // Tests only: run a CPU scaler's policy update through the accelerator path (ATen ops).
   void use_tensor_ops_for_policy(bool value) { tensor_ops_ = value; }
 
@@ -154,6 +162,9 @@ class GradScaler {
   void finish_iteration();
   // Takes `state` as the scaler's settings and state (the constructor's and load_state_dict's).
   void adopt(const ScalerState& state);
+  // unscale_grads, then the agreement on found_inf.
+  PerDevice unscale_and_agree(const ParamList& params, const at::Tensor& inv_scale,
+                              bool allow_fp16);
 
   std::string device_;
   c10::DeviceType device_type_;
@@ -176,6 +187,8 @@ class GradScaler {
   std::vector<OptimizerState> states_;       // this iteration, insertion order like torch.amp's
   std::vector<OptimizerState> last_states_;  // the previous iteration's, kept for its outcome
   bool in_collapse_run_ = false;
+  bool allow_fp16_grads_ = false;
+  FoundInfAgreement agree_;
   bool tensor_ops_ = false;
   int64_t host_reads_ = 0;
 };

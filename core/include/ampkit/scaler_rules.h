@@ -37,6 +37,9 @@ struct GradScalerOptions {
   bool enabled = true;
   ScalePolicy policy;
   bool track_overflow = false;  // record which parameters overflowed on a skipped step
+  // Accept float16 gradients in unscale_ (torch's ShardedGradScaler does: FSDP's mixed precision
+  // may keep them); torch.amp.GradScaler refuses them.
+  bool allow_fp16_grads = false;
 };
 
 // A scale the user chooses (init_scale, new_scale): finite, > 0 and representable in float32.

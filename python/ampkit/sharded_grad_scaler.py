@@ -1,0 +1,123 @@
+"""``ampkit.ShardedGradScaler``: a drop-in for torch's FSDP ``ShardedGradScaler``.
+
+The same state machine as :class:`ampkit.GradScaler` (the one in ampkit's core); what a sharded
+run adds is that every rank must take the same skip decision and the same scale, although each
+rank checks only its own shard of the gradients. So right after each unscale the found_inf
+tensors are all-reduced over the process group (asynchronously, waited on before anything reads
+them; with NCCL the wait is on the stream, not the host), and every rank then sees the sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+from .grad_scaler import GradScaler
+
+__all__ = ["ShardedGradScaler"]
+
+
+def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
+    """The all-reduce the core calls with each unscale's found_inf tensors (summed in place).
+
+    A closure over the device and the group only: the core keeps it, and a reference back to the
+    Python scaler from there would be a cycle the garbage collector cannot see through C++.
+    """
+    def agree(found: List[torch.Tensor]) -> None:
+        works, on_cpu, moved = [], [], []
+        for tensor in found:
+            if device != "cpu" and tensor.device.type == "cpu":
+                # A CPU-offloaded shard's gradients: reduce a copy on the device (NCCL has no
+                # CPU tensors), then copy the sum back.
+                on_device = tensor.to(device)
+                on_cpu.append(tensor)
+                moved.append(on_device)
+                works.append(dist.all_reduce(on_device, async_op=True, group=group))
+            else:
+                works.append(dist.all_reduce(tensor, async_op=True, group=group))
+        for work in works:
+            work.wait()
+        if on_cpu:
+            torch._foreach_copy_(on_cpu, moved)
+    return agree
+
+
+class ShardedGradScaler(GradScaler):
+    """Loss scaling for sharded training (FSDP, FSDP2, DDP), a drop-in for
+    ``torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler``.
+
+    torch's signature and behaviour: found_inf is all-reduced over ``process_group`` after each
+    unscale, so a skip on one rank is a skip on every rank and the scales never drift apart;
+    CPU-offloaded gradient shards are reduced through the scaler's device; float16 gradients are
+    accepted; ``scale()`` returns the loss in its own dtype. No host read is added to the
+    single-process scaler's (one per step, none for ``fused=True`` optimizers).
+
+    Everything of :class:`ampkit.GradScaler` holds, including the scale policy and the reports
+    (keyword-only): ``stats()`` agrees across ranks, ``step_was_skipped()`` too, and
+    ``overflow_report()`` names the parameters of this rank's shard.
+
+    Args:
+        device, init_scale, backoff_factor, growth_factor, growth_interval, enabled: as torch's
+            ``ShardedGradScaler`` (note its order: ``backoff_factor`` before ``growth_factor``).
+        process_group: the group whose ranks agree; ``None`` (or torch's default,
+            ``torch.distributed.group.WORLD``) is the default group.
+
+    Example (in each of the processes that ``torchrun --nproc_per_node 2`` starts)::
+
+        torch.distributed.init_process_group("gloo")          # "nccl" on GPUs
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = ampkit.ShardedGradScaler("cpu")
+        with ampkit.autocast("cpu"):
+            loss = model(torch.randn(8, 4)).float().pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    A complete, runnable script: ``examples/distributed_train.py``.
+    """
+
+    _ALLOW_FP16_GRADS = True
+
+    def __init__(
+        self,
+        device: str = "cuda",
+        init_scale: float = 2.0**16,
+        backoff_factor: float = 0.5,
+        growth_factor: float = 2.0,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+        process_group: Optional[Any] = dist.group.WORLD,
+        **policy: Any,
+    ) -> None:
+        if process_group is not None and not isinstance(process_group, dist.ProcessGroup):
+            raise _C.ArgumentTypeError(
+                "`process_group` must be a torch.distributed ProcessGroup, or None for the "
+                f"default group, got {type(process_group).__name__}.")
+        super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval,
+                         enabled, **policy)
+        self.process_group = process_group
+        if self._core.is_enabled():
+            self._core.set_found_inf_agreement(_found_inf_agreement(device, process_group))
+
+    def scale(self, outputs: Any) -> Any:
+        """``outputs`` times the scale, each tensor in its own dtype (FSDP's mixed precision may
+        give a float16 loss; torch's sharded scaler keeps it so)."""
+        scaled = super().scale(outputs)
+        return _like(outputs, scaled)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("a ShardedGradScaler holds a process group and cannot be pickled; "
+                        "checkpoint its state_dict() instead")
+
+
+def _like(original: Any, scaled: Any) -> Any:
+    """`scaled` with each tensor in the dtype of the matching tensor of `original`."""
+    if isinstance(original, torch.Tensor):
+        return scaled if scaled.dtype == original.dtype else scaled.type(original.dtype)
+    if isinstance(original, (list, tuple)):
+        return type(original)(_like(o, s) for o, s in zip(original, scaled))
+    return scaled
