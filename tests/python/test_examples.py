@@ -41,3 +41,16 @@ def test_the_r_guide_prints_the_same_numbers_as_python():
     r_lines = [ln.replace("TRUE ", "True ").replace("FALSE", "False")
                .replace("ampkit_scale_collapse", "ScaleCollapseError") for ln in r_lines]
     assert r_lines == python_lines
+
+
+def test_distributed_example_runs_under_torchrun_and_the_ranks_agree():
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node", "2",
+         str(ROOT / "examples" / "distributed_train.py")],  # --standalone: a free local port
+        capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = re.findall(r"rank (\d) step (\d): (.*)", proc.stdout)
+    by_rank = {rank: [(step, rest) for r, step, rest in lines if r == rank] for rank in "01"}
+    assert sorted(by_rank["0"]) == sorted(by_rank["1"]) and len(by_rank["0"]) == 6
+    assert ("3", "scale=4096 skipped=True skipped_steps=1") in by_rank["0"]
