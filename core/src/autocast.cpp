@@ -29,9 +29,9 @@ c10::DeviceType parse_device_type(const std::string& device_type, const char* ar
   try {
     return c10::Device(device_type).type();
   } catch (const c10::Error&) {
-    throw ArgumentError(std::string("`") + argument +
-                        "` must be a device type such as 'cpu' or 'cuda', got '" + device_type +
-                        "'.");
+    throw DeviceStringError("Invalid device string: '" + device_type + "': `" + argument +
+                            "` must be a device type such as 'cpu' or 'cuda', got '" + device_type +
+                            "'.");
   }
 }
 

@@ -123,13 +123,43 @@ void GradScaler::unscale_(const ParamList& params) {
   unscale_state(params, state_for(params));
 }
 
-bool GradScaler::may_step(const ParamList& params) {
-  if (!enabled_) return true;
-  check_initialised("step");
+void GradScaler::set_init_growth_tracker(double value) {
+  check_count(value, "_init_growth_tracker", 0);
+  pending_.growth_tracker = static_cast<int64_t>(value);
+}
+
+void GradScaler::init_on(const c10::Device& device) {
+  if (device_state_.scale.defined()) {
+    throw StateError("_growth_tracker initialized before _scale");
+  }
+  lazy_init(device);
+}
+
+PerDevice GradScaler::check_inf(const ParamList& params) {
+  check_initialised("_check_inf_per_device");
   OptimizerState& state = state_for(params);
-  if (state.stage == OptimizerStage::Stepped) {
+  const at::Tensor one = at::full({}, 1.0, device_state_.scale.options());
+  state.found_inf_per_device = unscale_and_agree(params, one, /*allow_fp16=*/true);
+  return state.found_inf_per_device;
+}
+
+PerDevice GradScaler::found_inf_per_device(const ParamList& params) const {
+  const OptimizerState* state = find_state(params);
+  return state == nullptr ? PerDevice{} : state->found_inf_per_device;
+}
+
+void GradScaler::check_can_step(const ParamList& params) const {
+  check_initialised("step");
+  const OptimizerState* state = find_state(params);
+  if (state != nullptr && state->stage == OptimizerStage::Stepped) {
     throw StateError("step() has already been called since the last update().");
   }
+}
+
+bool GradScaler::may_step(const ParamList& params) {
+  if (!enabled_) return true;
+  check_can_step(params);
+  OptimizerState& state = state_for(params);
   if (state.stage == OptimizerStage::Ready) unscale_state(params, state);
   if (state.found_inf_per_device.empty()) {
     throw StateError("No inf checks were recorded for this optimizer.");
@@ -146,11 +176,8 @@ bool GradScaler::may_step(const ParamList& params) {
 FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
                                           const std::optional<at::Tensor>& existing_grad_scale) {
   if (!enabled_) throw StateError("fused_step_args() called on a disabled GradScaler.");
-  check_initialised("step");
+  check_can_step(params);
   OptimizerState& state = state_for(params);
-  if (state.stage == OptimizerStage::Stepped) {
-    throw StateError("step() has already been called since the last update().");
-  }
   FusedStepArgs args;
   if (state.stage == OptimizerStage::Unscaled) {
     // unscale_ saw no gradient (they came later): stepping would apply unchecked, scaled values.

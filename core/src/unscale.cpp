@@ -71,11 +71,14 @@ const at::Tensor& on_device(PerDevice& copies, const at::Tensor& tensor,
 
 }  // namespace
 
-PerDevice unscale_grads(const ParamList& params, const at::Tensor& inv_scale, bool allow_fp16) {
+PerDevice unscale_grads(const ParamList& params, const at::Tensor& inv_scale, bool allow_fp16,
+                        const at::Tensor& given_found_inf) {
   at::NoGradGuard no_grad;
   std::vector<Group> groups = group_grads(params, allow_fp16);
   const at::Tensor found_inf =
-      at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(inv_scale.device()));
+      given_found_inf.defined()
+          ? given_found_inf.clone()
+          : at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(inv_scale.device()));
   PerDevice found_per_device;
   PerDevice inv_per_device;
   for (auto& group : groups) {

@@ -13,7 +13,12 @@ __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_region_init = _C.AutocastRegion.__init__
+_enter, _exit, _is_compiling = _C.enter_autocast, _C.exit_autocast, _C.is_compiling
+
+
+class DeviceTypeTypeError(_C.ArgumentTypeError, ValueError):
+    """A `device_type` that is not a str: an ampkit.ArgumentTypeError (a TypeError) and the
+    ValueError torch.autocast raises for it, with torch's message first."""
 
 
 _DEVICE_TYPE_RULE = "a str such as 'cpu' or 'cuda'"
@@ -27,8 +32,11 @@ def _argument_type_error(
     device_type: Any, dtype: Any, enabled: Any, cache_enabled: Any
 ) -> Exception:
     """Name the argument pybind11 could not convert (checked only after a failure: no cost)."""
+    if not isinstance(device_type, str):
+        return DeviceTypeTypeError(
+            f"Expected `device_type` of type `str`, got: `{type(device_type)}`: `device_type` "
+            f"must be {_DEVICE_TYPE_RULE}, got {type(device_type).__name__}.")
     checks = (
-        ("device_type", device_type, isinstance(device_type, str), _DEVICE_TYPE_RULE),
         ("dtype", dtype, dtype is None or isinstance(dtype, torch.dtype), "a torch.dtype or None"),
         ("enabled", enabled, isinstance(enabled, bool), "a bool"),
         ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, bool),
@@ -56,8 +64,14 @@ class autocast(_C.AutocastRegion):
         cache_enabled: keep the weight-cast cache in the region; ``None`` means the current flag.
 
     CUDA asked for without a CUDA device, or a dtype the device cannot autocast to, warns and gives
-    a disabled region, as torch.autocast does. An unknown device type raises ``ArgumentError``
-    (a ValueError); an argument of the wrong type, ``TypeError``.
+    a disabled region, as torch.autocast does. Errors are torch's types with ampkit's classes: an
+    invalid device string raises ``ampkit.DeviceStringError`` (an ``ArgumentError`` and the
+    ``RuntimeError`` torch raises), a ``device_type`` that is not a str a ``TypeError`` that is
+    also torch's ``ValueError``, another argument of the wrong type a ``TypeError``.
+
+    Under ``torch.compile`` (``fullgraph=True`` included), ``ampkit.autocast`` built inside the
+    compiled function, as a ``with`` or as a decorator, is ``torch.autocast`` to Dynamo: the same
+    graph, dtypes and outputs, no extra recompiles.
 
 
     Example:
@@ -77,38 +91,40 @@ class autocast(_C.AutocastRegion):
     # is resolved once, as torch.autocast.__init__ resolves it, then entered re-entrantly (a
     # stack of tokens), so a nested `with` of one instance restores each level. Properties, as
     # torch.autocast's attributes: device, fast_dtype, enabled, cache_enabled.
+    #
+    # __new__ is one C call (_C.new_region): it builds the region with no Python frame, or, while
+    # torch.compile traces, returns torch.autocast(...), which Dynamo understands (Dynamo cannot
+    # trace a pybind11 class's construction). Its signature is torch.autocast's:
+    # (device_type, dtype=None, enabled=True, cache_enabled=None).
     __slots__ = ()
-
-    def __init__(
-        self,
-        device_type: str,
-        dtype: "torch.dtype | None" = None,
-        enabled: bool = True,
-        cache_enabled: "bool | None" = None,
-    ) -> None:
-        # Forwarded positionally: pybind11's keyword matching costs more than this frame.
-        try:
-            _region_init(self, device_type, dtype, enabled, cache_enabled)
-        except TypeError:
-            raise _argument_type_error(device_type, dtype, enabled, cache_enabled) from None
+    __new__ = staticmethod(_C.new_region)
+    __init__ = object.__init__  # everything happened in __new__
 
     def __call__(self, func: F) -> F:
         if not callable(func):
+            # torch's message (its tests check it), with ampkit's class (a TypeError).
             raise _C.ArgumentTypeError(
-                f"autocast()(func) needs a callable, got {type(func).__name__}; "
-                "use `with ampkit.autocast(...):` for a block."
-            )
+                f"autocast()(func) requires a callable, but got {type(func).__name__}. Did you "
+                "mean to use autocast as a context manager? For example:\n"
+                "    with ampkit.autocast(device_type=...):\n        output = model(input)")
         request = self.request
+
+        device, dtype, enabled, cache = self.device, self.fast_dtype, self.enabled, \
+            self.cache_enabled
 
         @functools.wraps(func)
         def decorated(*args: Any, **kwargs: Any) -> Any:
+            if _is_compiling():  # Dynamo traces torch.autocast, not the core's tokens
+                with torch.amp.autocast(device, dtype=dtype, enabled=enabled,
+                                        cache_enabled=cache):
+                    return func(*args, **kwargs)
             # A token per call, not the instance's stack: the decorated function may run on
             # several threads at once, or recursively.
-            token = _C.enter_autocast(request)
+            token = _enter(request)
             try:
                 return func(*args, **kwargs)
             finally:
-                _C.exit_autocast(token)
+                _exit(token)
 
         return decorated  # type: ignore[return-value]
 
@@ -151,3 +167,16 @@ def get_autocast_dtype(device_type: str) -> torch.dtype:
         return _C.get_autocast_dtype(device_type)
     except TypeError:
         raise _type_error("device_type", device_type, _DEVICE_TYPE_RULE) from None
+
+
+@torch.compiler.substitute_in_graph(_C.is_compiling, skip_signature_check=True)
+def _is_compiling_in_graph() -> bool:
+    """What Dynamo runs in place of _C.is_compiling, which it cannot trace."""
+    return torch.compiler.is_compiling()
+
+
+@torch.compiler.substitute_in_graph(_C.new_region, skip_signature_check=True)
+def _new_region_in_graph(cls, device_type, dtype=None, enabled=True, cache_enabled=None):
+    """What Dynamo runs in place of ampkit.autocast.__new__: torch.autocast, which it traces."""
+    return torch.amp.autocast(device_type, dtype=dtype, enabled=enabled,
+                              cache_enabled=cache_enabled)

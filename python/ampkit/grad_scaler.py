@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
 import weakref
@@ -9,6 +10,7 @@ from collections import abc
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
+from torch.amp.grad_scaler import OptState
 
 from . import _C
 
@@ -95,6 +97,13 @@ class GradScaler:
         if self._core.warning:
             warnings.warn(self._core.warning, stacklevel=2)
         self._reset_param_lists()
+        self._remember_given(growth_factor=growth_factor, backoff_factor=backoff_factor,
+                             growth_interval=growth_interval)
+
+    def _remember_given(self, **given: Any) -> None:
+        """The factors and the interval as the user gave them: torch.amp's state_dict() and its
+        attributes return them so (an int stays an int). The core holds their values."""
+        self.__dict__.setdefault("_given", {}).update(given)
 
     def _reset_param_lists(self) -> None:
         self._param_lists: "weakref.WeakKeyDictionary[Any, Tuple[tuple, _C.ParamList]]" = (
@@ -250,9 +259,26 @@ class GradScaler:
             raise _C.StateError("Closure use is not currently supported if GradScaler is enabled.")
         params = self._params_of(optimizer)
         if getattr(optimizer, "_step_supports_amp_scaling", False):
+            if _takes_grad_scaler(optimizer):
+                return self._legacy_step(optimizer, params, args, kwargs)
             return self._fused_step(optimizer, params, args, kwargs)
         retval = optimizer.step(*args, **kwargs) if core.may_step(params) else None
         core.mark_stepped(params)
+        return retval
+
+    def _legacy_step(self, optimizer: Any, params: "_C.ParamList", args: tuple,
+                     kwargs: dict) -> Any:
+        """torch 2.13's contract for optimizers whose step() takes `grad_scaler`: the scaler hands
+        itself over, with torch's FutureWarning, and the optimizer unscales, checks and skips
+        through the scaler's methods (_check_inf_per_device, _get_scale_async, ...)."""
+        self._core.check_can_step(params)
+        warnings.warn(
+            "GradScaler is going to stop passing itself as a keyword argument to the passed "
+            "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
+            "`found_inf: Tensor` to the passed optimizer and let the optimizer use them directly.",
+            FutureWarning, stacklevel=3)
+        retval = optimizer.step(*args, **{**kwargs, "grad_scaler": self})
+        self._core.mark_stepped(params)
         return retval
 
     def _fused_step(self, optimizer: Any, params: "_C.ParamList", args: tuple, kwargs: dict) -> Any:
@@ -356,14 +382,76 @@ class GradScaler:
         """
         return self._core.overflow_report()
 
-    # ---- settings and state ----------------------------------------------------------------------
+    # ---- torch.amp's underscore names, which public code reads ----------------------------------
+    # Each is backed by the core's state (one source of truth): logging reads `_scale`, skipped-
+    # step detection reads `_per_optimizer_states`, accelerate's FSDP2 resume calls
+    # `_lazy_init_scale_growth_tracker`, apex-style optimizers (the `grad_scaler=` contract) call
+    # `_check_inf_per_device`, `_found_inf_per_device` and `_get_scale_async`, torch's own tests
+    # call `_unscale_grads_` and read and write `_init_growth_tracker`.
 
     @property
     def _scale(self) -> Optional[torch.Tensor]:
         """The scale tensor itself (float32, on the device of the first scaled loss), or ``None``
-        before the first ``scale()``: torch.amp's attribute, which logging code reads. Read-only:
-        change the scale with ``update(new_scale)``."""
+        before the first ``scale()``. Read-only: change the scale with ``update(new_scale)``."""
         return self._core.scale_tensor
+
+    @property
+    def _growth_tracker(self) -> Optional[torch.Tensor]:
+        return self._core.growth_tracker_tensor
+
+    @property
+    def _enabled(self) -> bool:
+        return self._core.is_enabled()
+
+    @property
+    def _device(self) -> str:
+        return self._core.device
+
+    @property
+    def _init_scale(self) -> float:
+        return self._core.init_scale
+
+    @property
+    def _init_growth_tracker(self) -> int:
+        return self._core.init_growth_tracker
+
+    @_init_growth_tracker.setter
+    def _init_growth_tracker(self, value: int) -> None:
+        self._core.init_growth_tracker = _number("_init_growth_tracker", value)
+
+    @property
+    def _growth_factor(self) -> float:
+        return self._given["growth_factor"]
+
+    @property
+    def _backoff_factor(self) -> float:
+        return self._given["backoff_factor"]
+
+    @property
+    def _growth_interval(self) -> int:
+        return self._given["growth_interval"]
+
+    @property
+    def _per_optimizer_states(self) -> "_PerOptimizerStates":
+        return _PerOptimizerStates(self)
+
+    def _lazy_init_scale_growth_tracker(self, dev: Any) -> None:
+        self._core.init_on(torch.device(dev))
+
+    def _get_scale_async(self) -> Optional[torch.Tensor]:
+        return self._core.scale_tensor
+
+    def _check_inf_per_device(self, optimizer: Any) -> Dict[torch.device, torch.Tensor]:
+        return self._core.check_inf(self._params_of(optimizer))
+
+    def _found_inf_per_device(self, optimizer: Any) -> Dict[torch.device, torch.Tensor]:
+        return self._core.found_inf_per_device(self._params_of(optimizer))
+
+    def _unscale_grads_(self, optimizer: Any, inv_scale: torch.Tensor, found_inf: torch.Tensor,
+                        allow_fp16: bool) -> Dict[torch.device, torch.Tensor]:
+        return _C.unscale_grads(self._params_of(optimizer), inv_scale, found_inf, allow_fp16)
+
+    # ---- settings and state ----------------------------------------------------------------------
 
     def get_scale(self) -> float:
         """The current scale as a Python float (reads it to the host); 1.0 when disabled.
@@ -394,6 +482,7 @@ class GradScaler:
             4.0
         """
         self._core.set_growth_factor(_number("new_factor", new_factor))
+        self._remember_given(growth_factor=new_factor)
 
     def get_backoff_factor(self) -> float:
         """The backoff factor.
@@ -414,6 +503,7 @@ class GradScaler:
             0.25
         """
         self._core.set_backoff_factor(_number("new_factor", new_factor))
+        self._remember_given(backoff_factor=new_factor)
 
     def get_growth_interval(self) -> int:
         """The growth interval.
@@ -434,6 +524,7 @@ class GradScaler:
             10
         """
         self._core.set_growth_interval(_number("new_interval", new_interval))
+        self._remember_given(growth_interval=new_interval)
 
     def is_enabled(self) -> bool:
         """Whether the scaler scales (False when built disabled, or for CUDA without CUDA).
@@ -461,7 +552,7 @@ class GradScaler:
         """
         if not self._core.is_enabled():
             return {}
-        return self._core.state_dict()
+        return {**self._core.state_dict(), **self._given}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Load a state from ``state_dict()`` of ampkit or torch.amp. The whole state is checked
@@ -479,7 +570,9 @@ class GradScaler:
         """
         if not self._core.is_enabled():
             return
-        self._core.load_state_dict(_state_from_dict(state_dict))
+        values = _state_from_dict(state_dict)
+        self._core.load_state_dict(values)
+        self._remember_given(**{k: values[k] for k in self._given})
 
     def __getstate__(self) -> Dict[str, Any]:
         core = self._core
@@ -499,6 +592,8 @@ class GradScaler:
                                      pickled["enabled"])
         self._core.load_state_dict(state)
         self._reset_param_lists()
+        self._remember_given(**{k: state[k] for k in
+                                ("growth_factor", "backoff_factor", "growth_interval")})
 
     def __repr__(self) -> str:
         core = self._core
@@ -527,6 +622,53 @@ def _check_nested(value: Any) -> None:
             _check_nested(item)
     elif not isinstance(value, torch.Tensor) and not _is_container(value):
         raise _outputs_error(value)
+
+
+_TAKES_GRAD_SCALER: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def _takes_grad_scaler(optimizer: Any) -> bool:
+    """Whether optimizer.step() takes `grad_scaler` (torch.amp's legacy contract), asked once per
+    step function: inspect.signature costs more than a whole step of the scaler."""
+    step = getattr(optimizer.step, "__func__", optimizer.step)
+    try:
+        known = _TAKES_GRAD_SCALER.get(step)
+    except TypeError:  # not weakly referenceable: ask every time
+        return "grad_scaler" in inspect.signature(optimizer.step).parameters
+    if known is None:
+        known = "grad_scaler" in inspect.signature(optimizer.step).parameters
+        _TAKES_GRAD_SCALER[step] = known
+    return known
+
+
+class _PerOptimizerStates(abc.Mapping):
+    """torch.amp's `_per_optimizer_states`, read from the core: id(optimizer) -> {"stage":
+    OptState, "found_inf_per_device": {device: tensor}}; an unknown id reads as a fresh state,
+    as torch.amp's defaultdict does. A snapshot: writing into it changes nothing."""
+
+    def __init__(self, scaler: GradScaler) -> None:
+        self._core = scaler._core
+        self._lists = [(o, p) for o, (_, p) in list(scaler._param_lists.items())
+                       + list(scaler._param_lists_strong.items())]
+
+    def _staged(self):
+        for optimizer, params in self._lists:
+            stage = self._core.stage(params)
+            if stage is not None:
+                yield optimizer, params, stage
+
+    def __getitem__(self, key: int) -> Dict[str, Any]:
+        for optimizer, params, stage in self._staged():
+            if id(optimizer) == key:
+                return {"stage": OptState[stage],
+                        "found_inf_per_device": self._core.found_inf_per_device(params)}
+        return {"stage": OptState.READY, "found_inf_per_device": {}}
+
+    def __iter__(self):
+        return (id(optimizer) for optimizer, _, _ in self._staged())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._staged())
 
 
 def _param_names(groups: List[Dict[str, Any]]) -> List[str]:

@@ -15,6 +15,14 @@ class ArgumentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// A string that names no device ("tpu9", "cuda:x"). torch raises RuntimeError("Invalid device
+// string: ...") here and torch's own tests expect that type: Python: ampkit.DeviceStringError,
+// an ArgumentError (so a ValueError) and a RuntimeError.
+class DeviceStringError : public ArgumentError {
+ public:
+  using ArgumentError::ArgumentError;
+};
+
 // An argument of the wrong kind (a device string that names no device type, a dtype AMP cannot
 // use). Python: ampkit.ArgumentTypeError, a TypeError.
 class ArgumentTypeError : public std::invalid_argument {

@@ -85,6 +85,9 @@ class GradScaler {
   // grad_scale attribute, if it has one. With track_overflow it reads found_inf once.
   FusedStepArgs fused_step_args(const ParamList& params,
                                 const std::optional<at::Tensor>& existing_grad_scale);
+  // What a step of any kind checks first: the scale exists, and `params` has not stepped since
+  // the last update() (torch.amp's legacy optimizers, given the scaler, step themselves).
+  void check_can_step(const ParamList& params) const;
   // Called after optimizer.step() returned (or was skipped); an optimizer that raised stays put.
   void mark_stepped(const ParamList& params);
 
@@ -120,6 +123,19 @@ class GradScaler {
   // The scale tensor itself (undefined before the first scale()): what torch.amp's `_scale` and
   // R torch's `.scale` expose. Read-only by contract.
   const at::Tensor& scale_tensor() const { return device_state_.scale; }
+  const at::Tensor& growth_tracker_tensor() const { return device_state_.growth_tracker; }
+
+  // torch.amp's private surface, which public code calls (see python/ampkit/grad_scaler.py):
+  // the scale and tracker the device state is created with (_init_scale, _init_growth_tracker),
+  // creating it on a device (_lazy_init_scale_growth_tracker), the inf check without unscaling
+  // (_check_inf_per_device, recorded for the optimizer as a fused step's would be) and what was
+  // recorded (_found_inf_per_device).
+  double init_scale() const { return pending_.scale; }
+  int64_t init_growth_tracker() const { return pending_.growth_tracker; }
+  void set_init_growth_tracker(double value);
+  void init_on(const c10::Device& device);
+  PerDevice check_inf(const ParamList& params);
+  PerDevice found_inf_per_device(const ParamList& params) const;
 
   // True between the first unscale_/step of an iteration and update(): the state that must not be
   // pickled or checkpointed.

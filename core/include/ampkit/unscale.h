@@ -23,7 +23,11 @@ using PerDevice = std::vector<std::pair<c10::Device, at::Tensor>>;
 // checked before the first kernel runs: a float16 gradient with allow_fp16 false raises
 // ArgumentError and leaves all of them untouched. Returns an empty list when no gradient is
 // defined.
-PerDevice unscale_grads(const ParamList& params, const at::Tensor& inv_scale, bool allow_fp16);
+// `found_inf`, when given, is the starting value (torch.amp's private _unscale_grads_ takes one):
+// like torch.amp's replicator, each device records into a copy and the given tensor is never
+// written. Otherwise a zero on inv_scale's device.
+PerDevice unscale_grads(const ParamList& params, const at::Tensor& inv_scale, bool allow_fp16,
+                        const at::Tensor& found_inf = {});
 
 // 1/S rounded to float32, computed in double as torch.amp does.
 at::Tensor inverse_scale(const at::Tensor& scale);
