@@ -29,3 +29,25 @@ def test_benchmark_runs_from_the_installed_package_outside_the_checkout(tmp_path
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "autocast enter+exit" in proc.stdout
     assert (tmp_path / "results" / "results.json").is_file()
+
+
+def test_the_wheel_declares_the_torch_it_was_built_against():
+    from importlib.metadata import requires
+
+    import torch
+    assert f"torch=={torch.__version__.split('+')[0]}" in requires("ampkit")
+
+
+def test_importing_next_to_another_torch_fails_at_once_saying_which_torch_and_how_to_rebuild():
+    # Another torch, as the import sees it: its version string (the C++ ABI check is what fails
+    # for real; the version is how ampkit knows before loading its extension).
+    code = ("import torch; torch.__version__ = '2.99.0+cpu'\n"
+            "try:\n    import ampkit\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    from ampkit._build_info import TORCH_VERSION
+    assert f"ImportError: ampkit was built against torch {TORCH_VERSION}, " in out
+    assert "but torch 2.99.0+cpu is installed" in out and "--no-build-isolation" in out
+    assert "undefined symbol" not in out
