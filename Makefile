@@ -12,8 +12,11 @@ export RETICULATE_PYTHON := $(PY)
 # 2.13 bundles, scikit-build-core) are read from pyproject.toml, their one home.
 BUILD_DEPS := $(shell python3 -c "import tomllib; print(' '.join(repr(r) for r in \
                 tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
+# The frameworks tests/python/test_frameworks.py trains in (ampkit.integrations), pinned to
+# versions that keep torch 2.13.0 (installed on the same pip line as torch's pin).
+FRAMEWORK_DEPS := lightning==2.6.6 accelerate==1.15.0 transformers==5.23.0
 PY_DEPS := torch==2.13.0 numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
-           ruff==0.17.6
+           ruff==0.17.6 $(FRAMEWORK_DEPS)
 EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
 R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
