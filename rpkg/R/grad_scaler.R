@@ -20,6 +20,18 @@
 #' has torch.amp's five keys (then ampkit's own), so checkpoints move between
 #' ampkit in R, ampkit in Python and torch.amp in both directions.
 #'
+#' @section Several processes:
+#' One R script per rank (launched like `torchrun` does: `RANK`, `WORLD_SIZE`,
+#' `MASTER_ADDR`, `MASTER_PORT` in the environment):
+#' ```
+#' torch <- reticulate::import("torch")
+#' dist <- torch$distributed
+#' dist$init_process_group("gloo")                # "nccl" on GPUs
+#' model <- torch$nn$parallel$DistributedDataParallel(torch$nn$Linear(4L, 2L))
+#' scaler <- amp_grad_scaler("cpu", process_group = dist$group$WORLD)
+#' ```
+#' The package's test `test-distributed.R` runs two such ranks with gloo.
+#'
 #' @section Scale policy:
 #' Beyond torch.amp, a floor, a ceiling and hysteresis (the rule of Megatron-LM
 #' and DeepSpeed): on an overflow the scale backs off only once `hysteresis`
@@ -114,6 +126,11 @@
 #'   `"warn"` or `"ignore"`.
 #' @param track_overflow `TRUE` records, on a skipped step, which parameters
 #'   overflowed ([`$overflow_report()`][amp_grad_scaler]).
+#' @param process_group For training in several processes (one R script per
+#'   rank, DDP or FSDP): a `torch.distributed` process group (for the default
+#'   group, `torch$distributed$group$WORLD` after `init_process_group()`). The
+#'   scaler is then Python's `ampkit.ShardedGradScaler`: every rank takes the
+#'   same skip decision and the same scale. `NULL`: a single-process scaler.
 #' @return An `AmpGradScaler` R6 object.
 #' @seealso [with_autocast()].
 #' @export
@@ -153,10 +170,10 @@ amp_grad_scaler <- function(device = "cuda", init_scale = 2^16, growth_factor = 
                             backoff_factor = 0.5, growth_interval = 2000, enabled = TRUE,
                             min_scale = NULL, max_scale = NULL, hysteresis = 1,
                             consecutive_hysteresis = FALSE, on_min_scale = "raise",
-                            track_overflow = FALSE) {
+                            track_overflow = FALSE, process_group = NULL) {
   new_grad_scaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
                   min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
-                  track_overflow, sys.call())
+                  track_overflow, sys.call(), process_group = process_group)
 }
 
 #' @rdname amp_grad_scaler
@@ -165,15 +182,15 @@ cuda_amp_grad_scaler <- function(init_scale = 2^16, growth_factor = 2, backoff_f
                                  growth_interval = 2000, enabled = TRUE, min_scale = NULL,
                                  max_scale = NULL, hysteresis = 1,
                                  consecutive_hysteresis = FALSE, on_min_scale = "raise",
-                                 track_overflow = FALSE) {
+                                 track_overflow = FALSE, process_group = NULL) {
   new_grad_scaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled,
                   min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
-                  track_overflow, sys.call())
+                  track_overflow, sys.call(), process_group = process_group)
 }
 
 new_grad_scaler <- function(device, init_scale, growth_factor, backoff_factor, growth_interval,
                             enabled, min_scale, max_scale, hysteresis, consecutive_hysteresis,
-                            on_min_scale, track_overflow, call) {
+                            on_min_scale, track_overflow, call, process_group = NULL) {
   py <- python_modules()
   args <- list(
     device = arg_string(device, "device", call),
@@ -190,7 +207,11 @@ new_grad_scaler <- function(device, init_scale, growth_factor, backoff_factor, g
                               example = "such as \"raise\", \"warn\" or \"ignore\""),
     track_overflow = arg_flag(track_overflow, "track_overflow", call)
   )
-  scaler <- with_python_warnings(call_python(do.call(py$ampkit$GradScaler, args), call), call)
+  # A process group makes it torch's sharded scaler (found_inf agreed across the ranks); Python
+  # judges the group. Its constructor takes the same arguments by name.
+  constructor <- if (is.null(process_group)) py$ampkit$GradScaler else py$ampkit$ShardedGradScaler
+  if (!is.null(process_group)) args$process_group <- process_group
+  scaler <- with_python_warnings(call_python(do.call(constructor, args), call), call)
   grad_scaler_class$new(scaler)
 }
 
