@@ -170,8 +170,12 @@ PYBIND11_MODULE(_C, m) {
              self.cast<AutocastRegion&>().enter();
              return self;
            })
+      // Exits release the GIL, as torch's clear_autocast_cache does: leaving the outermost region
+      // clears the cast cache under its mutex, which another thread may hold while its cast
+      // re-enters Python (a dispatch mode, a tensor subclass) and waits for the GIL.
       .def("__exit__",
            [](AutocastRegion& self, py::args) {
+             py::gil_scoped_release no_gil;
              self.exit();
              return false;
            })
@@ -188,7 +192,8 @@ PYBIND11_MODULE(_C, m) {
         "Resolve a request as torch.autocast.__init__ does; the warning, if any, is returned.");
   m.def("enter_autocast", &enter_autocast, py::arg("request"),
         "Enter a region; returns its token.");
-  m.def("exit_autocast", &exit_autocast, py::arg("token"), "Leave the region of `token`.");
+  m.def("exit_autocast", &exit_autocast, py::arg("token"), py::call_guard<py::gil_scoped_release>(),
+        "Leave the region of `token` (without the GIL: see __exit__).");
   m.def("is_autocast_enabled", &is_autocast_enabled, py::arg("device_type"));
   m.def("get_autocast_dtype", &get_autocast_dtype, py::arg("device_type"));
   // torch.compiler.is_compiling() without its Python frame, for ampkit.autocast's hot __new__:
