@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev python3-venv
           r-base-core r-cran-reticulate r-cran-r6 r-cran-withr r-cran-rlang r-cran-testthat
-          r-cran-jsonlite r-cran-lintr r-cran-roxygen2 clang-format)
+          r-cran-jsonlite r-cran-lintr r-cran-roxygen2 r-cran-knitr r-cran-markdown
+          clang-format)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -37,10 +37,15 @@ trap 'rm -rf "$work"' EXIT
   log=ampkit.Rcheck/00check.log
   [ -f "$log" ] || { cat check.out; exit 1; }
   grep -E '(NOTE|WARNING|ERROR)$' -A8 "$log" || true
-  grep -E "Running|examples|tests" check.out || true
+  grep -E "Running|examples|tests|vignette" check.out || true
   status="$(grep '^Status:' "$log" || echo 'Status: unknown')"
   echo "R CMD check: $status"
-  if [[ "$status" == *ERROR* || "$status" == *WARNING* || "$status" == *unknown* ]]; then
+  # The vignettes are part of the check: built by R CMD build, re-built here.
+  if ! grep -q "checking re-building of vignette outputs ... OK" "$log"; then
+    status="$status (vignettes not re-built)"
+  fi
+  if [[ "$status" == *ERROR* || "$status" == *WARNING* || "$status" == *unknown* \
+        || "$status" == *vignettes* ]]; then
     cat check.out
     tail -n 60 ampkit.Rcheck/tests/testthat.Rout.fail 2>/dev/null || true
     exit 1

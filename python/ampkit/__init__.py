@@ -8,9 +8,27 @@ from importlib.metadata import PackageNotFoundError, version
 
 import torch  # noqa: F401  (loads libtorch before the extension that links against it)
 
-from ._C import ArgumentError, ArgumentTypeError, ScaleCollapseError, StateError
+from ._build_info import TORCH_VERSION as _BUILT_AGAINST
+
+if torch.__version__.split("+")[0] != _BUILT_AGAINST.split("+")[0]:  # +cpu, +cu128: same ABI
+    # The extension links libtorch's C++ ABI: another torch would fail with undefined symbols.
+    raise ImportError(
+        f"ampkit was built against torch {_BUILT_AGAINST}, but torch {torch.__version__} is "
+        "installed. Rebuild ampkit against this torch: `python -m pip install "
+        "--no-build-isolation --force-reinstall --no-deps /path/to/ampkit` (or `make setup` in "
+        f"the ampkit repository), or install torch=={_BUILT_AGAINST}.")
+
+from ._C import (
+    ArgumentError,
+    ArgumentTypeError,
+    DeviceStringError,
+    ScaleCollapseError,
+    StateError,
+)
+from .audit import autocast_audit
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler
+from .r_eval import r_eval
 from .sharded_grad_scaler import ShardedGradScaler
 
 try:
@@ -22,10 +40,13 @@ __all__ = [
     "autocast",
     "is_autocast_enabled",
     "get_autocast_dtype",
+    "autocast_audit",
     "GradScaler",
     "ShardedGradScaler",
     "ArgumentError",
     "ArgumentTypeError",
+    "DeviceStringError",
     "StateError",
     "ScaleCollapseError",
+    "r_eval",
 ]

@@ -97,12 +97,12 @@ class GradScaler:
         if self._core.warning:
             warnings.warn(self._core.warning, stacklevel=2)
         self._reset_param_lists()
-        self._remember_given(growth_factor=growth_factor, backoff_factor=backoff_factor,
-                             growth_interval=growth_interval)
+        self._remember_given(growth_factor=growth_factor, backoff_factor=backoff_factor)
 
     def _remember_given(self, **given: Any) -> None:
-        """The factors and the interval as the user gave them: torch.amp's state_dict() and its
-        attributes return them so (an int stays an int). The core holds their values."""
+        """The factors as the user gave them: torch.amp's state_dict() and its attributes return
+        them so (an int stays an int). The core holds their values. The interval is always an
+        int, the core's whole number (R hands every number over as a double)."""
         self.__dict__.setdefault("_given", {}).update(given)
 
     def _reset_param_lists(self) -> None:
@@ -429,7 +429,7 @@ class GradScaler:
 
     @property
     def _growth_interval(self) -> int:
-        return self._given["growth_interval"]
+        return self._core.get_growth_interval()
 
     @property
     def _per_optimizer_states(self) -> "_PerOptimizerStates":
@@ -524,7 +524,6 @@ class GradScaler:
             10
         """
         self._core.set_growth_interval(_number("new_interval", new_interval))
-        self._remember_given(growth_interval=new_interval)
 
     def is_enabled(self) -> bool:
         """Whether the scaler scales (False when built disabled, or for CUDA without CUDA).
@@ -592,8 +591,7 @@ class GradScaler:
                                      pickled["enabled"])
         self._core.load_state_dict(state)
         self._reset_param_lists()
-        self._remember_given(**{k: state[k] for k in
-                                ("growth_factor", "backoff_factor", "growth_interval")})
+        self._remember_given(**{k: state[k] for k in ("growth_factor", "backoff_factor")})
 
     def __repr__(self) -> str:
         core = self._core

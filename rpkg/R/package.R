@@ -15,11 +15,17 @@
 #' saying what is missing and how to install it; [ampkit_available()] asks the
 #' same question without an error.
 #'
-#' @section Load ampkit before torch:
-#' Make an ampkit call (for example [ampkit_available()]) before
-#' `reticulate::import("torch")`: ampkit then imports torch so that it keeps
-#' its own BLAS. Imported first from R, torch's float32 matrix products bind
-#' to R's reference BLAS: much slower, and not bit-identical to Python.
+#' @section torch keeps its own BLAS:
+#' R loads a BLAS of its own (Debian's reference BLAS) before Python starts, and
+#' a torch imported afterwards would run its float32 matrix products on it:
+#' 15-40x slower than in Python, and not bit-identical. `library(ampkit)` starts
+#' no Python, but arranges that torch, whenever it is imported (by
+#' `reticulate::import("torch")`, by ampkit, in either order), keeps its own
+#' BLAS: right after reticulate starts Python (a `"reticulate.onPyInit"` hook),
+#' torch's import is given `RTLD_DEEPBIND`. Only a torch imported before
+#' `library(ampkit)` cannot be helped: when it uses another BLAS, ampkit's first
+#' call warns (class `ampkit_warning`) and says how to fix it: load ampkit
+#' before anything imports torch.
 #'
 #' @section Errors:
 #' Every error ampkit raises is an rlang error of class `ampkit_error`:
@@ -42,13 +48,44 @@
 .py <- new.env(parent = emptyenv())
 
 .onLoad <- function(libname, pkgname) {
+  .py$ready <- FALSE
+  .py$check_blas <- FALSE
+  # torch keeps its own BLAS however it is imported: the finder is installed right after
+  # reticulate starts Python, or now if Python already runs. (Where it does, import(delay_load =
+  # TRUE) would import at once, torch with it: python_modules() imports the modules instead.)
+  if (reticulate::py_available(initialize = FALSE)) {
+    keep_torch_blas()
+    return(invisible())
+  }
+  setHook(py_init_hook, keep_torch_blas)
   # "ampkit" first: reticulate prefers, when RETICULATE_PYTHON is unset, a Python that has the
   # first delay-loaded module.
   .py$ampkit <- reticulate::import("ampkit", delay_load = TRUE)
-  # convert = FALSE: the core's tokens and requests stay Python objects, no conversion tried.
-  .py$core <- reticulate::import("ampkit._C", convert = FALSE, delay_load = TRUE)
-  .py$torch <- reticulate::import("torch", delay_load = TRUE)
-  .py$ready <- FALSE
+}
+
+.onUnload <- function(libpath) {
+  hooks <- getHook(py_init_hook)
+  setHook(py_init_hook, Filter(function(f) !identical(f, keep_torch_blas), hooks), "replace")
+}
+
+# reticulate (>= 1.26) runs the functions set with setHook() under this name right after it
+# has started Python (or bound to the Python of the process, under rpy2).
+py_init_hook <- "reticulate.onPyInit"
+
+# R loads its BLAS (Debian's reference BLAS, a dependency of libR.so) before Python starts, and
+# libtorch's BLAS calls (sgemm_: every float32 matrix product) then bind to it instead of the MKL
+# inside libtorch: float32 runs 15-40x slower than in Python and differs in the last bits. Loaded
+# with RTLD_DEEPBIND, torch's libraries use their own symbols first. inst/python/ampkit_r_blas.py
+# puts a finder on sys.meta_path that imports torch so, whoever imports it; a torch imported
+# before it is checked at ampkit's first call (warn_foreign_blas()). Never fails: a hook's error
+# would stop reticulate's start.
+keep_torch_blas <- function() {
+  tryCatch({
+    .py$blas <- reticulate::import_from_path("ampkit_r_blas",
+                                             system.file("python", package = "ampkit"))
+    .py$check_blas <- isTRUE(.py$blas$install())
+  }, error = function(e) NULL)
+  invisible()
 }
 
 # The modules (ampkit, core = ampkit._C, torch) imported on the first call, and the functions
@@ -57,12 +94,13 @@
 # rebuilt meanwhile).
 # By hand, not by import()'s delay_load hooks: reticulate 1.28 drops a proxy's hooks at its first
 # import attempt, so after a failure it would neither retry nor raise the "unavailable" error.
+# (.onLoad's delay-loaded "ampkit" only steers reticulate's choice of a Python.)
 python_modules <- function() {
   if (!.py$ready) {
-    tryCatch({
-      load_torch_with_own_blas()
-      reticulate::import("ampkit")
-    }, error = abort_unavailable)
+    .py$ampkit <- tryCatch(reticulate::import("ampkit"), error = abort_unavailable)
+    # convert = FALSE: the core's tokens and requests stay Python objects, no conversion tried.
+    .py$core <- reticulate::import("ampkit._C", convert = FALSE)
+    .py$torch <- reticulate::import("torch")
     # The glue ships inside the Python package, versioned with the extension it calls.
     glue <- reticulate::import("ampkit._r_glue", convert = FALSE)
     .py$open_region <- glue$open_region
@@ -71,29 +109,31 @@ python_modules <- function() {
     .py$is_autocast_enabled <- .py$ampkit$is_autocast_enabled
     .py$get_autocast_dtype <- .py$ampkit$get_autocast_dtype
     .py$ready <- TRUE
+    warn_foreign_blas()
   }
   .py
 }
 
-# R loads its BLAS (Debian's reference BLAS, a dependency of libR.so) before Python starts, and
-# libtorch's BLAS calls (sgemm_: every float32 matrix product) then bind to it instead of the MKL
-# inside libtorch: float32 runs ~40x slower than in Python and differs in the last bits. Loaded
-# with RTLD_DEEPBIND, torch's libraries use their own symbols first. This only helps when torch
-# is not imported yet, hence ampkit's first call does it, before anything imports torch.
-load_torch_with_own_blas <- function() {
-  reticulate::py_run_string(paste(
-    "import os as _os, sys as _sys",
-    "if 'torch' not in _sys.modules and hasattr(_os, 'RTLD_DEEPBIND'):",
-    "    _flags = _sys.getdlopenflags()",
-    "    _sys.setdlopenflags(_flags | _os.RTLD_DEEPBIND)",
-    "    try:",
-    "        import torch",
-    "    except ImportError:",  # reported by the import of ampkit that follows
-    "        pass",
-    "    finally:",
-    "        _sys.setdlopenflags(_flags)",
-    sep = "\n"), local = TRUE, convert = FALSE)
-  invisible(NULL)
+# Once, at the first call: a torch imported before library(ampkit) may run its float32 matrix
+# products on R's BLAS (ampkit_r_blas.foreign_blas() reads where they are bound).
+warn_foreign_blas <- function() {
+  if (!isTRUE(.py$check_blas)) {
+    return(invisible())
+  }
+  .py$check_blas <- FALSE
+  blas <- tryCatch(.py$blas$foreign_blas(), error = function(e) NULL)
+  if (is.null(blas)) {
+    return(invisible())
+  }
+  rlang::warn(c(
+    paste0("torch was imported before library(ampkit), and its float32 matrix products run on ",
+           "another BLAS (", blas, "), not on torch's own: much slower than in Python (15-40x) ",
+           "and not bit-identical to it."),
+    i = paste0("Load ampkit before anything imports torch: restart R and call library(ampkit) ",
+               "before reticulate::import(\"torch\") (then the order of the two no longer ",
+               "matters). From Python (rpy2), import torch or ampkit before R starts."),
+    i = "See ?ampkit, section \"torch keeps its own BLAS\"."
+  ), class = "ampkit_warning", call = NULL)
 }
 
 # The one error of every call when the Python module ampkit cannot be imported (`cause`: the

@@ -16,7 +16,7 @@ parity_dir <- function() {
 }
 
 parity_modules <- function() {
-  # ampkit first: it imports torch with torch's own BLAS (?ampkit, "Load ampkit before torch").
+  # torch keeps its own BLAS whichever is imported first (?ampkit, "torch keeps its own BLAS").
   if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
   list(
     torch = reticulate::import("torch"),

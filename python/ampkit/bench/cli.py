@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import overhead, report
-from .r_runner import r_unavailable, run_r_cells
+from . import measure, overhead, report
+from .r_runner import RSession, compare_rows, matmul_rows, r_table, r_unavailable
 from .training import IMPLEMENTATIONS, run_python_cells
 
 GOALS = {"autocast": 0.4, "scaler": 0.35, "feature": 1.05}
@@ -69,6 +69,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="suites folder (default: the suites shipped in ampkit.bench)")
     parser.add_argument("--only", nargs="*", help="suite names to run (default: all)")
     parser.add_argument("--no-r", action="store_true", help="skip the R runner")
+    parser.add_argument("--no-audit", action="store_true",
+                        help="skip the audit of one extra, untimed ampkit-py step per workload "
+                             "and mode (the casts/step columns)")
     parser.add_argument("--out", default=os.path.join("bench", "results"), help="output folder")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -76,12 +79,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     size_name = args.size or args.device
     suites = load_suites(args.suites, args.only)
     r_missing = "--no-r given" if args.no_r else r_unavailable()
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    torch.set_num_threads(max(1, os.cpu_count() or 1))  # the R runner takes the same number
+    measure.steady_allocator()  # and the same allocator policy
 
     started = time.time()
     training: List[Dict[str, Any]] = []
     overheads: List[Dict[str, Any]] = []
     features: List[Dict[str, Any]] = []
+    # The R runner: one Rscript process, started after the overhead timings (which it would
+    # disturb), whose repeats run between the Python runner's.
+    r_session: Optional[RSession] = None
     for suite in suites:
         size = suite["sizes"][size_name]
         _progress(f"[{time.time() - started:6.1f}s] {suite['name']}: {suite['description']}")
@@ -89,13 +96,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             overheads += run_overhead(suite, size)
             features += run_features(size)
             continue
+        if r_missing is None and r_session is None:
+            r_session = RSession(args.device)
         for mode in suite["modes"]:
-            _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)} "
+            r_cell = r_session.cell(suite, size_name, mode) if r_session else None
+            _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)}{', ampkit-r' if r_cell else ''} "
                       f"(interleaved, {size['repeats']} repeats)")
-            training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS))
-        if r_missing is None:
-            _progress("  all modes from R (ampkit-r) ...")
-            training += run_r_cells(suite, size_name, args.device)
+            training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS),
+                                         audit=not args.no_audit, r_cell=r_cell)
+    matmul: List[Dict[str, Any]] = []
+    if r_session is not None:
+        r_session.close()
+        _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
+        matmul = matmul_rows(args.device)
     report.add_ratios(training)
 
     machine = {"platform": platform.platform(),
@@ -109,8 +122,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n" + report.training_table(training))
         print("x fp32: throughput over the same implementation in fp32;  /torch.amp, /ampkit-py: "
               "throughput ratios (>1 is faster)")
+        if not args.no_audit:
+            print("casts/step, cast KiB/step: the casts autocast inserted (forward and their "
+                  "backward) in one audited ampkit-py step, and the bytes they wrote")
     if r_missing:
         print(f"\nR runner skipped: {r_missing}")
+    elif training:
+        print("\n" + r_table(compare_rows(training), matmul))
     if overheads:
         print("\n" + report.overhead_table(overheads))
     if features:
@@ -118,7 +136,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     json_path = os.path.join(args.out, "results.json")
     png_path = os.path.join(args.out, "results.png")
     report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
-                                  "overhead": overheads, "features": features, "seconds": time.time() - started})
+                                  "overhead": overheads, "features": features,
+                                  "r_against_python": {"training": compare_rows(training),
+                                                       "matmul": matmul},
+                                  "seconds": time.time() - started})
     charted = report.write_chart(png_path, training, overheads)
     chart = f" and {png_path}" if charted else " (no chart: matplotlib missing)"
     print(f"\nwrote {json_path}{chart}"

@@ -30,9 +30,17 @@ def _fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _kib(n: Any) -> Any:
+    return None if n is None else n / 1024
+
+
 def training_table(rows: List[Dict[str, Any]]) -> str:
+    """One line per (workload, mode, implementation). casts/step and cast KiB/step: autocast's
+    casts in one audited step (ampkit.autocast_audit) and the bytes they wrote, ampkit-py rows
+    only ("-" elsewhere, or when the run was given --no-audit)."""
     header = (f"{'workload':<12} {'mode':<16} {'implementation':<10} {'time s':>8} {'steps/s':>8} "
-              f"{'x fp32':>7} {'/torch.amp':>10} {'/ampkit-py':>10} {'peak MB':>8} {'loss':>10}")
+              f"{'x fp32':>7} {'/torch.amp':>10} {'/ampkit-py':>10} {'peak MB':>8} {'loss':>10}"
+              f" {'casts/step':>10} {'cast KiB/step':>13}")
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(
@@ -40,7 +48,9 @@ def training_table(rows: List[Dict[str, Any]]) -> str:
             f"{r['steps_per_s']:>8.1f} {_fmt(r.get('speedup_vs_fp32'), '7.2f'):>7} "
             f"{_fmt(r.get('ratio_vs_torch'), '10.3f'):>10} "
             f"{_fmt(r.get('ratio_vs_ampkit_py'), '10.3f'):>10} "
-            f"{r['peak_bytes'] / 2**20:>8.0f} {r['final_loss']:>10.4g}")
+            f"{r['peak_bytes'] / 2**20:>8.0f} {r['final_loss']:>10.4g} "
+            f"{_fmt(r.get('casts_per_step'), '10d'):>10} "
+            f"{_fmt(_kib(r.get('cast_bytes_per_step')), '13.1f'):>13}")
     return "\n".join(lines)
 
 

@@ -1,23 +1,35 @@
 #!/usr/bin/env Rscript
-# The shared benchmark suite driven from R (invoked by `python -m ampkit bench`):
-#   Rscript run.R SUITE.json SIZE DEVICE OUT.json
+# The shared benchmark suite driven from R, repeat by repeat, by `python -m ampkit bench`
+# (python/ampkit/bench/r_runner.py runs the R repeats between Python's, so that both see the same
+# machine at the same time):
+#   Rscript run.R DEVICE THREADS [torch-first]
+# reads one command a line from stdin, its words separated by tabs, and answers each with one
+# line "AMPKIT <json>" on stdout (any other line on stdout is not an answer):
+#   cell SUITE.json SIZE MODE   build a cell's workload (ampkit.bench.workloads) and warm it up
+#   repeat                      one timed repeat of the cell: {"seconds": s, "peak_bytes": b}
+#   row                         the cell's row: its repeats' times, median, final loss, ...
+#   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
+#   quit
 # The workload (model, data, optimizer) is built by ampkit.bench.workloads, so R trains the very
 # same model on the very same data as the Python runner; the training loop itself runs in R,
-# through ampkit's R API, as an R user would write it.
+# through ampkit's R API, as an R user would write it. `torch-first`: torch is imported before
+# ampkit's first call (the order of `library(ampkit); torch <- reticulate::import("torch")`).
 args <- commandArgs(trailingOnly = TRUE)
-if (length(args) != 4) stop("usage: Rscript run.R SUITE.json SIZE DEVICE OUT.json")
-suite_path <- args[[1]]
-size_name <- args[[2]]
-device <- args[[3]]
-out_path <- args[[4]]
+if (!length(args) %in% 2:3) stop("usage: Rscript run.R DEVICE THREADS [torch-first]")
+device <- args[[1]]
+threads <- as.integer(args[[2]])
+torch_first <- identical(args[3], "torch-first")
 
 suppressPackageStartupMessages(library(ampkit))
-# ampkit's first call imports torch with its own BLAS (?ampkit, "Load ampkit before torch").
+if (torch_first) torch <- reticulate::import("torch")
 if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
+torch <- reticulate::import("torch")
+torch$set_num_threads(threads)  # as many as the Python runner's
 workloads <- reticulate::import("ampkit.bench.workloads")
 measure <- reticulate::import("ampkit.bench.measure")
-suite <- jsonlite::fromJSON(suite_path, simplifyVector = FALSE)
-size <- suite$sizes[[size_name]]
+invisible(measure$steady_allocator())  # the Python runner's allocator policy
+json <- reticulate::import("json")
+now <- reticulate::import("time")$perf_counter  # the Python runner's clock
 
 # R torch's run(autocast, scale) loop, `count` steps over the workload's batches.
 train_steps <- function(w, count, use_autocast, scaler) {
@@ -44,36 +56,77 @@ train_steps <- function(w, count, use_autocast, scaler) {
 
 elapsed <- function(expr_fn) {
   measure$synchronize(device)
-  start <- proc.time()[["elapsed"]]
+  start <- now()
   value <- expr_fn()
   measure$synchronize(device)
-  list(seconds = proc.time()[["elapsed"]] - start, value = value)
+  list(seconds = now() - start, value = value)
 }
 
-steps <- size$batches * size$epochs
-rows <- list()
-for (mode in unlist(suite$modes)) {
-  message(sprintf("    R %s ...", mode))
+# Answers are written by Python's json module: doubles keep all 17 digits (jsonlite keeps at
+# most 15), so the final losses can be compared with the Python runner's exactly.
+answer <- function(value) {
+  cat("AMPKIT ", json$dumps(value), "\n", sep = "")
+  flush(stdout())
+}
+
+cell <- NULL
+
+new_cell <- function(suite_path, size_name, mode) {
+  suite <- jsonlite::fromJSON(suite_path, simplifyVector = FALSE)
+  size <- suite$sizes[[size_name]]
+  cell <<- NULL
+  invisible(gc())  # the previous cell's tensors, held by R until collected
   w <- workloads$build(suite, size, device)
   scaler <- amp_grad_scaler(device, enabled = identical(mode, "autocast+scaler"))
   use_autocast <- !identical(mode, "fp32")
   train_steps(w, size$warmup, use_autocast, scaler)
-  times <- numeric(0)
-  peak <- 0
-  loss <- NULL
-  for (r in seq_len(size$repeats)) {
-    measure$reset_peak_memory(device)
-    run <- elapsed(function() train_steps(w, steps, use_autocast, scaler))
-    times <- c(times, run$seconds)
-    loss <- run$value
-    peak <- max(peak, measure$peak_memory_bytes(device))
-  }
-  rows[[length(rows) + 1]] <- list(
-    workload = suite$name, mode = mode, impl = "ampkit-r", device = device, steps = steps,
-    time_s = stats::median(times), times_s = as.list(times),
-    steps_per_s = steps / stats::median(times), peak_bytes = peak,
-    final_loss = loss$detach()$float()$item())
+  cell <<- list(suite = suite, mode = mode, w = w, scaler = scaler, use_autocast = use_autocast,
+                steps = size$batches * size$epochs, times = numeric(0), peak = 0, loss = NULL)
+  list(steps = cell$steps)
 }
-# Written by Python's json module: doubles keep all 17 digits (jsonlite keeps at most 15), so the
-# final losses can be compared with the Python runner's exactly.
-writeLines(reticulate::import("json")$dumps(rows), out_path)
+
+timed_repeat <- function() {
+  measure$reset_peak_memory(device)
+  run <- elapsed(function() train_steps(cell$w, cell$steps, cell$use_autocast, cell$scaler))
+  peak <- measure$peak_memory_bytes(device)
+  cell$times <<- c(cell$times, run$seconds)
+  cell$peak <<- max(cell$peak, peak)
+  cell$loss <<- run$value
+  list(seconds = run$seconds, peak_bytes = peak)
+}
+
+cell_row <- function() {
+  list(workload = cell$suite$name, mode = cell$mode, impl = "ampkit-r", device = device,
+       steps = cell$steps, time_s = stats::median(cell$times), times_s = as.list(cell$times),
+       steps_per_s = cell$steps / stats::median(cell$times), peak_bytes = cell$peak,
+       final_loss = cell$loss$detach()$float()$item())
+}
+
+matmul <- function(m, k, n, number) {
+  g <- torch$Generator()$manual_seed(0L)
+  a <- torch$randn(m, k, generator = g)
+  b <- torch$randn(k, n, generator = g)
+  torch$mm(a, b)
+  seconds <- vapply(seq_len(number), function(i) {
+    start <- now()
+    torch$mm(a, b)
+    now() - start
+  }, numeric(1))
+  list(seconds = as.list(seconds))
+}
+
+answer(list(ready = TRUE, threads = torch$get_num_threads()))
+input <- file("stdin", "r")
+repeat {
+  line <- readLines(input, n = 1L)
+  if (length(line) == 0L) break
+  words <- strsplit(line, "\t", fixed = TRUE)[[1L]]
+  switch(words[[1L]],
+    cell = answer(new_cell(words[[2L]], words[[3L]], words[[4L]])),
+    `repeat` = answer(timed_repeat()),
+    row = answer(cell_row()),
+    matmul = answer(do.call(matmul, as.list(as.integer(words[2:5])))),
+    quit = break,
+    stop("unknown command: ", line)
+  )
+}

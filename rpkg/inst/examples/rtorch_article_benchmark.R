@@ -11,9 +11,9 @@
 
 library(ampkit)
 
-# ampkit's first call imports torch so that it keeps its own BLAS (see ?ampkit, "Load ampkit
-# before torch"); importing torch first would run fp32 on R's reference BLAS.
 stopifnot(ampkit_available())
+# torch keeps its own BLAS however it is imported after library(ampkit) (see ?ampkit, "torch
+# keeps its own BLAS"); otherwise fp32 would run on R's reference BLAS.
 torch <- reticulate::import("torch")
 invisible(torch$manual_seed(1L))
 

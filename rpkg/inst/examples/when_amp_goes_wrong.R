@@ -9,7 +9,7 @@
 #    ampkit_scale_collapse, instead of a scale that silently falls towards zero.
 # 4. The fix the report points to (normalise the input) trains without a skip.
 library(ampkit)
-stopifnot(ampkit_available())  # before importing torch: torch keeps its own BLAS
+stopifnot(ampkit_available())
 torch <- reticulate::import("torch")
 
 train <- function(x, y, steps = 12L) {

@@ -83,6 +83,9 @@ test_that("$.scale is the scale tensor, read-only, as R torch code reads it", {
   # R torch's own usage: the scale as a number, from the tensor
   expect_identical(scaler$.scale$item(), 512)
   expect_identical(reticulate::py_str(scaler$.scale$dtype), "torch.float32")
+  # and R torch code that scales by hand multiplies by it: what $scale() does
+  x <- torch$randn(4L)
+  expect_true(torch$equal(x$mul(scaler$.scale), scaler$scale(x)))
   expect_error(scaler$.scale <- torch$tensor(1), class = "ampkit_error", "read-only")
 })
 
