@@ -270,6 +270,6 @@ test_that("an unknown device type is the core's error, as an ampkit_error", {
   err <- expect_error(with_autocast(1, device_type = "tpu9"))
   expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
   expect_identical(conditionMessage(err), expected)
-  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(err$python_type, "DeviceStringError")  # an ArgumentError and a RuntimeError
   expect_identical(cpu_state(), default_state)
 })
