@@ -146,6 +146,31 @@ def test_torch_keeps_its_own_blas_and_nothing_warns():
     assert out == {"same": True}
 
 
+def test_after_r_ends_its_event_processing_no_longer_calls_into_python():
+    # reticulate keeps scheduling R_ProcessEvents as a Python pending call; one that runs during
+    # Python's finalization, after rpy2's front-end callback is freed, crashed the process (a
+    # segfault, or SIGILL) in about one exit of ten. Here the same call is made on purpose
+    # after R ended, with rpy2's callback counting.
+    rc, out, err = run_child("""
+        import atexit, ctypes
+        from ampkit import r_eval
+        from rpy2.rinterface_lib import callbacks, openrlib
+        import rpy2.situation, platform
+        calls = []
+        callbacks.processevents = lambda: calls.append(1)
+        r_eval('library(ampkit); s <- amp_grad_scaler("cpu")')
+        libr = ctypes.PyDLL(rpy2.situation.get_rlib_path(openrlib.R_HOME, platform.system()))
+        del calls[:]
+        libr.R_ProcessEvents()
+        alive = len(calls)
+        atexit._run_exitfuncs()  # ends R as at exit
+        libr.R_ProcessEvents()
+        print(json.dumps({"while_alive": alive, "after_end": len(calls) - alive}))
+    """)
+    assert rc == 0, err[-3000:]
+    assert out == {"while_alive": 1, "after_end": 0}
+
+
 def test_r_eval_is_public():
     assert "r_eval" in ampkit.__all__
     assert ampkit.r_eval.__doc__ and "Example" in ampkit.r_eval.__doc__
