@@ -15,8 +15,9 @@ BUILD_DEPS := $(shell python3 -c "import tomllib; print(' '.join(repr(r) for r i
 # The frameworks tests/python/test_frameworks.py trains in (ampkit.integrations), pinned to
 # versions that keep torch 2.13.0 (installed on the same pip line as torch's pin).
 FRAMEWORK_DEPS := lightning==2.6.6 accelerate==1.15.0 transformers==5.23.0
+# expecttest: PyTorch's own test helpers import it (tools/torch_own_tests runs PyTorch's tests).
 PY_DEPS := torch==2.13.0 numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
-           ruff==0.17.6 $(FRAMEWORK_DEPS)
+           ruff==0.17.6 expecttest==0.3.0 $(FRAMEWORK_DEPS)
 EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
 R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
@@ -68,7 +69,7 @@ parity: setup
 
 # Style: ruff (Python), clang-format (C++), lintr (R); the configurations are in the repository.
 lint: setup
-	@echo "== ruff" && $(PY) -m ruff check python tests
+	@echo "== ruff" && $(PY) -m ruff check python tests tools
 	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
 	@echo "== lintr" && Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
 
