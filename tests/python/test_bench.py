@@ -64,3 +64,37 @@ def test_same_losses_across_implementations(results):
     # Same model, data and numerics: every implementation ends on the same loss.
     assert by_cell
     assert all(len(losses) == 1 for losses in by_cell.values()), by_cell
+
+
+def test_implementations_and_r_take_turns_step_by_step(monkeypatch):
+    # What the R rows' pairing rests on: every step of the R loop is timed right beside a step
+    # of ampkit-py's, the order reversing each step (drift cancels), each implementation
+    # stepping batches x epochs times per repeat.
+    from ampkit.bench import training
+
+    suite = next(s for s in load_suites(SUITES_DIR, None) if s["name"] == "recipe_mlp")
+    size = dict(suite["sizes"]["tiny"], repeats=2, batches=3, epochs=1, warmup=1)
+    turns = []
+    steps = training._Loop.steps
+
+    def recorded(self, count):
+        turns.extend([self.impl] * count)
+        steps(self, count)
+
+    class FakeRCell:
+        def timed_step(self):
+            turns.append("ampkit-r")
+            return 0.001, 1
+
+        def final_loss(self):
+            return 0.0
+
+    monkeypatch.setattr(training._Loop, "steps", recorded)
+    rows = training.run_python_cells(suite, size, "cpu", "fp32", ["ampkit-py", "torch.amp"],
+                                     r_cell=FakeRCell())
+    timed = turns[2:]  # after one warm-up step of each Python loop
+    forward, backward = ["ampkit-r", "ampkit-py", "torch.amp"], ["torch.amp", "ampkit-py",
+                                                                 "ampkit-r"]
+    assert timed == (forward + backward + forward) * 2
+    assert [r["impl"] for r in rows] == ["ampkit-py", "torch.amp", "ampkit-r"]
+    assert rows[-1]["times_s"] == pytest.approx([0.003, 0.003])

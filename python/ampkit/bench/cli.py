@@ -87,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     overheads: List[Dict[str, Any]] = []
     features: List[Dict[str, Any]] = []
     # The R runner: one Rscript process, started after the overhead timings (which it would
-    # disturb), whose repeats run between the Python runner's.
+    # disturb), whose steps take turns with the Python runner's.
     r_session: Optional[RSession] = None
     for suite in suites:
         size = suite["sizes"][size_name]
@@ -101,7 +101,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for mode in suite["modes"]:
             r_cell = r_session.cell(suite, size_name, mode) if r_session else None
             _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)}{', ampkit-r' if r_cell else ''} "
-                      f"(interleaved, {size['repeats']} repeats)")
+                      f"(step by step in turn, {size['repeats']} repeats)")
             training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS),
                                          audit=not args.no_audit, r_cell=r_cell)
     matmul: List[Dict[str, Any]] = []

@@ -37,6 +37,20 @@ def peak_memory_bytes(device: str) -> int:
     return 0
 
 
+# After work, torch's OpenMP threads spin a while before they sleep (libgomp's default). Where
+# two processes take turns on the 2 cores (the Python runner and the R runner), whichever runs
+# right after the other ran against the other's spinning threads: ampkit-py, always next to R,
+# measured 0.79-0.90 of torch.amp in fp32, where the two run the very same code. An untimed pause
+# before each turn lets them sleep: 0.99-1.00 again, as with no R runner at all.
+TURN_PAUSE_S = 0.010
+
+
+def settle() -> None:
+    """Waits, untimed, until the threads of the last turn (this process's or the other
+    runner's) have gone to sleep; called before each timed turn."""
+    time.sleep(TURN_PAUSE_S)
+
+
 def timed(fn: Callable[[], None], device: str) -> float:
     synchronize(device)
     start = time.perf_counter()

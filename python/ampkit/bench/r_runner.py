@@ -5,9 +5,9 @@ both ask it. The runner is found in the *installed* R package, so a pip-installe
 R package installed runs the R cells from any directory, not only from a checkout.
 
 The R runner is an Rscript process of its own (:class:`RSession`) that answers commands, so that
-its repeats run *between* the Python runner's (:class:`RCell`, driven by
+its steps take turns with the Python runner's (:class:`RCell`, driven by
 ``training.run_python_cells``): both languages are timed at the same moments of the machine, not
-minutes apart, and each R repeat can be paired with the Python repeats next to it.
+minutes apart, and each R repeat is paired with the Python repeat made of the steps beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 import torch
+
+from . import measure
 
 _FIND_RUNNER = (
     "if (!requireNamespace('ampkit', quietly = TRUE)) quit(status = 3); "
@@ -114,16 +116,19 @@ class RSession:
 
 
 class RCell:
-    """A training cell driven from R: a timed repeat at a time, then its row."""
+    """A training cell driven from R: one timed step at a time (the Python runner interleaves
+    them with its own), then the loss it ended with."""
 
     def __init__(self, session: RSession) -> None:
         self.session = session
 
-    def timed_repeat(self) -> float:
-        return float(self.session.request("repeat")["seconds"])
+    def timed_step(self) -> "tuple[float, int]":
+        """One step of the R loop: its seconds, and the R process's peak memory during it."""
+        answer = self.session.request("step")
+        return float(answer["seconds"]), int(answer["peak_bytes"])
 
-    def row(self) -> Dict[str, Any]:
-        return self.session.request("row")
+    def final_loss(self) -> float:
+        return float(self.session.request("loss")["loss"])
 
 
 def _spread(pairs: List[float]) -> Dict[str, float]:
@@ -168,11 +173,13 @@ def matmul_rows(device: str, repeats: int = 7, number: int = 5) -> List[Dict[str
             r.request("matmul", m, k, n, 1)  # warm-up
             for _ in range(repeats):
                 times = []
+                measure.settle()
                 for _ in range(number):
                     start = time.perf_counter()
                     torch.mm(a, b)
                     times.append((time.perf_counter() - start) * 1e3)
                 py_ms.append(times)
+                measure.settle()
                 r_ms.append([s * 1e3 for s in r.request("matmul", m, k, n, number)["seconds"]])
         pairs = [statistics.median(q) / statistics.median(p) for p, q in zip(py_ms, r_ms)]
         rows.append({"what": f"float32 mm {m}x{k} @ {k}x{n}, R "

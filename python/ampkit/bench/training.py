@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -26,22 +26,25 @@ class _Loop:
     def __init__(self, suite: Dict[str, Any], size: Dict[str, Any], device: str, mode: str,
                  impl: str) -> None:
         autocast_cls, scaler_cls = IMPLEMENTATIONS[impl]
+        self.impl = impl
         self.w: Workload = build(suite, size, device)
         self.device, self.size = device, size
         self.autocast = autocast_cls(device, dtype=self.w.dtype, enabled=mode != "fp32")
         self.scaler = scaler_cls(device, enabled=mode == "autocast+scaler")
         self.loss = torch.zeros(())
+        self.position = 0  # the next batch: steps go on through the data from call to call
 
     def steps(self, count: int) -> None:
         w, scaler = self.w, self.scaler
         n = len(w.inputs)
-        for i in range(count):
+        for i in range(self.position, self.position + count):
             with self.autocast:
                 loss = w.loss_fn(w.model(w.inputs[i % n]), w.targets[i % n])
             scaler.scale(loss).backward()
             scaler.step(w.optimizer)
             scaler.update()
             w.optimizer.zero_grad()
+        self.position += count
         self.loss = loss.detach()
 
 
@@ -61,37 +64,56 @@ def audit_step(suite: Dict[str, Any], size: Dict[str, Any], device: str, mode: s
 def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, mode: str,
                      impls: List[str], audit: bool = False,
                      r_cell: Optional[RCell] = None) -> List[Dict[str, Any]]:
-    """Time `impls` on one workload and mode, their repeats interleaved; one row per impl.
+    """Time `impls` on one workload and mode, interleaved step by step; one row per impl.
+
+    A repeat is `batches x epochs` steps of each implementation, taken one step at a time in
+    turn (A B C, then C B A: drift cancels), so that every implementation meets the machine's
+    slow and fast moments alike; a repeat's time is the sum of its steps'. On a shared 2-core VM
+    the same cell's speed drifts by 2x over minutes, and repeats run a few seconds apart
+    differed by 10-20% from one run to the next. With `r_cell` (the same cell in the R runner's
+    process, warmed up) the R loop takes its turn too, next to ampkit-py's; R's row comes last.
     With `audit`, ampkit-py's row also gets casts_per_step and cast_bytes_per_step from one
-    more, untimed step (audit_step), taken after the timing. With `r_cell` (the same cell in
-    the R runner's process, warmed up), each repeat also runs R's, next to the first impl's
-    (ampkit-py): R and then `impls` on even repeats, `impls` reversed and then R on odd ones
-    (A B C, C B A: drift cancels); R's row comes last."""
+    more, untimed step (audit_step), taken after the timing."""
     steps = size["batches"] * size["epochs"]
     loops = {impl: _Loop(suite, size, device, mode, impl) for impl in impls}
     for loop in loops.values():
         loop.steps(size["warmup"])
-    times: Dict[str, List[float]] = {impl: [] for impl in impls}
-    peaks: Dict[str, int] = dict.fromkeys(impls, 0)
-    for k in range(size["repeats"]):
-        if r_cell is not None and k % 2 == 0:
-            r_cell.timed_repeat()
-        for impl, loop in (list(loops.items())[::-1] if r_cell and k % 2 else loops.items()):
-            measure.reset_peak_memory(device)
-            times[impl].append(measure.timed(lambda loop=loop: loop.steps(steps), device))
-            peaks[impl] = max(peaks[impl], measure.peak_memory_bytes(device))
-        if r_cell is not None and k % 2 == 1:
-            r_cell.timed_repeat()
-    rows = [{
-        "workload": suite["name"], "mode": mode, "impl": impl, "device": device,
-        "steps": steps, "time_s": statistics.median(times[impl]), "times_s": times[impl],
-        "steps_per_s": steps / statistics.median(times[impl]), "peak_bytes": peaks[impl],
-        "final_loss": float(loops[impl].loss.float().item()),
-    } for impl in impls]
+
+    def python_step(loop: _Loop) -> Tuple[float, int]:
+        measure.reset_peak_memory(device)
+        seconds = measure.timed(lambda: loop.steps(1), device)
+        return seconds, measure.peak_memory_bytes(device)
+
+    turns: Dict[str, Callable[[], Tuple[float, int]]] = {}
+    if r_cell is not None:
+        turns["ampkit-r"] = r_cell.timed_step
+    for impl in impls:
+        turns[impl] = lambda loop=loops[impl]: python_step(loop)
+    names = list(turns)
+    times: Dict[str, List[float]] = {name: [] for name in names}
+    peaks: Dict[str, int] = dict.fromkeys(names, 0)
+    for _ in range(size["repeats"]):
+        total = dict.fromkeys(names, 0.0)
+        for step in range(steps):
+            for name in (names if step % 2 == 0 else names[::-1]):
+                measure.settle()
+                seconds, peak = turns[name]()
+                total[name] += seconds
+                peaks[name] = max(peaks[name], peak)
+        for name in names:
+            times[name].append(total[name])
+
+    def row(name: str, loss: float) -> Dict[str, Any]:
+        median = statistics.median(times[name])
+        return {"workload": suite["name"], "mode": mode, "impl": name, "device": device,
+                "steps": steps, "time_s": median, "times_s": times[name],
+                "steps_per_s": steps / median, "peak_bytes": peaks[name], "final_loss": loss}
+
+    rows = [row(impl, float(loops[impl].loss.float().item())) for impl in impls]
     if audit and "ampkit-py" in impls:
         casts = audit_step(suite, size, device, mode)
-        for row in rows:
-            row.update(casts if row["impl"] == "ampkit-py" else dict.fromkeys(casts))
+        for r in rows:
+            r.update(casts if r["impl"] == "ampkit-py" else dict.fromkeys(casts))
     if r_cell is not None:
-        rows.append(r_cell.row())
+        rows.append(row("ampkit-r", r_cell.final_loss()))
     return rows

@@ -1,13 +1,14 @@
 #!/usr/bin/env Rscript
-# The shared benchmark suite driven from R, repeat by repeat, by `python -m ampkit bench`
-# (python/ampkit/bench/r_runner.py runs the R repeats between Python's, so that both see the same
-# machine at the same time):
+# The shared benchmark suite driven from R, step by step, by `python -m ampkit bench`
+# (python/ampkit/bench/training.py gives the R loop its turn between the Python loops' steps, so
+# that both see the same machine at the same time):
 #   Rscript run.R DEVICE THREADS [torch-first]
 # reads one command a line from stdin, its words separated by tabs, and answers each with one
 # line "AMPKIT <json>" on stdout (any other line on stdout is not an answer):
 #   cell SUITE.json SIZE MODE   build a cell's workload (ampkit.bench.workloads) and warm it up
-#   repeat                      one timed repeat of the cell: {"seconds": s, "peak_bytes": b}
-#   row                         the cell's row: its repeats' times, median, final loss, ...
+#   step                        one timed training step: {"seconds": s, "peak_bytes": b}
+#                               (the Python runner takes turns with it, step by step)
+#   loss                        the loss of the last step: {"loss": x}
 #   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
 #   quit
 # The workload (model, data, optimizer) is built by ampkit.bench.workloads, so R trains the very
@@ -29,10 +30,13 @@ workloads <- reticulate::import("ampkit.bench.workloads")
 measure <- reticulate::import("ampkit.bench.measure")
 invisible(measure$steady_allocator())  # the Python runner's allocator policy
 json <- reticulate::import("json")
-now <- reticulate::import("time")$perf_counter  # the Python runner's clock
+# R's own clock (wall time, microseconds): reading Python's perf_counter through reticulate
+# would put a crossing (~40 us here) inside every timed step.
+now <- function() as.numeric(Sys.time())
 
-# R torch's run(autocast, scale) loop, `count` steps over the workload's batches.
-train_steps <- function(w, count, use_autocast, scaler) {
+# R torch's run(autocast, scale) loop, `count` steps over the workload's batches, going on from
+# batch `position` (the steps so far: the Python loop goes on through the data the same way).
+train_steps <- function(w, count, use_autocast, scaler, position = 0) {
   inputs <- w$inputs
   targets <- w$targets
   model <- w$model
@@ -40,7 +44,7 @@ train_steps <- function(w, count, use_autocast, scaler) {
   opt <- w$optimizer
   n <- length(inputs)
   loss <- NULL
-  for (i in seq_len(count)) {
+  for (i in position + seq_len(count)) {
     k <- (i - 1) %% n + 1
     with_autocast(device_type = device, dtype = w$dtype, enabled = use_autocast, {
       output <- model(inputs[[k]])
@@ -54,11 +58,16 @@ train_steps <- function(w, count, use_autocast, scaler) {
   loss
 }
 
+# Wall time of expr_fn(), the device synchronised (a no-op on the CPU, so not called there: it
+# would be one more crossing inside the timed interval).
+synchronize <- function() {
+  if (!identical(device, "cpu")) measure$synchronize(device)
+}
 elapsed <- function(expr_fn) {
-  measure$synchronize(device)
+  synchronize()
   start <- now()
   value <- expr_fn()
-  measure$synchronize(device)
+  synchronize()
   list(seconds = now() - start, value = value)
 }
 
@@ -79,27 +88,21 @@ new_cell <- function(suite_path, size_name, mode) {
   w <- workloads$build(suite, size, device)
   scaler <- amp_grad_scaler(device, enabled = identical(mode, "autocast+scaler"))
   use_autocast <- !identical(mode, "fp32")
-  train_steps(w, size$warmup, use_autocast, scaler)
-  cell <<- list(suite = suite, mode = mode, w = w, scaler = scaler, use_autocast = use_autocast,
-                steps = size$batches * size$epochs, times = numeric(0), peak = 0, loss = NULL)
-  list(steps = cell$steps)
+  loss <- train_steps(w, size$warmup, use_autocast, scaler)
+  cell <<- list(w = w, scaler = scaler, use_autocast = use_autocast, position = size$warmup,
+                loss = loss)
+  list(steps = size$batches * size$epochs)
 }
 
-timed_repeat <- function() {
+timed_step <- function() {
   measure$reset_peak_memory(device)
-  run <- elapsed(function() train_steps(cell$w, cell$steps, cell$use_autocast, cell$scaler))
+  run <- elapsed(function() {
+    train_steps(cell$w, 1, cell$use_autocast, cell$scaler, cell$position)
+  })
   peak <- measure$peak_memory_bytes(device)
-  cell$times <<- c(cell$times, run$seconds)
-  cell$peak <<- max(cell$peak, peak)
+  cell$position <<- cell$position + 1
   cell$loss <<- run$value
   list(seconds = run$seconds, peak_bytes = peak)
-}
-
-cell_row <- function() {
-  list(workload = cell$suite$name, mode = cell$mode, impl = "ampkit-r", device = device,
-       steps = cell$steps, time_s = stats::median(cell$times), times_s = as.list(cell$times),
-       steps_per_s = cell$steps / stats::median(cell$times), peak_bytes = cell$peak,
-       final_loss = cell$loss$detach()$float()$item())
 }
 
 matmul <- function(m, k, n, number) {
@@ -123,8 +126,8 @@ repeat {
   words <- strsplit(line, "\t", fixed = TRUE)[[1L]]
   switch(words[[1L]],
     cell = answer(new_cell(words[[2L]], words[[3L]], words[[4L]])),
-    `repeat` = answer(timed_repeat()),
-    row = answer(cell_row()),
+    step = answer(timed_step()),
+    loss = answer(list(loss = cell$loss$detach()$float()$item())),
     matmul = answer(do.call(matmul, as.list(as.integer(words[2:5])))),
     quit = break,
     stop("unknown command: ", line)
