@@ -136,7 +136,7 @@ class _Session:
                 getattr(lib, step)()
             lib.Rf_endEmbeddedR(0)
             embedded.rpy2_embeddedR_isinitialized |= embedded.RPY_R_Status.ENDED.value
-            # reticulate keeps asking Python, from a thread of its own every 500 ms, to run
+            # reticulate keeps asking Python, from a thread of its own every few hundred ms, to run
             # R_ProcessEvents (a pending call), and R's front end calls rpy2's callback from
             # there. Python's finalization frees that callback while such a call may still be
             # pending: a jump into freed memory (a segfault, or SIGILL) after a normal run.

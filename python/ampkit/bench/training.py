@@ -69,9 +69,10 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
     A repeat is `batches x epochs` steps of each implementation, taken one step at a time in
     turn (A B C, then C B A: drift cancels), so that every implementation meets the machine's
     slow and fast moments alike; a repeat's time is the sum of its steps'. On a shared 2-core VM
-    the same cell's speed drifts by 2x over minutes, and repeats run a few seconds apart
-    differed by 10-20% from one run to the next. With `r_cell` (the same cell in the R runner's
-    process, warmed up) the R loop takes its turn too, next to ampkit-py's; R's row comes last.
+    the same cell's speed drifts by 2x over minutes: with repeats of 8-10 steps in turn, the
+    R/Python ratio of a cell differed by up to 10% between two quiet runs. With `r_cell` (the
+    same cell in the R runner's process, warmed up) the R loop takes its turn too, next to
+    ampkit-py's; R's row comes last.
     With `audit`, ampkit-py's row also gets casts_per_step and cast_bytes_per_step from one
     more, untimed step (audit_step), taken after the timing."""
     steps = size["batches"] * size["epochs"]
