@@ -51,9 +51,7 @@ def _put_ampkit_in_place_of_torch():
     import torch.amp.grad_scaler
 
     for module in (torch, torch.amp, torch.amp.autocast_mode):
-        for name in ("autocast",):
-            if hasattr(module, name):
-                setattr(module, name, ampkit.autocast)
+        module.autocast = ampkit.autocast
     for module in (torch, torch.amp, torch.amp.grad_scaler):
         if hasattr(module, "GradScaler"):
             module.GradScaler = ampkit.GradScaler

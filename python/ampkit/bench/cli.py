@@ -110,6 +110,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
         matmul = matmul_rows(args.device)
     report.add_ratios(training)
+    r_rows = compare_rows(training)
 
     machine = {"platform": platform.platform(),
                "processor": platform.processor() or platform.machine(),
@@ -128,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if r_missing:
         print(f"\nR runner skipped: {r_missing}")
     elif training:
-        print("\n" + r_table(compare_rows(training), matmul))
+        print("\n" + r_table(r_rows, matmul))
     if overheads:
         print("\n" + report.overhead_table(overheads))
     if features:
@@ -137,7 +138,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     png_path = os.path.join(args.out, "results.png")
     report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
                                   "overhead": overheads, "features": features,
-                                  "r_against_python": {"training": compare_rows(training),
+                                  "r_against_python": {"training": r_rows,
                                                        "matmul": matmul},
                                   "seconds": time.time() - started})
     charted = report.write_chart(png_path, training, overheads)

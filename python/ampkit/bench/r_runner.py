@@ -78,7 +78,7 @@ class RSession:
         self.proc = subprocess.Popen(cmd + (["torch-first"] if torch_first else []), env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      bufsize=1)
-        self.threads = self._answer()["threads"]
+        self._answer()  # ready: its torch has been imported and given the thread count
 
     def _answer(self) -> Any:
         assert self.proc.stdout is not None
