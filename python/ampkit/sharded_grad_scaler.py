@@ -9,7 +9,8 @@ them; with NCCL the wait is on the stream, not the host), and every rank then se
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import time
+from typing import Any, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -27,7 +28,7 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
     Python scaler from there would be a cycle the garbage collector cannot see through C++.
     """
     def agree(found: List[torch.Tensor]) -> None:
-        works, on_cpu, moved = [], [], []
+        reduced, on_cpu, moved = [], [], []
         for tensor in found:
             if device != "cpu" and tensor.device.type == "cpu":
                 # A CPU-offloaded shard's gradients: reduce a copy on the device (NCCL has no
@@ -35,14 +36,54 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
                 on_device = tensor.to(device)
                 on_cpu.append(tensor)
                 moved.append(on_device)
-                works.append(dist.all_reduce(on_device, async_op=True, group=group))
+                reduced.append(on_device)
             else:
-                works.append(dist.all_reduce(tensor, async_op=True, group=group))
-        for work in works:
-            work.wait()
+                reduced.append(tensor)
+        held = [(t, t._use_count()) for t in reduced if t.device.type == "cpu"]
+        _all_reduce(reduced, group)
+        _until_gloo_lets_go(held)
         if on_cpu:
             torch._foreach_copy_(on_cpu, moved)
     return agree
+
+
+def _all_reduce(tensors: List[torch.Tensor], group: Optional[dist.ProcessGroup]) -> None:
+    """Sums `tensors` over `group` in place: all issued first, then all waited on. No work object
+    outlives the call (each holds references to its tensors)."""
+    works = [dist.all_reduce(t, async_op=True, group=group) for t in tensors]
+    for work in works:
+        work.wait()
+
+
+# The longest the agreement waits for gloo's worker threads to let go of its tensors (they do
+# within microseconds of finishing a work); past it, the wait is given up for good.
+_RELEASE_TIMEOUT_S = 1.0
+_release_wait = {"enabled": True}
+
+
+def _until_gloo_lets_go(held: List[Tuple[torch.Tensor, int]]) -> None:
+    """Returns once each CPU tensor in `held` is back to its reference count before the
+    all-reduce, i.e. once gloo's worker threads hold none of them.
+
+    Why: a gloo worker thread drops its reference to a finished work a moment after ``wait()``
+    returns. When that drop leaves a tensor with only its Python object's reference, the worker
+    must take the GIL to release the Python object. At the end of a script the interpreter may
+    be finalizing by then, and a thread that asks for the GIL during finalization is ended from
+    inside a noexcept destructor: the process aborts ("terminate called without an active
+    exception"; one exit in ten or so of the two-rank example on two cores). The scaler's
+    all-reduce is the last collective of every step, so the scaler waits here, the GIL released,
+    until gloo is done: usually no wait at all, a few microseconds when the worker is late.
+    CUDA tensors are not waited for (NCCL's watchdog releases them later; waiting would be a host
+    sync, and NCCL's shutdown joins its threads at ``destroy_process_group``).
+    """
+    if not held or not _release_wait["enabled"]:
+        return
+    deadline = time.monotonic() + _RELEASE_TIMEOUT_S
+    while any(t._use_count() > count for t, count in held):
+        if time.monotonic() > deadline:
+            _release_wait["enabled"] = False  # something else keeps them: do not pay this again
+            return
+        time.sleep(0)  # releases the GIL, which a worker may be waiting for
 
 
 class ShardedGradScaler(GradScaler):

@@ -9,6 +9,7 @@ step was skipped, and its local parameters, for the test to compare.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 
@@ -42,6 +43,24 @@ def _local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if hasattr(t, "to_local") else t
 
 
+@contextlib.contextmanager
+def _recording_all_reduce():
+    """Records each tensor given to dist.all_reduce inside the block, with its reference count
+    just before the call."""
+    real = dist.all_reduce
+    issued = []
+
+    def recording(tensor, *args, **kwargs):
+        issued.append((tensor, tensor._use_count()))
+        return real(tensor, *args, **kwargs)
+
+    dist.all_reduce = recording
+    try:
+        yield issued
+    finally:
+        dist.all_reduce = real
+
+
 def _train(kind: str, impl: str, rank: int, inject_rank: int) -> dict:
     model = _wrap(kind, _model())
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -53,7 +72,8 @@ def _train(kind: str, impl: str, rank: int, inject_rank: int) -> dict:
         scaler = ampkit.ShardedGradScaler("cpu", init_scale=2.0**10, growth_interval=2)
         autocast = ampkit.autocast
     g = torch.Generator().manual_seed(100 + rank)
-    record = {"scale": [], "skipped": [], "params": [], "host_reads": 0, "stats": None}
+    record = {"scale": [], "skipped": [], "params": [], "host_reads": 0, "stats": None,
+              "held_by_gloo": 0}
     reads = (lambda: scaler._core.host_reads) if impl == "ampkit" else (lambda: 0)
     for step in range(STEPS):
         x, y = torch.randn(4, 8, generator=g), torch.randn(4, 8, generator=g)
@@ -68,7 +88,11 @@ def _train(kind: str, impl: str, rank: int, inject_rank: int) -> dict:
             _local(grad).view(-1)[0] = float("inf")
         before = [_local(p).detach().clone() for p in model.parameters()]
         reads_before = reads()
-        scaler.step(opt)
+        with _recording_all_reduce() as issued:
+            scaler.step(opt)
+        # When step() returns, gloo's worker threads hold none of the tensors the scaler
+        # all-reduced (else a worker may need the GIL while the interpreter exits: an abort).
+        record["held_by_gloo"] += sum(t._use_count() > count for t, count in issued)
         scaler.update()
         record["host_reads"] += reads() - reads_before  # the step's own, not get_scale()'s
         after = [_local(p).detach().clone() for p in model.parameters()]

@@ -58,6 +58,8 @@ def _assert_same_as_torch_and_ranks_agree(records: list) -> None:
         assert record["ampkit"]["stats"] == first["stats"]
     # no host read beyond the single-process scaler's: one per step
     assert all(r["ampkit"]["host_reads"] == worker.STEPS for r in records)
+    # after each step no gloo worker still holds the scaler's tensors (see _until_gloo_lets_go)
+    assert [r["ampkit"]["held_by_gloo"] for r in records] == [0] * len(records)
 
 
 @pytest.mark.parametrize("kind", ["ddp", "fsdp", "fsdp2"])

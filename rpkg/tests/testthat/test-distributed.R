@@ -35,7 +35,9 @@ for (step in 0:4) {
   skipped <- c(skipped, scaler$step_was_skipped(opt))
 }
 dist$destroy_process_group()
-saveRDS(list(scales = scales, skipped = skipped, stats = scaler$stats()), out)
+part <- paste0(out, ".part")  # renamed when complete: the test reads only whole files
+saveRDS(list(scales = scales, skipped = skipped, stats = scaler$stats()), part)
+file.rename(part, out)
 '
 
 test_that("ranks driven from R agree: an inf in one rank's shard is a skip on every rank", {
@@ -57,7 +59,6 @@ test_that("ranks driven from R agree: an inf in one rank's shard is a skip on ev
   }
   deadline <- Sys.time() + 180
   while (!all(file.exists(outs)) && Sys.time() < deadline) Sys.sleep(0.5)
-  Sys.sleep(0.5)  # let the second file finish writing
   expect_true(all(file.exists(outs)), label = "both ranks finished within 180 s")
   skip_if_not(all(file.exists(outs)))
   ranks <- lapply(outs, readRDS)
