@@ -27,6 +27,8 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
     A closure over the device and the group only: the core keeps it, and a reference back to the
     Python scaler from there would be a cycle the garbage collector cannot see through C++.
     """
+    wait_for_gloo = [True]  # until a wait times out (see _until_gloo_lets_go)
+
     def agree(found: List[torch.Tensor]) -> None:
         reduced, on_cpu, moved = [], [], []
         for tensor in found:
@@ -41,7 +43,8 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
                 reduced.append(tensor)
         held = [(t, t._use_count()) for t in reduced if t.device.type == "cpu"]
         _all_reduce(reduced, group)
-        _until_gloo_lets_go(held)
+        if held and wait_for_gloo[0]:
+            wait_for_gloo[0] = _until_gloo_lets_go(held)
         if on_cpu:
             torch._foreach_copy_(on_cpu, moved)
     return agree
@@ -56,14 +59,14 @@ def _all_reduce(tensors: List[torch.Tensor], group: Optional[dist.ProcessGroup])
 
 
 # The longest the agreement waits for gloo's worker threads to let go of its tensors (they do
-# within microseconds of finishing a work); past it, the wait is given up for good.
+# within microseconds of finishing a work); past it, that scaler stops waiting.
 _RELEASE_TIMEOUT_S = 1.0
-_release_wait = {"enabled": True}
 
 
-def _until_gloo_lets_go(held: List[Tuple[torch.Tensor, int]]) -> None:
-    """Returns once each CPU tensor in `held` is back to its reference count before the
-    all-reduce, i.e. once gloo's worker threads hold none of them.
+def _until_gloo_lets_go(held: List[Tuple[torch.Tensor, int]]) -> bool:
+    """Returns True once each CPU tensor in `held` is back to its reference count before the
+    all-reduce, i.e. once gloo's worker threads hold none of them; False if that takes longer
+    than ``_RELEASE_TIMEOUT_S`` (something else keeps a reference: not worth waiting each step).
 
     Why: a gloo worker thread drops its reference to a finished work a moment after ``wait()``
     returns. When that drop leaves a tensor with only its Python object's reference, the worker
@@ -76,14 +79,12 @@ def _until_gloo_lets_go(held: List[Tuple[torch.Tensor, int]]) -> None:
     CUDA tensors are not waited for (NCCL's watchdog releases them later; waiting would be a host
     sync, and NCCL's shutdown joins its threads at ``destroy_process_group``).
     """
-    if not held or not _release_wait["enabled"]:
-        return
     deadline = time.monotonic() + _RELEASE_TIMEOUT_S
     while any(t._use_count() > count for t, count in held):
         if time.monotonic() > deadline:
-            _release_wait["enabled"] = False  # something else keeps them: do not pay this again
-            return
+            return False
         time.sleep(0)  # releases the GIL, which a worker may be waiting for
+    return True
 
 
 class ShardedGradScaler(GradScaler):

@@ -9,9 +9,11 @@ and the process groups a short timeout.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import ampkit
+import ampkit.sharded_grad_scaler as sharded
 import distributed_worker as worker
 import pytest
 import torch
@@ -94,3 +96,31 @@ def test_without_a_process_group_it_is_the_single_process_scaler_keeping_the_los
     loss = torch.tensor(2.0, dtype=torch.bfloat16)
     assert scaler.scale(loss).dtype == torch.bfloat16
     assert [t.dtype for t in scaler.scale([loss, (loss.float(),)])[1]] == [torch.float32]
+
+
+def test_the_wait_for_gloo_ends_when_the_last_foreign_reference_goes_and_is_bounded(monkeypatch):
+    # A view holds a C++ reference to its base, as a gloo work holds its tensors.
+    tensor = torch.zeros(1)
+    count = tensor._use_count()
+    foreign = [tensor.view(-1)]
+    threading.Timer(0.05, foreign.clear).start()  # "the worker" lets go a little later
+    assert sharded._until_gloo_lets_go([(tensor, count)]) is True
+    assert tensor._use_count() == count
+
+    kept = tensor.view(-1)  # never let go: the wait gives up
+    monkeypatch.setattr(sharded, "_RELEASE_TIMEOUT_S", 0.05)
+    assert sharded._until_gloo_lets_go([(tensor, count)]) is False
+    del kept
+
+
+def test_a_scaler_whose_wait_timed_out_does_not_wait_again(monkeypatch):
+    waits = []
+    monkeypatch.setattr(sharded, "_all_reduce", lambda tensors, group: None)
+    monkeypatch.setattr(sharded, "_until_gloo_lets_go", lambda held: waits.append(held) or False)
+    agree = sharded._found_inf_agreement("cpu", None)
+    for _ in range(3):
+        agree([torch.zeros(1)])
+    assert len(waits) == 1
+    other = sharded._found_inf_agreement("cpu", None)  # another scaler still waits
+    other([torch.zeros(1)])
+    assert len(waits) == 2
