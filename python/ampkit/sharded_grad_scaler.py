@@ -27,9 +27,10 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
     A closure over the device and the group only: the core keeps it, and a reference back to the
     Python scaler from there would be a cycle the garbage collector cannot see through C++.
     """
-    wait_for_gloo = [True]  # until a wait times out (see _until_gloo_lets_go)
+    wait_for_gloo = True  # until a wait times out (see _until_gloo_lets_go)
 
     def agree(found: List[torch.Tensor]) -> None:
+        nonlocal wait_for_gloo
         reduced, on_cpu, moved = [], [], []
         for tensor in found:
             if device != "cpu" and tensor.device.type == "cpu":
@@ -43,8 +44,8 @@ def _found_inf_agreement(device: str, group: Optional[dist.ProcessGroup]):
                 reduced.append(tensor)
         held = [(t, t._use_count()) for t in reduced if t.device.type == "cpu"]
         _all_reduce(reduced, group)
-        if held and wait_for_gloo[0]:
-            wait_for_gloo[0] = _until_gloo_lets_go(held)
+        if held and wait_for_gloo:
+            wait_for_gloo = _until_gloo_lets_go(held)
         if on_cpu:
             torch._foreach_copy_(on_cpu, moved)
     return agree

@@ -58,11 +58,13 @@ train_steps <- function(w, count, use_autocast, scaler, position = 0) {
   loss
 }
 
-# Wall time of expr_fn(), the device synchronised (a no-op on the CPU, so not called there: it
-# would be one more crossing inside the timed interval).
+# Waits for the device's queued work. A no-op on the CPU, so not called there: it would be one
+# more crossing into Python inside the timed interval.
 synchronize <- function() {
   if (!identical(device, "cpu")) measure$synchronize(device)
 }
+
+# Wall time of expr_fn(), the device synchronised before and after.
 elapsed <- function(expr_fn) {
   synchronize()
   start <- now()
