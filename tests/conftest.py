@@ -4,17 +4,29 @@ through pyproject.toml's `pythonpath`."""
 
 import pytest
 import torch
+from devices import CUDA, DEVICES
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """The device type a device-generic test runs on: "cpu", and "cuda" (skipped with the reason
+    "CUDA is not available" where torch sees no CUDA device). See tests/parity/devices.py."""
+    return request.param
+
+
+def _autocast_state():
+    types = ("cpu", "cuda") if CUDA else ("cpu",)
+    return (tuple((torch.is_autocast_enabled(t), torch.get_autocast_dtype(t)) for t in types),
+            torch.is_autocast_cache_enabled())
 
 
 @pytest.fixture(autouse=True)
 def autocast_state_is_restored():
-    """Every test starts and ends with torch's default autocast state on this thread."""
-    before = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
-              torch.is_autocast_cache_enabled())
+    """Every test starts and ends with torch's default autocast state on this thread (the CPU's,
+    and CUDA's where there is CUDA)."""
+    before = _autocast_state()
     yield
-    after = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
-             torch.is_autocast_cache_enabled())
-    assert after == before
+    assert _autocast_state() == before
 
 
 @pytest.fixture

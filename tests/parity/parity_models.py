@@ -421,10 +421,11 @@ def save_checkpoint(path: str, model, optimizers, scaler_state) -> None:
                 "scaler": dict(scaler_state)}, path)
 
 
-def restore(path: str, model, optimizers) -> Dict[str, Any]:
+def restore(path: str, model, optimizers, device: str = "cpu") -> Dict[str, Any]:
     """Loads a checkpoint's model and optimizer states (weights_only: a scaler state must be
-    plain numbers) and returns its scaler state, for the runner's scaler to load."""
-    ckpt = torch.load(path, weights_only=True)
+    plain numbers; tensors onto `device`) and returns its scaler state, for the runner's scaler
+    to load."""
+    ckpt = torch.load(path, weights_only=True, map_location=device)
     model.load_state_dict(ckpt["model"])
     if len(ckpt["optimizers"]) != len(optimizers):
         raise ValueError(f"{path}: {len(ckpt['optimizers'])} optimizer states for "

@@ -28,13 +28,16 @@ def _library(name: str):
 
 
 def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] = None,
-        resume_from: Optional[str] = None, save_to: Optional[str] = None) -> Dict[str, Any]:
-    """Trains steps [start, stop) of a scenario (resuming a checkpoint first, saving one after,
-    when asked) and returns the record of those steps (parity_models.Recorder)."""
+        resume_from: Optional[str] = None, save_to: Optional[str] = None,
+        device: str = "cpu") -> Dict[str, Any]:
+    """Trains steps [start, stop) of a scenario on `device` ("cpu" or "cuda": the model, the
+    batches, the regions and the scaler; resuming a checkpoint first, saving one after, when
+    asked) and returns the record of those steps (parity_models.Recorder)."""
     autocast, GradScaler = _library(library)
     model, opts, params = pm.build(spec)
+    model.to(device)  # in place: the optimizers keep the same Parameter objects
     options = dict(spec["scaler_options"]) if library == "ampkit" else {}
-    scaler = GradScaler("cpu", init_scale=float(spec["init_scale"]),
+    scaler = GradScaler(device, init_scale=float(spec["init_scale"]),
                         growth_factor=float(spec["growth_factor"]),
                         backoff_factor=float(spec["backoff_factor"]),
                         growth_interval=int(spec["growth_interval"]), enabled=spec["scaler"],
@@ -47,7 +50,7 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
                              "policy options")
         policy = pm.reference_policy(spec)
     if resume_from is not None:
-        state = pm.restore(resume_from, model, opts)
+        state = pm.restore(resume_from, model, opts, device)
         scaler.load_state_dict(state)
         if policy is not None:
             policy = pm.reference_policy(spec, state)
@@ -57,11 +60,11 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
     for step in range(start, stop):
         total = 0.0
         for micro in range(int(spec["accumulate"])):
-            x, y = pm.batch(spec, step, micro)
-            with autocast("cpu", dtype=dtype, enabled=spec["autocast"]):
+            x, y = (t.to(device) for t in pm.batch(spec, step, micro))
+            with autocast(device, dtype=dtype, enabled=spec["autocast"]):
                 h = pm.features(model, x)
                 if spec["nested_disabled"]:
-                    with autocast("cpu", enabled=False):
+                    with autocast(device, enabled=False):
                         out = pm.head_fp32(model, h)
                 else:
                     out = pm.head(model, h)
@@ -69,7 +72,7 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
             if spec["gradient_penalty"]:
                 grads = torch.autograd.grad(scaler.scale(loss), params, create_graph=True)
                 grads = pm.unscale_grads(grads, 1.0 / scaler.get_scale())
-                with autocast("cpu", dtype=dtype, enabled=spec["autocast"]):
+                with autocast(device, dtype=dtype, enabled=spec["autocast"]):
                     loss = loss + pm.grad_norm(grads)
             scaler.scale(loss).backward()
             total += loss.item()
