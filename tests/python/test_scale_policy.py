@@ -3,8 +3,9 @@
 The fuzzer draws option sets (floors, ceilings, hysteresis, factors, intervals) and overflow
 sequences, drives a real scaler through real steps, and compares every intermediate state with
 scale_policy_reference.Reference. Both update paths of the core are held to it: the CPU's
-host arithmetic, and the accelerator's ATen ops (run here on CPU tensors). AMPKIT_FUZZ_EXAMPLES=N
-draws N cases per path (default 300).
+host arithmetic, and the accelerator's ATen ops (on CPU tensors, and on CUDA where there is CUDA:
+each test that makes a scaler runs once per device, the `device` fixture of tests/conftest.py).
+AMPKIT_FUZZ_EXAMPLES=N draws N cases per path (default 300).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import List
 import ampkit
 import pytest
 import torch
+from devices import DEVICES
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from scale_policy_reference import Reference, f32, float32_mul, host_mul
@@ -26,9 +28,10 @@ EXAMPLES = int(os.environ.get("AMPKIT_FUZZ_EXAMPLES", "300"))
 class Loop:
     """One parameter, one SGD optimizer (lr 0: only the scaler's state matters here)."""
 
-    def __init__(self, scaler: ampkit.GradScaler, fused: bool = False) -> None:
+    def __init__(self, scaler: ampkit.GradScaler, fused: bool = False,
+                 device: str = "cpu") -> None:
         self.scaler = scaler
-        self.param = torch.nn.Parameter(torch.ones(3))
+        self.param = torch.nn.Parameter(torch.ones(3, device=device))
         self.opt = torch.optim.SGD([self.param], lr=0.0, fused=fused or None)
 
     def step(self, overflow: bool):
@@ -86,21 +89,22 @@ def cases(draw):
     return options, overflows
 
 
-def _run_against_reference(options: dict, overflows: List[bool], tensor_ops: bool) -> None:
+def _run_against_reference(options: dict, overflows: List[bool], tensor_ops: bool,
+                           device: str = "cpu") -> None:
     note(f"options={options} overflows={overflows}")
-    scaler = ampkit.GradScaler("cpu", **options)
-    if tensor_ops:
+    scaler = ampkit.GradScaler(device, **options)
+    if tensor_ops and device == "cpu":  # an accelerator's scale always takes this path
         scaler._core.use_tensor_ops_for_policy(True)
     policy = {k: options[k] for k in ("growth_factor", "backoff_factor", "growth_interval",
                                       "min_scale", "max_scale", "hysteresis",
                                       "consecutive_hysteresis")}
-    # At the default policy torch.amp's own kernel moves the scale, whichever path: on the CPU it
-    # rounds as the host does.
+    # At the default policy torch.amp's own kernel moves the scale, whichever path: it rounds as
+    # the host does (a double product rounded to float32, on the CPU and in CUDA's kernel).
     default = (options["min_scale"] is None and options["max_scale"] is None
                and options["hysteresis"] == 1 and not options["consecutive_hysteresis"])
     mul = float32_mul if tensor_ops and not default else host_mul
     ref = Reference(options["init_scale"], mul=mul, **policy)
-    loop = Loop(scaler)
+    loop = Loop(scaler, device=device)
     in_run = False
     for i, overflow in enumerate(overflows):
         caught, error = loop.step(overflow)
@@ -113,30 +117,33 @@ def _run_against_reference(options: dict, overflows: List[bool], tensor_ops: boo
         assert _state(scaler) == _expected(ref), f"step {i}"
 
 
+# CPU-only by nature: the host arithmetic path exists for a CPU scale alone.
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_policy_on_the_cpu_follows_the_reference(case):
     _run_against_reference(*case, tensor_ops=False)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_policy_through_device_ops_follows_the_reference(case):
-    _run_against_reference(*case, tensor_ops=True)
+def test_policy_through_device_ops_follows_the_reference(device, case):
+    _run_against_reference(*case, tensor_ops=True, device=device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.booleans(), min_size=1, max_size=30), st.integers(1, 4),
        st.sampled_from([(2.0, 0.5), (1.5, 0.3), (3.0, 0.9)]))
 def test_default_policy_is_torch_amp_and_the_counters_follow_the_reference(
-        overflows, interval, factors):
+        device, overflows, interval, factors):
     growth, backoff = factors
-    ours = ampkit.GradScaler("cpu", init_scale=1024.0, growth_factor=growth,
+    ours = ampkit.GradScaler(device, init_scale=1024.0, growth_factor=growth,
                              backoff_factor=backoff, growth_interval=interval)
-    theirs = torch.amp.GradScaler("cpu", init_scale=1024.0, growth_factor=growth,
+    theirs = torch.amp.GradScaler(device, init_scale=1024.0, growth_factor=growth,
                                   backoff_factor=backoff, growth_interval=interval)
     ref = Reference(1024.0, growth, backoff, interval)
-    a, b = Loop(ours), Loop(theirs)
+    a, b = Loop(ours, device=device), Loop(theirs, device=device)
     for overflow in overflows:
         a.step(overflow)
         b.step(overflow)
@@ -149,9 +156,9 @@ def test_default_policy_is_torch_amp_and_the_counters_follow_the_reference(
 # ---- step outcome ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fused", [False, True], ids=["foreach", "fused"])
-def test_step_was_skipped_per_optimizer_and_for_the_iteration(fused):
-    scaler = ampkit.GradScaler("cpu", init_scale=8.0)
-    a, b = Loop(scaler, fused), Loop(scaler, fused)
+def test_step_was_skipped_per_optimizer_and_for_the_iteration(fused, device):
+    scaler = ampkit.GradScaler(device, init_scale=8.0)
+    a, b = Loop(scaler, fused, device), Loop(scaler, fused, device)
     assert scaler.step_was_skipped() is False  # nothing stepped yet
     for overflow_a, overflow_b in [(False, False), (True, False), (False, True), (True, True)]:
         for loop, overflow in ((a, overflow_a), (b, overflow_b)):
@@ -169,10 +176,10 @@ def test_step_was_skipped_per_optimizer_and_for_the_iteration(fused):
                 scaler.update()
 
 
-def test_step_was_skipped_is_free_for_ordinary_and_one_read_for_fused_optimizers():
+def test_step_was_skipped_is_free_for_ordinary_and_one_read_for_fused_optimizers(device):
     for fused, reads in ((False, 0), (True, 1)):
-        scaler = ampkit.GradScaler("cpu")
-        loop = Loop(scaler, fused)
+        scaler = ampkit.GradScaler(device)
+        loop = Loop(scaler, fused, device)
         loop.step(False)
         before = scaler._core.host_reads
         scaler.step_was_skipped(loop.opt)
@@ -180,17 +187,17 @@ def test_step_was_skipped_is_free_for_ordinary_and_one_read_for_fused_optimizers
         assert scaler._core.host_reads - before == reads
 
 
-def test_holding_the_scheduler_back_on_skipped_steps_is_one_line_and_warns_nothing():
-    model = torch.nn.Linear(4, 2)
+def test_holding_the_scheduler_back_on_skipped_steps_is_one_line_and_warns_nothing(device):
+    model = torch.nn.Linear(4, 2, device=device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
-    scaler = ampkit.GradScaler("cpu", init_scale=2.0 ** 16)
+    scaler = ampkit.GradScaler(device, init_scale=2.0 ** 16)
     lrs = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # torch warns "lr_scheduler.step() before optimizer.step()"
         for step in range(4):
             opt.zero_grad()
-            loss = model(torch.ones(3, 4)).sum()
+            loss = model(torch.ones(3, 4, device=device)).sum()
             scaler.scale(loss).backward()
             if step == 0:  # the first step skips, as a too-large initial scale makes it
                 model.weight.grad[0, 0] = float("inf")
@@ -204,11 +211,12 @@ def test_holding_the_scheduler_back_on_skipped_steps_is_one_line_and_warns_nothi
 
 # ---- overflow report ---------------------------------------------------------------------------
 
-def test_overflow_report_names_the_parameters_and_counts_inf_and_nan():
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+def test_overflow_report_names_the_parameters_and_counts_inf_and_nan(device):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2)).to(device)
     opt = torch.optim.SGD(model.named_parameters(), lr=0.1)
-    scaler = ampkit.GradScaler("cpu", track_overflow=True)
-    scaler.scale(model(torch.ones(2, 4)).sum()).backward()
+    scaler = ampkit.GradScaler(device, track_overflow=True)
+    scaler.scale(model(torch.ones(2, 4, device=device)).sum()).backward()
     model[2].weight.grad[0, :2] = float("inf")
     model[2].weight.grad[1, 0] = float("-inf")
     model[0].bias.grad[1] = float("nan")
@@ -218,30 +226,31 @@ def test_overflow_report_names_the_parameters_and_counts_inf_and_nan():
                                         {"name": "2.weight", "inf": 3, "nan": 0}]
     # a clean iteration empties it
     opt.zero_grad()
-    scaler.scale(model(torch.ones(2, 4)).sum()).backward()
+    scaler.scale(model(torch.ones(2, 4, device=device)).sum()).backward()
     scaler.step(opt)
     scaler.update()
     assert scaler.overflow_report() == []
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["foreach", "fused"])
-def test_overflow_report_without_param_names_uses_group_and_index(fused):
-    a, b = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(3))
+def test_overflow_report_without_param_names_uses_group_and_index(fused, device):
+    a = torch.nn.Parameter(torch.ones(2, device=device))
+    b = torch.nn.Parameter(torch.ones(3, device=device))
     opt = torch.optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1, fused=fused or None)
-    scaler = ampkit.GradScaler("cpu", track_overflow=True)
+    scaler = ampkit.GradScaler(device, track_overflow=True)
     scaler.scale(a.sum() + b.sum()).backward()
     b.grad[2] = float("nan")
     scaler.step(opt)
     scaler.update()
     assert scaler.overflow_report() == [{"name": "group1.param0", "inf": 0, "nan": 1}]
     assert scaler.step_was_skipped(opt) is True
-    assert torch.equal(b.detach(), torch.ones(3))  # the fused kernel skipped the step itself
+    assert torch.equal(b.detach().cpu(), torch.ones(3))  # the fused kernel skipped the step
 
 
-def test_track_overflow_costs_no_read_on_clean_steps_and_one_on_a_skip():
+def test_track_overflow_costs_no_read_on_clean_steps_and_one_on_a_skip(device):
     for track in (False, True):
-        scaler = ampkit.GradScaler("cpu", track_overflow=track)
-        loop = Loop(scaler)
+        scaler = ampkit.GradScaler(device, track_overflow=track)
+        loop = Loop(scaler, device=device)
         for _ in range(5):
             loop.step(False)
         assert scaler._core.host_reads == 5  # the skip decision, one per step
@@ -249,9 +258,9 @@ def test_track_overflow_costs_no_read_on_clean_steps_and_one_on_a_skip():
         assert scaler._core.host_reads == 6 + int(track)
 
 
-def test_the_policy_adds_no_host_read_on_clean_steps():
-    scaler = ampkit.GradScaler("cpu", min_scale=1.0, max_scale=2.0 ** 20, hysteresis=2)
-    loop = Loop(scaler)
+def test_the_policy_adds_no_host_read_on_clean_steps(device):
+    scaler = ampkit.GradScaler(device, min_scale=1.0, max_scale=2.0 ** 20, hysteresis=2)
+    loop = Loop(scaler, device=device)
     for _ in range(5):
         loop.step(False)
     assert scaler._core.host_reads == 5
@@ -259,9 +268,9 @@ def test_the_policy_adds_no_host_read_on_clean_steps():
 
 # ---- collapse ----------------------------------------------------------------------------------
 
-def test_collapse_raises_a_state_error_naming_the_scale_and_the_floor():
-    scaler = ampkit.GradScaler("cpu", init_scale=4.0, min_scale=2.0)
-    loop = Loop(scaler)
+def test_collapse_raises_a_state_error_naming_the_scale_and_the_floor(device):
+    scaler = ampkit.GradScaler(device, init_scale=4.0, min_scale=2.0)
+    loop = Loop(scaler, device=device)
     assert loop.step(True) == ([], None)  # 4 -> 2
     _, error = loop.step(True)  # an overflow at the floor
     assert isinstance(error, ampkit.StateError) and isinstance(error, RuntimeError)
@@ -270,10 +279,10 @@ def test_collapse_raises_a_state_error_naming_the_scale_and_the_floor():
     assert loop.step(False) == ([], None)
 
 
-def test_collapse_warns_once_per_run_or_is_ignored():
+def test_collapse_warns_once_per_run_or_is_ignored(device):
     for mode, expected in (("warn", [1, 0, 0, 1]), ("ignore", [0, 0, 0, 0])):
-        scaler = ampkit.GradScaler("cpu", init_scale=2.0, min_scale=2.0, on_min_scale=mode)
-        loop = Loop(scaler)
+        scaler = ampkit.GradScaler(device, init_scale=2.0, min_scale=2.0, on_min_scale=mode)
+        loop = Loop(scaler, device=device)
         counts, messages = [], []
         for overflow in (True, True, False, True):
             caught, error = loop.step(overflow)
@@ -286,17 +295,17 @@ def test_collapse_warns_once_per_run_or_is_ignored():
 
 # ---- checkpoints -------------------------------------------------------------------------------
 
-def test_torch_amp_loads_an_ampkit_state_and_ampkit_loads_torch_amps():
-    ours = ampkit.GradScaler("cpu", init_scale=64.0, min_scale=1.0, hysteresis=2,
+def test_torch_amp_loads_an_ampkit_state_and_ampkit_loads_torch_amps(device):
+    ours = ampkit.GradScaler(device, init_scale=64.0, min_scale=1.0, hysteresis=2,
                              growth_interval=3)
-    loop = Loop(ours)
+    loop = Loop(ours, device=device)
     for overflow in (False, True, False):
         loop.step(overflow)
-    theirs = torch.amp.GradScaler("cpu")
+    theirs = torch.amp.GradScaler(device)
     theirs.load_state_dict(ours.state_dict())  # ignores ampkit's keys
     state = ours.state_dict()
     assert theirs.state_dict() == {k: state[k] for k in theirs.state_dict()}
-    back = ampkit.GradScaler("cpu", min_scale=0.5, hysteresis=3)
+    back = ampkit.GradScaler(device, min_scale=0.5, hysteresis=3)
     back.load_state_dict(theirs.state_dict())
     loaded = back.state_dict()
     assert {k: loaded[k] for k in theirs.state_dict()} == theirs.state_dict()
@@ -307,19 +316,20 @@ def test_torch_amp_loads_an_ampkit_state_and_ampkit_loads_torch_amps():
 
 
 @pytest.mark.parametrize("tensor_ops", [False, True])
-def test_a_run_resumed_from_a_checkpoint_continues_as_an_uninterrupted_one(tensor_ops):
+def test_a_run_resumed_from_a_checkpoint_continues_as_an_uninterrupted_one(tensor_ops, device):
     options = dict(init_scale=256.0, growth_interval=2, min_scale=4.0, max_scale=1024.0,
                    hysteresis=2, consecutive_hysteresis=True, on_min_scale="ignore",
                    track_overflow=True)
     overflows = [False, True, True, False, False, True, False, False, False, True, True, True]
 
     def run(scaler, steps):
-        loop = Loop(scaler)
+        loop = Loop(scaler, device=device)
         return [(loop.step(o), _state(scaler), scaler.overflow_report())[1:] for o in steps]
 
     def make(**kw):
-        scaler = ampkit.GradScaler("cpu", **kw)
-        scaler._core.use_tensor_ops_for_policy(tensor_ops)
+        scaler = ampkit.GradScaler(device, **kw)
+        if device == "cpu":  # an accelerator's scale always takes the tensor-ops path
+            scaler._core.use_tensor_ops_for_policy(tensor_ops)
         return scaler
 
     whole = run(make(**options), overflows)
@@ -332,8 +342,8 @@ def test_a_run_resumed_from_a_checkpoint_continues_as_an_uninterrupted_one(tenso
     assert head + tail == whole
 
 
-def test_bad_checkpoint_values_are_refused_by_key_and_change_nothing():
-    scaler = ampkit.GradScaler("cpu", min_scale=1.0)
+def test_bad_checkpoint_values_are_refused_by_key_and_change_nothing(device):
+    scaler = ampkit.GradScaler(device, min_scale=1.0)
     good = scaler.state_dict()
     before = scaler.state_dict()
     bad_values = {"min_scale": ("a", TypeError), "hysteresis": (0, ValueError),
