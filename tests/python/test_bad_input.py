@@ -11,6 +11,10 @@ message fragment[, known bug]). A new public argument gets its rows here. Each r
   by one more on the scaler and on an identical twin that never saw the bad call; both must agree
   bit for bit. Setter and load_state_dict rows run on a scaler mid-iteration and on a fresh one.
 
+Each row whose call makes a scaler or a region runs once per device (cpu, and cuda where there
+is CUDA: tests/parity/devices.py); the rows of the device argument itself, and of the two query
+functions, run once.
+
 A row with a known bug is an xfail with the reason, strict like every xfail (pyproject.toml's
 xfail_strict): fixing the bug makes it XPASS, which fails, so the marker is then removed.
 """
@@ -24,6 +28,7 @@ import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import CUDA_MARKS
 
 nan, inf = math.nan, math.inf
 
@@ -289,21 +294,22 @@ ROWS: List[Row] = [
 class Setup:
     """A scaler with a model and an optimizer; 'live' is mid-iteration, 'fresh' never scaled."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, device: str = "cpu") -> None:
         torch.manual_seed(3)
-        self.model = torch.nn.Linear(4, 2)
+        self.model = torch.nn.Linear(4, 2).to(device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=0.1)
         # 0.1 is not a float32: a fresh scaler reports it exactly, an initialised one rounded.
-        self.scaler = ampkit.GradScaler("cpu", init_scale=0.1 if kind == "fresh" else 1024.0,
+        self.scaler = ampkit.GradScaler(device, init_scale=0.1 if kind == "fresh" else 1024.0,
                                         growth_factor=3.0, backoff_factor=0.25, growth_interval=3)
-        self.x = torch.randn(8, 4, generator=torch.Generator().manual_seed(5))
+        self.x = torch.randn(8, 4, generator=torch.Generator().manual_seed(5)).to(device)
         if kind == "live":
             self.iteration()        # one whole iteration: the tracker is 1
             self.scale_backward()   # and the next one has begun
 
     def scale_backward(self) -> None:
         self.opt.zero_grad()
-        self.scaler.scale(F.mse_loss(self.model(self.x), torch.zeros(8, 2))).backward()
+        target = torch.zeros(8, 2, device=self.x.device)
+        self.scaler.scale(F.mse_loss(self.model(self.x), target)).backward()
 
     def finish(self) -> None:
         self.scaler.step(self.opt)
@@ -339,51 +345,63 @@ SCALER_METHODS = {"scale", "unscale_", "step", "update", "set_growth_factor",
                   "step_was_skipped"}
 ON_FRESH_TOO = {"set_growth_factor", "set_backoff_factor", "set_growth_interval", "load_state_dict"}
 
-CALLS: Dict[str, Callable[[Row, Optional[Setup]], Any]] = {
-    "GradScaler": lambda row, _: ampkit.GradScaler(
+CALLS: Dict[str, Callable[[Row, Optional[Setup], str], Any]] = {
+    "GradScaler": lambda row, _, device: ampkit.GradScaler(
         **({"device": row.value} if row.argument == "device"
-           else {"device": "cpu", row.argument: row.value})),
-    "autocast": lambda row, _: ampkit.autocast(
+           else {"device": device, row.argument: row.value})),
+    "autocast": lambda row, _, device: ampkit.autocast(
         **({"device_type": row.value} if row.argument == "device_type"
-           else {"device_type": "cpu", row.argument: row.value})),
-    "is_autocast_enabled": lambda row, _: ampkit.is_autocast_enabled(row.value),
-    "get_autocast_dtype": lambda row, _: ampkit.get_autocast_dtype(row.value),
+           else {"device_type": device, row.argument: row.value})),
+    "is_autocast_enabled": lambda row, _, __: ampkit.is_autocast_enabled(row.value),
+    "get_autocast_dtype": lambda row, _, __: ampkit.get_autocast_dtype(row.value),
     # The outer lambda binds each name (ruff's B023 does not see through the factory).
-    **{name: (lambda name: lambda row, setup: getattr(setup.scaler, name)(row.value))(name)  # noqa: B023
+    **{name: (lambda name: lambda row, setup, _: getattr(setup.scaler, name)(row.value))(name)  # noqa: B023
        for name in SCALER_METHODS},
 }
+
+
+def _devices(row: Row):
+    """The devices a row runs on: each one where its call makes a scaler or a region on a device
+    of the test's choosing; the CPU alone where the device is the bad value itself, or where the
+    call only reads the thread's state."""
+    if row.argument in ("device", "device_type") or row.target not in (
+            SCALER_METHODS | {"GradScaler", "autocast"}):
+        return [("cpu", [])]
+    return [("cpu", []), ("cuda", list(CUDA_MARKS))]
 
 
 def _cases():
     for row in ROWS:
         setups = (["live", "fresh"] if row.target in ON_FRESH_TOO
                   else ["live"] if row.target in SCALER_METHODS else [None])
-        for setup in setups:
-            marks = [pytest.mark.xfail(reason=row.known_bug)] if row.known_bug else []
-            ident = (f"{row.target}-{row.argument}={row.value!r:.40}"
-                     + (f"-{setup}" if setup else ""))
-            yield pytest.param(row, setup, marks=marks, id=ident)
+        for device, device_marks in _devices(row):
+            for setup in setups:
+                marks = [pytest.mark.xfail(reason=row.known_bug)] if row.known_bug else []
+                ident = (f"{row.target}-{row.argument}={row.value!r:.40}"
+                         + (f"-{setup}" if setup else "") + f"-{device}")
+                yield pytest.param(row, setup, device, marks=device_marks + marks, id=ident)
 
 
-def _raised(row: Row, setup: Optional[Setup]) -> BaseException:
+def _raised(row: Row, setup: Optional[Setup], device: str) -> BaseException:
     """The exception (or warning) the row's call raises, checked against the row's type."""
     if issubclass(row.error, Warning):
         with pytest.warns(row.error) as record:
-            CALLS[row.target](row, setup)
+            CALLS[row.target](row, setup, device)
         return record[0].message
     with pytest.raises(row.error) as info:
-        CALLS[row.target](row, setup)
+        CALLS[row.target](row, setup, device)
     return info.value
 
 
-@pytest.mark.parametrize("row,setup_kind", list(_cases()))
-def test_bad_argument_is_refused_by_name_and_changes_nothing(row: Row, setup_kind: Optional[str]):
-    setup = Setup(setup_kind) if setup_kind else None
-    twin = Setup(setup_kind) if setup_kind else None
+@pytest.mark.parametrize("row,setup_kind,device", list(_cases()))
+def test_bad_argument_is_refused_by_name_and_changes_nothing(row: Row, setup_kind: Optional[str],
+                                                             device: str):
+    setup = Setup(setup_kind, device) if setup_kind else None
+    twin = Setup(setup_kind, device) if setup_kind else None
     before = setup.snapshot() if setup else None
     autocast_before = _autocast_state()
 
-    error = _raised(row, setup)
+    error = _raised(row, setup, device)
 
     message = str(error)
     assert row.argument in message or row.argument.replace("_", " ") in message, (
@@ -420,9 +438,9 @@ def test_row_table_covers_every_public_argument():
     assert public_methods <= SCALER_METHODS, "a public GradScaler method with arguments has no rows"
 
 
-def test_rejected_scale_of_a_list_leaves_a_fresh_scaler_fresh():
-    scaler = ampkit.GradScaler("cpu", init_scale=0.1)
+def test_rejected_scale_of_a_list_leaves_a_fresh_scaler_fresh(device):
+    scaler = ampkit.GradScaler(device, init_scale=0.1)
     before = scaler.state_dict()
     with pytest.raises(ValueError, match="`outputs`"):
-        scaler.scale([torch.ones(()), 3])
+        scaler.scale([torch.ones((), device=device), 3])
     assert scaler.state_dict() == before
