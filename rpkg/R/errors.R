@@ -24,8 +24,11 @@ call_python <- function(expr, call = sys.call(-1L)) {
 }
 
 # Python exceptions that get an R class of their own (before "ampkit_error"), so that R code can
-# catch them by class.
-python_error_classes <- c(ScaleCollapseError = "ampkit_scale_collapse")
+# catch them by class; PyTorch's built-in ones get R torch's condition classes.
+python_error_classes <- c(ScaleCollapseError = "ampkit_scale_collapse",
+                          ValueError = "value_error", RuntimeError = "runtime_error",
+                          TypeError = "type_error", IndexError = "index_error",
+                          NotImplementedError = "not_implemented_error")
 
 # The Python exception behind `e`, or NULL when `e` is an R error (ampkit's own included).
 python_exception <- function(e) {

@@ -1,0 +1,332 @@
+# `$` on tensors: R torch's methods and fields over PyTorch's, with R's conventions converted at
+# the border by argument role (dims 1-based, indices 1-based, sizes from doubles) and indices
+# in results made 1-based. Methods absent from the table fall through to PyTorch's method of
+# the same name (an argument named like a dim is still converted).
+
+# Roles of arguments, by name, for methods and functions not in the table.
+default_roles <- c(dim = "dim", dims = "dim", dim0 = "dim", dim1 = "dim", dim2 = "dim",
+                   start_dim = "dim", end_dim = "dim", dtype = "dtype", device = "device",
+                   size = "size", shape = "size")
+
+# name = list(args = c(<leading positional parameter names> = <role>), varargs = <role of all
+# positional arguments collapsed into one>, out = "index" (the result is an index tensor) or
+# "second" (a (values, indices) pair)). Roles: dim, index (1-based positions), size, int
+# (whole numbers given as doubles), dtype, device, none.
+fe_spec <- function(args = character(), varargs = NULL, out = NULL) {
+  list(args = args, varargs = varargs, out = out)
+}
+
+fe_dim1 <- c(dim = "dim")
+method_specs <- list(
+  size = fe_spec(fe_dim1), stride = fe_spec(fe_dim1), sum = fe_spec(fe_dim1),
+  mean = fe_spec(fe_dim1), prod = fe_spec(fe_dim1), nansum = fe_spec(fe_dim1),
+  nanmean = fe_spec(fe_dim1), std = fe_spec(fe_dim1), var = fe_spec(fe_dim1),
+  amax = fe_spec(fe_dim1), amin = fe_spec(fe_dim1), logsumexp = fe_spec(fe_dim1),
+  all = fe_spec(fe_dim1), any = fe_spec(fe_dim1), count_nonzero = fe_spec(fe_dim1),
+  softmax = fe_spec(fe_dim1), log_softmax = fe_spec(fe_dim1), cumsum = fe_spec(fe_dim1),
+  cumprod = fe_spec(fe_dim1), logcumsumexp = fe_spec(fe_dim1), unbind = fe_spec(fe_dim1),
+  unsqueeze = fe_spec(fe_dim1), unsqueeze_ = fe_spec(fe_dim1), squeeze = fe_spec(fe_dim1),
+  squeeze_ = fe_spec(fe_dim1), norm = fe_spec(c(p = "none", dim = "dim")),
+  max = fe_spec(c(dim = "dim"), out = "second"), min = fe_spec(c(dim = "dim"), out = "second"),
+  median = fe_spec(fe_dim1, out = "second"), mode = fe_spec(fe_dim1, out = "second"),
+  cummax = fe_spec(fe_dim1, out = "second"), cummin = fe_spec(fe_dim1, out = "second"),
+  sort = fe_spec(fe_dim1, out = "second"),
+  topk = fe_spec(c(k = "int", dim = "dim"), out = "second"),
+  kthvalue = fe_spec(c(k = "int", dim = "dim"), out = "second"),
+  argmax = fe_spec(fe_dim1, out = "index"), argmin = fe_spec(fe_dim1, out = "index"),
+  argsort = fe_spec(fe_dim1, out = "index"), nonzero = fe_spec(out = "index"),
+  transpose = fe_spec(c(dim0 = "dim", dim1 = "dim")),
+  transpose_ = fe_spec(c(dim0 = "dim", dim1 = "dim")),
+  swapaxes = fe_spec(c(axis0 = "dim", axis1 = "dim")),
+  swapdims = fe_spec(c(dim0 = "dim", dim1 = "dim")),
+  movedim = fe_spec(c(source = "dim", destination = "dim")),
+  flatten = fe_spec(c(start_dim = "dim", end_dim = "dim")),
+  unflatten = fe_spec(c(dim = "dim", sizes = "size")), flip = fe_spec(varargs = "dim"),
+  permute = fe_spec(varargs = "dim"), roll = fe_spec(c(shifts = "int", dims = "dim")),
+  chunk = fe_spec(c(chunks = "int", dim = "dim")),
+  split = fe_spec(c(split_size = "int", dim = "dim")), diff = fe_spec(c(n = "int", dim = "dim")),
+  unfold = fe_spec(c(dimension = "dim", size = "int", step = "int")),
+  repeat_interleave = fe_spec(c(repeats = "int", dim = "dim")),
+  select = fe_spec(c(dim = "dim", index = "index")),
+  narrow = fe_spec(c(dim = "dim", start = "index", length = "int")),
+  narrow_copy = fe_spec(c(dim = "dim", start = "index", length = "int")),
+  index_select = fe_spec(c(dim = "dim", index = "index")),
+  gather = fe_spec(c(dim = "dim", index = "index")),
+  scatter = fe_spec(c(dim = "dim", index = "index")),
+  scatter_ = fe_spec(c(dim = "dim", index = "index")),
+  scatter_add = fe_spec(c(dim = "dim", index = "index")),
+  scatter_add_ = fe_spec(c(dim = "dim", index = "index")),
+  index_add = fe_spec(c(dim = "dim", index = "index")),
+  index_add_ = fe_spec(c(dim = "dim", index = "index")),
+  index_copy = fe_spec(c(dim = "dim", index = "index")),
+  index_copy_ = fe_spec(c(dim = "dim", index = "index")),
+  index_fill = fe_spec(c(dim = "dim", index = "index")),
+  index_fill_ = fe_spec(c(dim = "dim", index = "index")), view = fe_spec(varargs = "size"),
+  reshape = fe_spec(varargs = "size"), expand = fe_spec(varargs = "size"),
+  `repeat` = fe_spec(varargs = "size"), tile = fe_spec(varargs = "size"),
+  new_zeros = fe_spec(varargs = "size"), new_ones = fe_spec(varargs = "size"),
+  new_empty = fe_spec(varargs = "size"), new_full = fe_spec(c(size = "size"))
+)
+
+# One argument converted by its role.
+fe_convert_arg <- function(value, role, name, call) {
+  switch(role,
+    dim = as_py_dim(value, name, call),
+    index = as_py_index(value, name, call),
+    size = as_py_size(value, arg = name, call = call),
+    int = as_py_int(value, name, call),
+    dtype = as_py_dtype(value, name, call),
+    device = as_py_device(value, name, call),
+    as_py_value(value)
+  )
+}
+
+# An argument without a role: front-end objects unwrapped; R vectors of several numbers become
+# tensors (R torch converts them so); single numbers stay Python scalars.
+as_py_value <- function(value) {
+  if (is.atomic(value) && length(value) != 1L && !is.null(value) && !is.character(value)) {
+    return(tpy(torch_tensor(value)))
+  }
+  unwrap(value)
+}
+
+as_py_int <- function(value, arg, call) {
+  if (is.double(value) && !anyNA(value) && all(value == trunc(value))) {
+    value <- as.integer(value)
+    if (length(value) != 1L) value <- as.list(value)
+  }
+  unwrap(value)
+}
+
+# A 1-based index: one number (as a Python int) or several (or a tensor), as PyTorch's 0-based.
+as_py_index <- function(value, arg = "index", call = NULL) {
+  if (is.numeric(value) && length(value) == 1L && !is.na(value) && value == trunc(value)) {
+    if (value == 0) {
+      abort(sprintf("`%s` is 1-based (the first element is 1), but found 0.", arg), call,
+            class = "value_error")
+    }
+    return(as.integer(if (value > 0) value - 1 else value))
+  }
+  as_py_index_tensor(value, arg, call)
+}
+
+# The Python arguments of a call by `spec` (the method's or function's table entry, or NULL).
+fe_convert_args <- function(args, spec, call) {
+  n <- length(args)
+  if (n == 0L) {
+    return(args)
+  }
+  names <- names(args) %||% character(n)
+  if (!is.null(spec$varargs)) {
+    positional <- !nzchar(names)
+    if (any(positional)) {
+      given <- args[positional]
+      if (length(given) == 1L && inherits(given[[1L]], "torch_dtype")) {
+        collapsed <- list(unwrap(given[[1L]]))
+      } else if (spec$varargs == "size") {
+        collapsed <- list(as_py_size(given, call = call))
+      } else {
+        collapsed <- list(as_py_dim(unlist(given), "dims", call))
+      }
+      args <- c(collapsed, args[!positional])
+      names <- c("", names[!positional])
+    }
+  }
+  roles <- spec$args
+  k <- 0L
+  for (i in seq_along(args)) {
+    name <- names[[i]]
+    if (!nzchar(name)) {
+      k <- k + 1L
+      if (!is.null(spec$varargs) && i == 1L) next
+      name <- if (k <= length(roles)) names(roles)[[k]] else ""
+    }
+    role <- if (nzchar(name)) roles[name][[1L]] %|NA|% default_roles[name][[1L]] else NA
+    if (is.na(role)) role <- "none"
+    value <- args[[i]]
+    if (!is.null(value)) {
+      args[i] <- list(fe_convert_arg(value, role, name, call))
+    }
+  }
+  args
+}
+
+`%|NA|%` <- function(x, y) if (is.null(x) || is.na(x)) y else x
+
+# The wrapped result with indices made 1-based where the spec says so.
+wrap_spec_result <- function(py, spec) {
+  out <- spec$out
+  if (is.null(out)) {
+    return(wrap(py))
+  }
+  if (out == "index") {
+    return(new_torch_tensor(tensor_method("add_")(py, 1L)))
+  }
+  result <- wrap(py)
+  if (is.list(result) && length(result) == 2L) {
+    tensor_method("add_")(tpy(result[[2L]]), 1L)
+  }
+  result
+}
+
+# Calls the Python callable `f` with `self` (a Python tensor, or NULL for functions) and the R
+# arguments converted by `spec`. A TypeError with whole doubles among the arguments is retried
+# with them as integers (PyTorch wants ints where R users write 2, not 2L).
+call_by_spec <- function(f, self, args, spec, call) {
+  py_args <- fe_convert_args(args, spec, call)
+  if (!is.null(self)) py_args <- c(list(self), py_args)
+  result <- tryCatch(do.call(f, py_args), error = function(e) e)
+  if (inherits(result, "error")) {
+    wholes <- vapply(py_args, function(a) is.double(a) && length(a) >= 1L && !anyNA(a) &&
+                       all(a == trunc(a)), NA)
+    info <- reticulate::py_last_error()
+    if (any(wholes) && !is.null(info) && identical(info$type, "TypeError")) {
+      py_args[wholes] <- lapply(py_args[wholes], function(a) {
+        if (length(a) == 1L) as.integer(a) else as.list(as.integer(a))
+      })
+      result <- call_python(do.call(f, py_args), call)
+    } else {
+      call_python(stop(result), call)
+    }
+  }
+  wrap_spec_result(result, spec)
+}
+
+# R's own methods and fields (those that differ from PyTorch's or need R's conversions).
+tensor_r_members <- list(
+  ptr = function(self) self,
+  is_cuda = function(self) identical(reticulate::py_to_r(tpy(self)$device$type), "cuda"),
+  names = function(self) NULL,
+  to = function(self) function(...) tensor_to(self, ..., call = sys.call()),
+  cuda = function(self) {
+    function(device = NULL, non_blocking = FALSE, memory_format = NULL) {
+      tensor_to(self, device = device %||% "cuda", non_blocking = non_blocking,
+                call = sys.call())
+    }
+  },
+  cpu = function(self) function(memory_format = NULL) tensor_to(self, device = "cpu"),
+  float = function(self) function(...) tensor_to(self, dtype = torch_float32()),
+  double = function(self) function(...) tensor_to(self, dtype = torch_float64()),
+  half = function(self) function(...) tensor_to(self, dtype = torch_float16()),
+  bfloat16 = function(self) function(...) tensor_to(self, dtype = torch_bfloat16()),
+  long = function(self) function(...) tensor_to(self, dtype = torch_long()),
+  int = function(self) function(...) tensor_to(self, dtype = torch_int()),
+  bool = function(self) function(...) tensor_to(self, dtype = torch_bool()),
+  item = function(self) function() wrap(tensor_method("item")(tpy(self))),
+  numel = function(self) function() reticulate::py_to_r(tensor_method("numel")(tpy(self))),
+  print = function(self) function(...) print.torch_tensor(self, ...)
+)
+
+# `$to()`: R torch's to(dtype, device, other, non_blocking, copy); a device may come first.
+tensor_to <- function(self, dtype = NULL, device = NULL, other = NULL, non_blocking = FALSE,
+                      copy = FALSE, memory_format = NULL, call = NULL) {
+  if (is.character(dtype) && is.null(dtype_aliases[[tolower(dtype)]]) ||
+      inherits(dtype, "torch_device")) {
+    device <- dtype
+    dtype <- NULL
+  }
+  if (is_torch_tensor(dtype)) {
+    other <- dtype
+    dtype <- NULL
+  }
+  py <- tpy(self)
+  if (!is.null(other)) {
+    return(new_torch_tensor(call_python(py$to(tpy(other), non_blocking = non_blocking,
+                                              copy = copy), call)))
+  }
+  args <- list(dtype = as_py_dtype(dtype, call = call),
+               device = as_py_device(device, call = call),
+               non_blocking = non_blocking, copy = copy)
+  new_torch_tensor(call_python(do.call(tensor_method("to"), c(list(py), args)), call))
+}
+
+# The kind of torch.Tensor.<name>: "method", "field", or NULL when there is none; remembered.
+.fe_kind <- new.env(parent = emptyenv())
+tensor_member_kind <- function(name) {
+  kind <- .fe_kind[[name]]
+  if (is.null(kind)) {
+    m <- tensor_method(name)
+    kind <- if (is.null(m)) "none" else if (reticulate::py_to_r(py_builtins()$callable(m)))
+      "method" else "field"
+    assign(name, kind, envir = .fe_kind)
+  }
+  kind
+}
+
+#' Methods and fields of tensors
+#'
+#' `x$name` gives R torch's methods and fields: `$shape`, `$dtype`,
+#' `$device`, `$grad`, `$requires_grad`, `$is_leaf` are fields; `$to()`,
+#' `$cuda()`, `$cpu()`, `$item()`, `$sum()`, `$mean()`, `$view()`,
+#' `$reshape()`, `$t()`, `$mm()`, `$matmul()`, `$argmax()`, `$max()`,
+#' `$detach()`, `$backward()`, `$numel()`, `$size()`, `$stride()` and the
+#' other methods of PyTorch's tensors are methods, with R torch's
+#' conventions: dims count from 1 (`dim = -1` is the last), sizes may be
+#' doubles (`x$view(c(2, 3))`), indices taken (`index_add_()`, `gather()`,
+#' `select()`, `narrow()`) and returned (`$argmax()`, `$max(dim = )`,
+#' `$sort()`) count from 1. `x$requires_grad <- TRUE` and `x$grad <- NULL`
+#' set fields.
+#' @param x A `torch_tensor`.
+#' @param name A method or field name.
+#' @param value The new value of the field.
+#' @return The field's value, or the method as an R function.
+#' @name tensor-methods
+#' @examples
+#' if (ampkit_available()) {
+#'   x <- torch_tensor(matrix(c(1, 5, 3, 2, 4, 6), nrow = 2))
+#'   x$shape
+#'   x$sum(dim = 1)
+#'   x$max(dim = 2)
+#'   x$argmax()
+#'   x$requires_grad <- TRUE
+#'   x$sum()$backward()
+#'   x$grad
+#' }
+NULL
+
+#' @rdname tensor-methods
+#' @export
+`$.torch_tensor` <- function(x, name) {
+  member <- tensor_r_members[[name]]
+  if (!is.null(member)) {
+    return(member(x))
+  }
+  kind <- .fe_kind[[name]] %||% tensor_member_kind(name)
+  if (kind == "method") {
+    f <- .fe_method[[name]]
+    spec <- method_specs[[name]]
+    function(...) call_by_spec(f, .subset2(x, "py"), list(...), spec, sys.call())
+  } else if (kind == "field") {
+    wrap(reticulate::py_get_attr(.subset2(x, "py"), name))
+  } else {
+    abort(sprintf("A torch_tensor has no method or field `%s`.", name), sys.call(),
+          class = "value_error")
+  }
+}
+
+#' @rdname tensor-methods
+#' @export
+`[[.torch_tensor` <- function(x, name) `$.torch_tensor`(x, name)
+
+#' @rdname tensor-methods
+#' @export
+`$<-.torch_tensor` <- function(x, name, value) {
+  py <- .subset2(x, "py")
+  call <- sys.call()
+  switch(name,
+    requires_grad = call_python(py$requires_grad_(arg_flag(value, "requires_grad", call)), call),
+    grad = ,
+    data = call_python(reticulate::py_set_attr(py, name, unwrap(value)), call),
+    abort(sprintf("The field `%s` of a torch_tensor cannot be assigned; `requires_grad`, `grad` and `data` can.",
+                  name), call, class = "value_error")
+  )
+  invisible(x)
+}
+
+#' @export
+.DollarNames.torch_tensor <- function(x, pattern = "") {
+  candidates <- c(names(tensor_r_members), names(method_specs), "shape", "dtype", "device",
+                  "grad", "requires_grad", "is_leaf", "backward", "detach", "t", "mm",
+                  "matmul", "requires_grad_", "add_", "mul_", "zero_", "copy_", "clone")
+  sort(unique(grep(pattern, candidates, value = TRUE)))
+}
