@@ -84,8 +84,6 @@ new_torch_tensor <- function(py) {
   x
 }
 
-is_torch_tensor <- function(x) inherits(x, "torch_tensor")
-
 # The Python tensor inside a front-end tensor (no dispatch).
 tpy <- function(x) .subset2(x, "py")
 
@@ -138,7 +136,15 @@ wrap <- function(py) {
     python.builtin.NoneType = reticulate::py_to_r(py),
     torch.dtype = dtype_from_py(py),
     torch.device = device_from_py(py),
-    if (inherits(py, c("python.builtin.tuple", "python.builtin.list"))) {
+    if (inherits(py, "python.builtin.dict")) {
+      keys <- py_builtins()$list(py)
+      out <- lapply(seq_len(reticulate::py_len(keys)) - 1L,
+                    function(i) wrap(reticulate::py_get_item(py, reticulate::py_get_item(keys, i))))
+      names(out) <- vapply(seq_len(reticulate::py_len(keys)) - 1L, function(i) {
+        reticulate::py_str(reticulate::py_get_item(keys, i))
+      }, "")
+      out
+    } else if (inherits(py, c("python.builtin.tuple", "python.builtin.list"))) {
       # by item: py_to_r() would give the items reticulate's convert = TRUE.
       items <- py_builtins()$list(py)
       lapply(seq_len(reticulate::py_len(items)) - 1L,
@@ -158,6 +164,12 @@ as_py_dim <- function(dim, arg = "dim", call = NULL) {
     return(NULL)
   }
   if (is_torch_tensor(dim)) {
+    # a tensor where a dim may stand is another operand (torch_max(a, b)), unless it holds
+    # one whole number.
+    py <- tpy(dim)
+    if (reticulate::py_to_r(py$numel()) != 1L || reticulate::py_to_r(py$is_floating_point())) {
+      return(py)
+    }
     dim <- as.integer(dim)
   }
   if (!is.numeric(dim) || length(dim) == 0L || anyNA(dim) || any(dim != trunc(dim))) {
