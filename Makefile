@@ -16,13 +16,25 @@ BUILD_DEPS := $(shell python3 -c "import tomllib; print(' '.join(repr(r) for r i
 # versions that keep torch 2.13.0 (installed on the same pip line as torch's pin).
 FRAMEWORK_DEPS := lightning==2.6.6 accelerate==1.15.0 transformers==5.23.0
 # expecttest: PyTorch's own test helpers import it (tools/torch_own_tests runs PyTorch's tests).
-PY_DEPS := torch==2.13.0 numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
-           ruff==0.17.6 expecttest==0.3.0 $(FRAMEWORK_DEPS)
+# TORCH=system builds against the torch of the interpreter PYTHON (the .venv sees its packages;
+# no torch is installed, nor the frameworks pinned to torch 2.13): `make setup TORCH=system
+# PYTHON=/path/to/python3`. Switching TORCH in an existing .venv needs `make clean` first.
+TORCH ?= 2.13.0
+PYTHON ?= python3
+ifeq ($(TORCH),system)
+VENV_FLAGS := --system-site-packages
+TORCH_DEPS :=
+else
+VENV_FLAGS :=
+TORCH_DEPS := torch==$(TORCH) $(FRAMEWORK_DEPS)
+endif
+PY_DEPS := $(TORCH_DEPS) numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
+           ruff==0.17.6 expecttest==0.3.0
 EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
 R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
 
-.PHONY: setup test test-cpp test-python test-r bench parity lint clean
+.PHONY: setup test test-cpp test-python test-r bench parity lint clean gpu-wheels gpu-proof
 
 setup: $(VENV)/.system $(VENV)/.deps $(VENV)/.ext $(VENV)/.rpkg
 
@@ -31,7 +43,7 @@ $(VENV)/.system: tools/setup_system.sh
 	@mkdir -p $(VENV) && touch $@
 
 $(VENV)/.deps: $(VENV)/.system Makefile
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	@echo "setup: Python packages into $(VENV)"
 	@$(PIP) install -q --disable-pip-version-check $(PY_DEPS)
 	@touch $@
@@ -73,5 +85,15 @@ lint: setup
 	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
 	@echo "== lintr" && Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
 
+# On a GPU machine (the device tool's): `make gpu-wheels` here first (the build requirements and
+# GoogleTest into .whl/, carried there), then `make gpu-proof` there (tools/gpu_proof.sh: build
+# against its torch, the CUDA tests, the benchmark on CUDA; results in bench/results/gpu/).
+gpu-wheels:
+	@bash tools/gpu_wheels.sh
+
+gpu-proof:
+	@bash tools/gpu_proof.sh
+
+# bench/results/gpu/ holds committed GPU results: clean keeps it.
 clean:
-	rm -rf build $(VENV) bench/results
+	rm -rf build $(VENV) $(filter-out bench/results/gpu,$(wildcard bench/results/*))

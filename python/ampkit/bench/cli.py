@@ -25,13 +25,16 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load_suites(directory: str, names: Optional[List[str]]) -> List[Dict[str, Any]]:
+def load_suites(directory: str, names: Optional[List[str]],
+                device: str = "cpu") -> List[Dict[str, Any]]:
+    """The suites of `directory`: those named, else every suite for `device` (a suite with a
+    "devices" list, such as the seeds' GPU workloads, runs on those devices only, or by name)."""
     suites = []
     for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
         with open(path) as f:
             suite = json.load(f)
         suite["path"] = os.path.abspath(path)
-        if not names or suite["name"] in names:
+        if (suite["name"] in names) if names else (device in suite.get("devices", [device])):
             suites.append(suite)
     if not suites:
         raise SystemExit(f"no benchmark suites found in {directory!r} (names: {names})")
@@ -77,7 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device here")
     size_name = args.size or args.device
-    suites = load_suites(args.suites, args.only)
+    suites = load_suites(args.suites, args.only, args.device)
     r_missing = "--no-r given" if args.no_r else r_unavailable()
     torch.set_num_threads(max(1, os.cpu_count() or 1))  # the R runner takes the same number
     measure.steady_allocator()  # and the same allocator policy
@@ -115,6 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     machine = {"platform": platform.platform(),
                "processor": platform.processor() or platform.machine(),
                "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device,
+               "python": platform.python_version(), "cuda": torch.version.cuda,
                "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
     print(f"\nampkit benchmark - {machine['platform']}, {machine['cpus']} CPUs, "
           f"torch {machine['torch']}"

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `make gpu-proof`: ampkit proven on a CUDA machine in one command, inside 9 minutes.
+#
+# Made for the GPU machine the device tool lends (Python 3.12 with its own CUDA torch, nvcc,
+# CMake, ninja; no package registry). Prepare here with `make gpu-wheels` (the build
+# requirements and GoogleTest into .whl/, git-ignored), then through the device tool run
+#     bash tools/gpu_proof.sh        with carry [".whl"]
+# It
+#   1. refuses at once, with the reason, where torch sees no CUDA device;
+#   2. installs .whl/ (--no-index) and builds ampkit against the interpreter's own torch
+#      (--no-build-isolation; the C++ tests too when GoogleTest came along);
+#   3. runs the C++ tests (ctest) and the device-generic Python suite's CUDA half (pytest -m cuda),
+#      and the R package's CUDA test where R and the ampkit R package are there;
+#   4. runs the benchmark with --device cuda (the seeds' GPU workloads included: seed_mlp,
+#      seed_bert) and counts host syncs per step (torch.cuda.set_sync_debug_mode);
+#   5. writes bench/results/gpu/<date>-<machine>/: results.json and results.png (the benchmark),
+#      gpu_proof.json and README.md (machine, GPU, driver, torch, CUDA; each stage; the
+#      acceptance checks), and the logs; with $OUT set (the device tool) a copy goes there too.
+# Environment: PYTHON (default python3), GPU_PROOF_DIR (default the folder above),
+# AMPKIT_FUZZ_EXAMPLES (default 100 here).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+started=$(date +%s)
+
+# ---- 1. a GPU, or a clear refusal at once ------------------------------------------------------
+reason=$("$PY" - <<'EOF' 2>&1
+try:
+    import torch
+except Exception as error:  # noqa: BLE001
+    print(f"{type(error).__name__}: {error}")
+else:
+    if not torch.cuda.is_available():
+        print(f"torch {torch.__version__} sees no CUDA device"
+              + ("" if torch.version.cuda else " (a CPU-only build of torch)"))
+EOF
+)
+if [ -n "$reason" ]; then
+  echo "gpu-proof: refused: no CUDA device here ($reason)." >&2
+  echo "gpu-proof: it is made for a machine with a GPU: run 'make gpu-wheels' here, then" \
+       "'bash tools/gpu_proof.sh' through the device tool with carry [\".whl\"]." >&2
+  exit 3
+fi
+
+machine=$("$PY" -c "import re, torch; print(re.sub('[^a-z0-9]+', '-', torch.cuda.get_device_name().lower()).strip('-'))")
+dir=${GPU_PROOF_DIR:-bench/results/gpu/$(date -u +%Y-%m-%d)-$machine}
+mkdir -p "$dir"
+log="$dir/proof.log"
+: > "$log"
+stages="$dir/stages.tsv"
+printf 'stage\tstatus\tseconds\tnote\n' > "$stages"
+echo "gpu-proof: $(date -u +%FT%TZ) on $machine; results in $dir" | tee -a "$log"
+
+stage() {  # stage NAME LIMIT_S COMMAND...: runs, logs, records status and time
+  local name=$1 limit=$2; shift 2
+  local t0 rc
+  t0=$(date +%s)
+  echo "== $name ($(( t0 - started )) s in)" | tee -a "$log"
+  timeout --kill-after=10 "$limit" "$@" >> "$log" 2>&1
+  rc=$?
+  local status=passed
+  [ $rc -eq 0 ] || status="failed (exit $rc)"
+  [ $rc -eq 124 ] && status="timed out after ${limit} s"
+  printf '%s\t%s\t%s\t\n' "$name" "$status" "$(( $(date +%s) - t0 ))" >> "$stages"
+  echo "   $status in $(( $(date +%s) - t0 )) s" | tee -a "$log"
+  return $rc
+}
+skip() { printf '%s\tskipped\t0\t%s\n' "$1" "$2" >> "$stages"; echo "== $1: skipped ($2)" | tee -a "$log"; }
+
+# ---- 2. build against this interpreter's torch ------------------------------------------------
+if ls .whl/*.whl >/dev/null 2>&1; then
+  stage "install build requirements (.whl)" 120 \
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check .whl/*.whl
+else
+  skip "install build requirements (.whl)" "no .whl/ folder: using what the interpreter has"
+fi
+cmake_args=(--config-settings=cmake.define.AMPKIT_BUILD_TESTS=OFF)
+gtest_cfg=""
+if ls .whl/libgtest-dev_*.deb >/dev/null 2>&1; then
+  rm -rf /tmp/ampkit-gtest && mkdir -p /tmp/ampkit-gtest
+  dpkg -x .whl/libgtest-dev_*.deb /tmp/ampkit-gtest 2>>"$log" || true
+  gtest_cfg=$(dirname "$(find /tmp/ampkit-gtest -name GTestConfig.cmake | head -1)" 2>/dev/null)
+fi
+if [ -n "$gtest_cfg" ] && [ -d "$gtest_cfg" ]; then
+  cmake_args=(--config-settings=cmake.define.AMPKIT_BUILD_TESTS=ON
+              "--config-settings=cmake.define.GTest_DIR=$gtest_cfg")
+fi
+stage "build ampkit against $("$PY" -c 'import torch; print(torch.__version__)')" 300 \
+  "$PY" -m pip install -v --no-index --no-build-isolation --no-deps --disable-pip-version-check \
+  "${cmake_args[@]}" .
+built=$?
+
+# ---- 3. tests on CUDA ---------------------------------------------------------------------------
+build_dir=$(ls -d build/cp* 2>/dev/null | head -1)
+if [ $built -ne 0 ]; then
+  skip "C++ tests (ctest)" "the build failed"
+elif [ -x "$build_dir/ampkit_core_tests" ]; then
+  stage "C++ tests (ctest)" 120 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error
+else
+  skip "C++ tests (ctest)" "built without GoogleTest (no .whl/libgtest-dev_*.deb)"
+fi
+if [ $built -eq 0 ]; then
+  AMPKIT_FUZZ_EXAMPLES=${AMPKIT_FUZZ_EXAMPLES:-100} stage "Python tests on CUDA (pytest -m cuda)" 240 \
+    "$PY" -m pytest -q -p no:cacheprovider -m cuda --junitxml "$dir/pytest.xml" tests/python tests/parity
+else
+  skip "Python tests on CUDA (pytest -m cuda)" "the build failed"
+fi
+if command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !requireNamespace("ampkit", quietly = TRUE))' >/dev/null 2>&1; then
+  RETICULATE_PYTHON=$(command -v "$PY") stage "R CUDA scaler (testthat)" 120 Rscript -e \
+    'testthat::test_file("rpkg/tests/testthat/test-cuda.R", package = "ampkit", load_package = "installed", stop_on_failure = TRUE)'
+else
+  skip "R CUDA scaler (testthat)" "no R with the ampkit R package on this machine (R does not travel)"
+fi
+
+# ---- 4. the benchmark on CUDA, host syncs ------------------------------------------------------
+if [ $built -eq 0 ]; then
+  stage "benchmark --device cuda" 270 "$PY" -m ampkit bench --device cuda --no-r --no-audit \
+    --only recipe_mlp transformer many_params seed_mlp seed_bert --out "$dir"
+  stage "host syncs per step" 60 "$PY" tools/gpu_proof_report.py syncs "$dir/syncs.json"
+else
+  skip "benchmark --device cuda" "the build failed"
+fi
+
+# ---- 5. the report ----------------------------------------------------------------------------
+"$PY" tools/gpu_proof_report.py report "$dir" "$(( $(date +%s) - started ))" | tee -a "$log"
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+  mkdir -p "$OUT/$(basename "$dir")"
+  for f in README.md gpu_proof.json results.json results.png proof.log pytest.xml; do
+    [ -f "$dir/$f" ] && cp "$dir/$f" "$OUT/$(basename "$dir")/"
+  done
+fi
+echo "gpu-proof: done in $(( $(date +%s) - started )) s; $dir/README.md"
+! grep -q -P '\t(failed|timed out)' "$stages"
