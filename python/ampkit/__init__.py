@@ -28,6 +28,8 @@ from ._C import (
 from .audit import autocast_audit
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler
+from .overflow_locator import PolicySuggestion, overflow_locator, suggest_policy
+from .precision_policy import PrecisionPolicy, precision_policy
 from .r_eval import r_eval
 from .sharded_grad_scaler import ShardedGradScaler
 
@@ -49,4 +51,9 @@ __all__ = [
     "StateError",
     "ScaleCollapseError",
     "r_eval",
+    "precision_policy",
+    "PrecisionPolicy",
+    "overflow_locator",
+    "suggest_policy",
+    "PolicySuggestion",
 ]

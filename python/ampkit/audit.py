@@ -46,6 +46,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _C
+from .precision_policy import current_policy_dtype
 
 __all__ = ["autocast_audit"]
 
@@ -81,9 +82,10 @@ _current_node = torch._C._current_autograd_node
 _any_autocast = torch._C._is_any_autocast_enabled
 _clock = time.perf_counter
 
-# (devices with autocast on, inside a user conversion, inside a backward call)
-_Context = Tuple[FrozenSet[str], bool, bool]
-_NO_CONTEXT: _Context = (frozenset(), False, False)
+# (devices with autocast on, inside a user conversion, inside a backward call, the dtype of
+# the innermost ampkit.precision_policy region or None)
+_Context = Tuple[FrozenSet[str], bool, bool, Optional[str]]
+_NO_CONTEXT: _Context = (frozenset(), False, False, None)
 _devices: Optional[Tuple[str, ...]] = None
 
 
@@ -126,7 +128,8 @@ class _FunctionMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         self.context = (_enabled_devices(),
                         name in _CONVERSIONS or kwargs.get("dtype") is not None,
-                        name in _BACKWARD_CALLS)
+                        name in _BACKWARD_CALLS,
+                        current_policy_dtype())
         try:
             return func(*args, **kwargs)
         finally:
@@ -218,7 +221,11 @@ class autocast_audit:
     - ``fp32_matmuls_outside_autocast``: forward calls of matrix products and convolutions
       (``mm``, ``addmm``, ``bmm``, ``convolution``, attention kernels, ...) that produced
       float32 outside any autocast region for their device: work autocast could have done in
-      lower precision. Backward calls are not counted (a backward follows its forward's dtype).
+      lower precision. Backward calls are not counted (a backward follows its forward's dtype),
+      nor are those an ``ampkit.precision_policy`` keeps in float32 on purpose: they are
+      ``policy_fp32_matmuls``.
+    - ``policy`` of a row: the dtype (``"float32"``, ``"bfloat16"``, ``"float16"``) of the
+      innermost ``ampkit.precision_policy`` region the op's forward call ran in, else ``None``.
     - ``time_s`` of a row: host time spent in its calls. On the CPU that is the op's work; on
       CUDA, where kernels run asynchronously, it is the launch (synchronise to see more).
 
@@ -257,6 +264,7 @@ class autocast_audit:
         # (op, in_dtypes, out_dtype, autocast, backward, cast, device) -> [calls, bytes, time]
         self._stats: Dict[tuple, List[Any]] = {}
         self._fp32_matmuls = 0
+        self._policy_fp32_matmuls = 0
         self._pending: List[Tuple[torch.Tensor, str]] = []
         self._names: Dict[Any, str] = {}
         self._views: Dict[Any, bool] = {}
@@ -348,7 +356,7 @@ class autocast_audit:
         # A view writes nothing; every other op writes its outputs (in place or new).
         nbytes = 0 if self._is_view(func) else sum(t.numel() * t.element_size()
                                                     for t in outputs)
-        enabled, user, in_backward_call = context
+        enabled, user, in_backward_call, policy = context
         autocast = device in enabled
         backward = node is not None or in_backward_call
         cast = None
@@ -364,7 +372,7 @@ class autocast_audit:
                 cast = "other"
             if node is None and cast != "other":
                 self._pending.append((outputs[0], cast))
-        key = (name, in_dtypes, out_dtype, autocast, backward, cast, device)
+        key = (name, in_dtypes, out_dtype, autocast, backward, cast, device, policy)
         with self._lock:
             entry = self._stats.get(key)
             if entry is None:
@@ -375,7 +383,10 @@ class autocast_audit:
                 entry[2] += elapsed
             if (not backward and not autocast and out_dtype == "float32"
                     and name in _MATMUL_OPS):
-                self._fp32_matmuls += 1
+                if policy == "float32":
+                    self._policy_fp32_matmuls += 1
+                else:
+                    self._fp32_matmuls += 1
 
     # -- results -------------------------------------------------------------------------------
 
@@ -386,11 +397,12 @@ class autocast_audit:
         list: each tensor argument's dtype, a list of tensors as ``"[dtype]"``),
         ``out_dtype`` (``"-"`` when no tensor comes out), ``calls``, ``autocast`` (ran inside
         an autocast region for its device), ``backward``, ``cast`` (for a dtype cast:
-        ``"autocast"``, ``"user"`` or ``"other"``; else ``None``), ``device``, ``bytes``
+        ``"autocast"``, ``"user"`` or ``"other"``; else ``None``), ``device``, ``policy``
+        (the dtype of the precision-policy region it ran in, or ``None``), ``bytes``
         (written by its outputs), ``time_s``), ``casts``, ``cast_bytes``,
-        ``fp32_matmuls_outside_autocast``, ``user_casts``, ``user_cast_bytes``, ``calls``
-        (every op call), ``time_s`` and ``cast_time_s`` (host time in all ops, in autocast's
-        casts).
+        ``fp32_matmuls_outside_autocast``, ``policy_fp32_matmuls``, ``user_casts``,
+        ``user_cast_bytes``, ``calls`` (every op call), ``time_s`` and ``cast_time_s`` (host
+        time in all ops, in autocast's casts).
 
         Example:
             >>> import torch, ampkit
@@ -404,10 +416,11 @@ class autocast_audit:
         with self._lock:
             items = [(key, list(value)) for key, value in self._stats.items()]
             fp32_matmuls = self._fp32_matmuls
+            policy_fp32_matmuls = self._policy_fp32_matmuls
         items.sort(key=lambda kv: (-kv[1][2], kv[0][0]))
         ops = [{"op": k[0], "in_dtypes": list(k[1]), "out_dtype": k[2], "calls": v[0],
                 "autocast": k[3], "backward": k[4], "cast": k[5], "device": k[6],
-                "bytes": v[1], "time_s": v[2]} for k, v in items]
+                "policy": k[7], "bytes": v[1], "time_s": v[2]} for k, v in items]
 
         def total(cast: str, index: int) -> Any:
             return sum(v[index] for k, v in items if k[5] == cast)
@@ -417,6 +430,7 @@ class autocast_audit:
             "casts": total("autocast", 0),
             "cast_bytes": total("autocast", 1),
             "fp32_matmuls_outside_autocast": fp32_matmuls,
+            "policy_fp32_matmuls": policy_fp32_matmuls,
             "user_casts": total("user", 0),
             "user_cast_bytes": total("user", 1),
             "calls": sum(v[0] for _, v in items),
@@ -448,10 +462,11 @@ class autocast_audit:
                 f"({_fmt_bytes(s['user_cast_bytes'])}); fp32 matmuls outside autocast: "
                 f"{s['fp32_matmuls_outside_autocast']}")
         columns = ["op", "device", "in_dtypes", "out_dtype", "calls", "autocast", "backward",
-                   "cast", "bytes", "ms"]
+                   "cast", "policy", "bytes", "ms"]
         body = [[r["op"], r["device"], ", ".join(r["in_dtypes"]) or "-", r["out_dtype"],
                  str(r["calls"]), "yes" if r["autocast"] else "no",
-                 "yes" if r["backward"] else "no", r["cast"] or "-", _fmt_bytes(r["bytes"]),
+                 "yes" if r["backward"] else "no", r["cast"] or "-", r["policy"] or "-",
+                 _fmt_bytes(r["bytes"]),
                  f"{r['time_s'] * 1e3:.3f}"] for r in rows]
         widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(columns)]
         numeric = {"calls", "bytes", "ms"}

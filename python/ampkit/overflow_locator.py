@@ -1,0 +1,562 @@
+"""``ampkit.overflow_locator`` and ``ampkit.suggest_policy``: which module made the inf, and
+which modules to keep in float32.
+
+The locator puts a forward hook on every module of a model. Each hook computes, on the
+tensors' device and without reading anything, a few statistics of the module's output (its
+absolute maximum, its inf and NaN counts, how many of its values float16 would flush to zero or
+overflow to inf), and registers a tensor hook on the output that computes the same of the
+gradient with respect to it in the backward pass. The statistics of a step stay on the device
+until the step ends; then they are stacked into one tensor and read to the host in one
+transfer (``host_reads`` counts these reads). A step is one forward pass of the model and the
+backward pass through it: the next forward pass of the model, ``step()``, leaving the ``with``
+and ``summary()`` end it.
+
+Exact definitions, per module and step (a module called several times in a step adds up):
+
+- ``amax``: the largest absolute value of the output's floating-point tensors, NaN ignored
+  (inf when an element is +-inf; 0 for an output without elements);
+- ``inf``, ``nan``: the number of +-inf and NaN elements;
+- ``underflow``: the fraction of elements that are nonzero and finite and that casting to
+  float16 turns into zero: ``0 < |x| <= 2**-25`` (half of float16's smallest subnormal,
+  2**-24; round-to-nearest-even sends exactly 2**-25 to zero);
+- ``overflow``: the fraction of elements that are finite and that casting to float16 turns into
+  inf: ``|x| >= 65520`` (65504, float16's largest number, plus half its spacing there);
+- ``headroom``: ``log2(65504 / amax)``, the bits of float16 range left above the largest value
+  (negative when beyond float16's range, -inf with an inf, inf for an all-zero output).
+
+Both fractions are what ``x.half()`` would do (the tests hold them to it), and both are 0 for
+an output already in float16.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
+
+import torch
+
+from . import _C
+
+__all__ = ["overflow_locator", "suggest_policy", "PolicySuggestion"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FP16_MAX = 65504.0
+_FTZ = 2.0 ** -25      # |x| <= this (and x != 0) becomes 0 in float16
+_OVF = 65520.0         # finite |x| >= this becomes inf in float16
+_COLUMNS = ("amax", "inf", "nan", "underflow", "overflow")
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def _tensors(value: Any) -> List[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _stats(tensors: List[torch.Tensor]) -> Optional[torch.Tensor]:
+    """[amax, inf, nan, underflow count, overflow count] of the tensors, on their device, in
+    float64 (float32 where the device has no float64); None when there is nothing to measure."""
+    parts = []
+    for t in tensors:
+        if t.numel() == 0:
+            continue
+        a = t.detach().abs()
+        if a.dtype in _LOW:
+            a = a.float()
+        nan = torch.isnan(a)
+        inf = torch.isinf(a)
+        amax = torch.where(nan, torch.zeros((), dtype=a.dtype, device=a.device), a).amax()
+        finite = ~(nan | inf)
+        ftz = ((a <= _FTZ) & (a > 0)).sum()
+        ovf = ((a >= _OVF) & finite).sum()
+        parts.append((amax, inf.sum(), nan.sum(), ftz, ovf))
+    if not parts:
+        return None
+    dtype = torch.float32 if parts[0][0].device.type == "mps" else torch.float64
+    rows = torch.stack([torch.stack([p.to(dtype) for p in part]) for part in parts])
+    if len(parts) == 1:
+        return rows[0]
+    return torch.cat([rows[:, :1].amax(0), rows[:, 1:].sum(0)])
+
+
+def _numel(tensors: List[torch.Tensor]) -> int:
+    return sum(t.numel() for t in tensors)
+
+
+class _Step:
+    """One step's statistics, on the device until read."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        # (pass, module name, output dtype, numel, stats tensor) in execution order
+        self.pending: List[tuple] = []
+        self.rows: List[dict] = []          # read, aggregated per (pass, module)
+        self.first: Dict[str, Optional[str]] = {"forward": None, "backward": None,
+                                                 "parameters": None}
+
+    def read(self, locator: "overflow_locator") -> None:
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        values = torch.stack([p[4] for p in pending]).tolist()  # the one host read
+        locator.host_reads += 1
+        index = {(r["pass"], r["module"]): r for r in self.rows}
+        for (phase, name, dtype, numel, _), v in zip(pending, values):
+            amax, inf, nan, ftz, ovf = v
+            row = index.get((phase, name))
+            if row is None:
+                row = {"step": self.index, "module": name, "pass": phase, "dtype": dtype,
+                       "calls": 0, "numel": 0, "amax": 0.0, "inf": 0, "nan": 0,
+                       "_ftz": 0, "_ovf": 0}
+                index[(phase, name)] = row
+                self.rows.append(row)
+            row["calls"] += 1
+            row["numel"] += numel
+            row["amax"] = max(row["amax"], amax)
+            row["inf"] += int(inf)
+            row["nan"] += int(nan)
+            row["_ftz"] += int(ftz)
+            row["_ovf"] += int(ovf)
+            if (inf or nan) and self.first[phase] is None:
+                self.first[phase] = name
+
+
+def _headroom(amax: float) -> float:
+    if amax == 0:
+        return math.inf
+    if math.isinf(amax):
+        return -math.inf
+    return math.log2(FP16_MAX / amax)
+
+
+class overflow_locator:
+    """Find the module whose output overflows, and how close every module comes to float16's
+    range, step by step.
+
+    A context manager and a decorator over ``model``: while active, every module of the model
+    (``model.named_modules()``, the model itself named ``"(model)"``) has its forward outputs
+    and the gradients with respect to them measured on their device (see the module's notes for
+    the exact definitions), and the measurements of a step are read to the host once, in one
+    transfer, when the step ends (the next forward pass of the model, ``step()``, leaving, or
+    ``summary()``). Nothing else is read and nothing is changed: outputs and gradients are the
+    same as without the locator. Its cost is a Python hook and a few reductions per module and
+    pass (the benchmark prints it per step): locate, then train without it.
+
+    A decorated function runs inside the locator on each call (steps go on counting across
+    calls). The locator can be entered again after leaving; it must not be entered while
+    already active.
+
+    Results:
+
+    - ``summary()``: a list of dicts, one per step, pass and module, in execution order; the
+      passes are ``"forward"`` (the module's output), ``"backward"`` (the gradient with respect
+      to that output) and ``"parameters"`` (the gradients of the module's own parameters, as
+      accumulated in ``.grad``: scaled, before any unscale). Keys: ``step``, ``module``,
+      ``pass``, ``dtype`` (of the output or gradient), ``calls``, ``numel``, ``amax``, ``inf``,
+      ``nan``, ``underflow``, ``overflow``, ``headroom``;
+    - ``first_nonfinite()``: per step and pass, the first module in execution order whose
+      output (forward), output's gradient (backward) or parameters' gradients held an inf or
+      NaN:
+      ``[{"step": 0, "forward": "2", "backward": None, "parameters": None}, ...]``;
+    - ``plot(path)``: each module's forward headroom over the steps, saved as a PNG;
+    - ``host_reads``: how many times the locator has read to the host (one per step).
+
+    Example:
+        >>> import torch, ampkit
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        >>> with torch.no_grad():
+        ...     _ = model[0].weight.fill_(1e4)
+        >>> with ampkit.overflow_locator(model) as loc:
+        ...     with ampkit.autocast("cpu", dtype=torch.float16):
+        ...         y = model(torch.full((2, 4), 10.0))
+        >>> loc.first_nonfinite()
+        [{'step': 0, 'forward': '0', 'backward': None, 'parameters': None}]
+        >>> [(r["module"], r["inf"]) for r in loc.summary() if r["pass"] == "forward"]
+        [('0', 8), ('1', 8), ('(model)', 8)]
+        >>> loc.host_reads
+        1
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        if not isinstance(model, torch.nn.Module):
+            raise _C.ArgumentTypeError(
+                f"overflow_locator: `model` must be a torch.nn.Module, got "
+                f"{type(model).__name__}; write `ampkit.overflow_locator(model)`.")
+        self._model = weakref.ref(model)
+        self._handles: List[Any] = []
+        self._steps: List[_Step] = []
+        self._current: Optional[_Step] = None
+        self._active = False
+        self.host_reads = 0
+
+    # -- entering and leaving ------------------------------------------------------------------
+
+    def __enter__(self) -> "overflow_locator":
+        if self._active:
+            raise _C.StateError("overflow_locator: already active; leave it before entering "
+                                "it again.")
+        model = self._model()
+        if model is None:
+            raise _C.StateError("overflow_locator: its model no longer exists.")
+        try:
+            for name, module in model.named_modules():
+                shown = name or "(model)"
+                if module is model:
+                    self._handles.append(module.register_forward_pre_hook(self._on_model))
+                self._handles.append(module.register_forward_hook(self._make_hook(shown)))
+                for param in module.parameters(recurse=False):
+                    if param.requires_grad:
+                        self._handles.append(param.register_post_accumulate_grad_hook(
+                            self._make_param_hook(shown)))
+        except BaseException:
+            self._remove_hooks()
+            raise
+        self._active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self._remove_hooks()
+        self._active = False
+        self.step()
+        return False
+
+    def _remove_hooks(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def __call__(self, func: F) -> F:
+        if not callable(func):
+            raise _C.ArgumentTypeError(
+                f"overflow_locator(model)(func): `func` must be a callable, got "
+                f"{type(func).__name__}.")
+
+        @functools.wraps(func)
+        def located(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return located  # type: ignore[return-value]
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def _on_model(self, module: Any, args: Any) -> None:
+        self.step()  # a new forward pass of the model: the previous step ends
+        self._current = _Step(len(self._steps))
+        self._steps.append(self._current)
+
+    def _make_hook(self, name: str) -> Callable[..., None]:
+        def hook(module: Any, args: Any, output: Any) -> None:
+            step = self._current
+            if step is None:  # a submodule called on its own, outside a pass of the model
+                step = self._current = _Step(len(self._steps))
+                self._steps.append(step)
+            tensors = _tensors(output)
+            stats = _stats(tensors)
+            if stats is None:
+                return
+            step.pending.append(("forward", name, str(tensors[0].dtype)[6:], _numel(tensors),
+                                 stats))
+            for t in tensors:
+                if t.requires_grad:
+                    t.register_hook(self._make_grad_hook(step, name))
+
+        return hook
+
+    def _make_grad_hook(self, step: _Step, name: str) -> Callable[[torch.Tensor], None]:
+        def grad_hook(grad: torch.Tensor) -> None:
+            stats = _stats([grad])
+            if stats is not None:
+                step.pending.append(("backward", name, str(grad.dtype)[6:], grad.numel(),
+                                     stats))
+
+        return grad_hook
+
+    def _make_param_hook(self, name: str) -> Callable[[torch.Tensor], None]:
+        def param_hook(param: torch.Tensor) -> None:
+            step = self._current or (self._steps[-1] if self._steps else None)
+            grad = param.grad
+            if step is None or grad is None or grad.is_sparse:
+                return
+            stats = _stats([grad])
+            if stats is not None:
+                step.pending.append(("parameters", name, str(grad.dtype)[6:], grad.numel(),
+                                     stats))
+
+        return param_hook
+
+    # -- results -------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """End the current step: read its statistics to the host (one transfer). Called by the
+        next forward pass of the model, by leaving the locator and by ``summary()``."""
+        for step in self._steps:
+            if step.pending:
+                step.read(self)
+        self._current = None
+
+    def summary(self) -> List[Dict[str, Any]]:
+        """One dict per step, pass and module (see the class's docs), in execution order."""
+        for step in self._steps:
+            if step.pending:
+                step.read(self)
+        out = []
+        for step in self._steps:
+            for row in step.rows:
+                numel = row["numel"]
+                out.append({
+                    "step": row["step"], "module": row["module"], "pass": row["pass"],
+                    "dtype": row["dtype"], "calls": row["calls"], "numel": numel,
+                    "amax": row["amax"], "inf": row["inf"], "nan": row["nan"],
+                    "underflow": row["_ftz"] / numel if numel else 0.0,
+                    "overflow": row["_ovf"] / numel if numel else 0.0,
+                    "headroom": _headroom(row["amax"]),
+                })
+        return out
+
+    def first_nonfinite(self) -> List[Dict[str, Any]]:
+        """Per step, the first module in execution order whose output (forward) or output's
+        gradient (backward) held an inf or NaN; None where none did."""
+        self.summary()
+        return [{"step": s.index, "forward": s.first["forward"],
+                 "backward": s.first["backward"], "parameters": s.first["parameters"]}
+                for s in self._steps]
+
+    def table(self, passes: Iterable[str] = ("forward", "backward", "parameters")) -> str:
+        """The summary as a readable table (``print(loc)`` prints it)."""
+        rows = [r for r in self.summary() if r["pass"] in tuple(passes)]
+        columns = ["step", "pass", "module", "dtype", "amax", "inf", "nan", "underflow",
+                   "overflow", "headroom"]
+        body = [[str(r["step"]), r["pass"], r["module"], r["dtype"], f"{r['amax']:.4g}",
+                 str(r["inf"]), str(r["nan"]), f"{r['underflow']:.3g}",
+                 f"{r['overflow']:.3g}", f"{r['headroom']:.2f}"] for r in rows]
+        widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(columns)]
+        text = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+        text += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+        return "\n".join(text)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return (f"<ampkit.overflow_locator: {len(self._steps)} steps, "
+                f"{self.host_reads} host reads{', active' if self._active else ''}>")
+
+    def plot(self, path: str, modules: Optional[Iterable[str]] = None,
+             title: Optional[str] = None) -> str:
+        """Save each module's forward headroom (``log2(65504 / amax)``) over the steps as a
+        PNG at ``path`` (matplotlib, Agg); ``modules`` limits the lines to those names
+        (default: every module). A step where the output held an inf is drawn at the bottom of
+        the axis with an ``x``. Returns ``path``."""
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        rows = [r for r in self.summary() if r["pass"] == "forward"]
+        names: List[str] = []
+        for r in rows:
+            if r["module"] not in names and (modules is None or r["module"] in modules):
+                names.append(r["module"])
+        finite = [r["headroom"] for r in rows if math.isfinite(r["headroom"])]
+        low = min([0.0] + finite) - 1.0
+        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+        try:
+            for name in names:
+                mine = [r for r in rows if r["module"] == name]
+                steps = [r["step"] for r in mine]
+                ys = [r["headroom"] if math.isfinite(r["headroom"]) else
+                      (low if r["headroom"] < 0 else math.nan) for r in mine]
+                (line,) = ax.plot(steps, ys, marker="o", label=name)
+                bad = [(s, low) for s, r in zip(steps, mine) if r["headroom"] == -math.inf]
+                if bad:
+                    ax.plot(*zip(*bad), marker="x", linestyle="none", color=line.get_color(),
+                            markersize=10)
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            ax.set_xlabel("step")
+            ax.set_ylabel("headroom: log2(65504 / amax)")
+            ax.set_title(title or "float16 headroom of each module's output")
+            ax.legend(fontsize="small", ncol=2)
+            fig.tight_layout()
+            fig.savefig(path, format="png")
+        finally:
+            plt.close(fig)
+        return path
+
+
+class PolicySuggestion:
+    """What :func:`suggest_policy` found: ``rules`` (qualified name -> ``torch.float32``, for
+    :func:`ampkit.precision_policy`), ``reasons`` (name -> a list of sentences saying why), and
+    ``rounds`` (how many measuring rounds ran)."""
+
+    def __init__(self, rules: Dict[str, torch.dtype], reasons: Dict[str, List[str]],
+                 rounds: int) -> None:
+        self.rules = rules
+        self.reasons = reasons
+        self.rounds = rounds
+
+    def __repr__(self) -> str:
+        inner = "; ".join(f"{name}: {', '.join(why)}" for name, why in self.reasons.items())
+        return f"<ampkit.PolicySuggestion: {len(self.rules)} kept in float32 ({inner})>"
+
+
+def _leaf_names(model: torch.nn.Module) -> Dict[str, torch.nn.Module]:
+    return {name: m for name, m in model.named_modules()
+            if name and next(m.children(), None) is None}
+
+
+def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
+                   dtype: torch.dtype = torch.float16, *, loss_fn: Optional[Callable] = None,
+                   loss_scale: float = 65536.0, margin: float = 1.0,
+                   device_type: Optional[str] = None, max_rounds: int = 4) -> PolicySuggestion:
+    """Suggest which modules to keep in float32 so that ``model`` runs in ``dtype`` without
+    overflowing.
+
+    Runs the model on each of ``batches`` under ``ampkit.autocast(device_type, dtype)`` with an
+    :class:`overflow_locator`, and keeps in float32 each module that
+
+    - is the first, in execution order, whose output held an inf or NaN in a forward pass
+      (the module that made it; the modules after it only pass it on);
+    - is a leaf (a module without children) whose ``dtype`` output came within ``margin`` bits
+      of that dtype's largest number (``amax > finfo(dtype).max / 2**margin``: 65504 / 2 for
+      float16 at the default margin of 1 bit);
+    - with ``loss_fn``, with the loss multiplied by ``loss_scale`` (a GradScaler's starting
+      scale) for the backward pass: is a leaf whose parameters' gradients held an inf or NaN
+      or came within ``margin`` bits of the range (the gradients for which the scaler would
+      skip the step), or whose output's gradient was the first non-finite one of the
+      backward pass or, in ``dtype``, came within ``margin`` bits.
+
+    It then measures again under the rules found so far (a module kept in float32 hands
+    float32 values to the next, which may now be the one to overflow), until a round finds
+    nothing new or ``max_rounds`` rounds have run. The model itself is named ``""`` in the
+    rules (``"(model)"`` in the locator).
+
+    Args:
+        model: the model; its parameters and their ``.grad`` are left as they were (the
+            gradients computed here are put back to what they were before).
+        batches: an iterable of inputs: a tensor, a tuple of positional arguments, or with
+            ``loss_fn`` a pair ``(inputs, target)``. Reused in each round: a list, not a
+            one-shot iterator.
+        dtype: the autocast dtype to check for (``torch.float16`` or ``torch.bfloat16``).
+        loss_fn: ``loss_fn(output, target)`` -> a scalar loss; ``None``: forward passes only.
+        loss_scale: the factor of the loss in the backward pass.
+        margin: bits of float16 range a module must keep (``headroom >= margin``).
+        device_type: the autocast device type; ``None``: that of the model's parameters.
+
+    Returns:
+        a :class:`PolicySuggestion`: ``rules`` for ``ampkit.precision_policy(model, rules)``,
+        ``reasons`` for each.
+
+    Example:
+        >>> import torch, ampkit
+        >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+        <torch._C.Generator object at ...>
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+        ...                             torch.nn.Linear(8, 1))
+        >>> x = torch.randn(16, 4); x[:, 0] *= 1e5            # a feature far beyond float16
+        >>> s = ampkit.suggest_policy(model, [x])
+        >>> s.rules    # layer 0 overflows; kept in float32, it hands 1e5s on to layer 2
+        {'0': torch.float32, '2': torch.float32}
+        >>> s.reasons["0"]
+        ['output held 96 inf and 0 NaN in float16']
+    """
+    from .autocast import autocast
+    from .precision_policy import _default_device, precision_policy
+
+    if not isinstance(model, torch.nn.Module):
+        raise _C.ArgumentTypeError(
+            f"suggest_policy: `model` must be a torch.nn.Module, got {type(model).__name__}.")
+    if dtype not in _LOW:
+        raise _C.ArgumentError(
+            f"suggest_policy: `dtype` must be torch.float16 or torch.bfloat16, got {dtype!r}.")
+    batches = list(batches)
+    if not batches:
+        raise _C.ArgumentError("suggest_policy: `batches` is empty; give at least one batch.")
+    if loss_fn is not None and not all(isinstance(b, (tuple, list)) and len(b) == 2
+                                       for b in batches):
+        raise _C.ArgumentError(
+            "suggest_policy: with `loss_fn`, each batch must be a pair (inputs, target).")
+    if device_type is None:
+        device_type = _default_device(model)
+    leaves = _leaf_names(model)
+    names = [name for name, _ in model.named_modules()]
+    low = str(dtype)[6:]
+    limit = torch.finfo(dtype).max / 2.0 ** margin
+    params = list(model.parameters())
+    saved = [p.grad for p in params]
+    rules: Dict[str, torch.dtype] = {}
+    reasons: Dict[str, List[str]] = {}
+    rounds = 0
+    try:
+        while rounds < max_rounds:
+            rounds += 1
+            found: Dict[str, List[str]] = {}
+            policy = precision_policy(model, dict(rules), device_type) if rules else None
+            try:
+                locator = overflow_locator(model)
+                with locator:
+                    for batch in batches:
+                        inputs, target = batch if loss_fn is not None else (batch, None)
+                        args = inputs if isinstance(inputs, tuple) else (inputs,)
+                        for p in params:
+                            p.grad = None
+                        if loss_fn is None:
+                            with torch.no_grad(), autocast(device_type, dtype=dtype):
+                                model(*args)
+                            continue
+                        with autocast(device_type, dtype=dtype):
+                            out = model(*args)
+                            loss = loss_fn(out, target)
+                        (loss.float() * loss_scale).backward()
+                # per (module, pass): inf and NaN over the steps, the largest amax, whether
+                # it was the first non-finite one of a step
+                seen: Dict[tuple, Dict[str, Any]] = {}
+                firsts = {(f["step"], phase): f[phase] for f in locator.first_nonfinite()
+                          for phase in ("forward", "backward")}
+                for row in locator.summary():
+                    key = "" if row["module"] == "(model)" else row["module"]
+                    entry = seen.setdefault((key, row["pass"]), {
+                        "inf": 0, "nan": 0, "amax": 0.0, "first": False, "dtype": row["dtype"]})
+                    entry["inf"] += row["inf"]
+                    entry["nan"] += row["nan"]
+                    if math.isfinite(row["amax"]):
+                        entry["amax"] = max(entry["amax"], row["amax"])
+                    entry["first"] |= firsts.get((row["step"], row["pass"])) == row["module"]
+                for (key, phase), e in seen.items():
+                    if not (key in leaves or e["first"] and phase == "forward"):
+                        continue  # a container repeats its last child's numbers
+                    what = {"forward": "output",
+                            "backward": f"output's gradient (loss scale {loss_scale:g})",
+                            "parameters": f"parameters' gradients (loss scale {loss_scale:g})"
+                            }[phase]
+                    if e["first"] or phase == "parameters" and (e["inf"] or e["nan"]):
+                        why = (f"{what} held {e['inf']} inf and {e['nan']} NaN in "
+                               f"{e['dtype']}")
+                    elif (e["dtype"] == low or phase == "parameters") and e["amax"] > limit:
+                        why = (f"{what} reached {e['amax']:.4g}, within {margin:g} bits of "
+                               f"{low}'s largest number")
+                    else:
+                        continue
+                    found.setdefault(key, []).append(why)
+            finally:
+                if policy is not None:
+                    policy.remove()
+            new = [n for n in names if n in found and n not in rules]
+            for name in new:
+                rules[name] = torch.float32
+                reasons[name] = found[name]
+            if not new:
+                break
+    finally:
+        for p, g in zip(params, saved):
+            p.grad = g
+    ordered = [n for n in names if n in rules]
+    return PolicySuggestion({n: rules[n] for n in ordered}, {n: reasons[n] for n in ordered},
+                            rounds)
