@@ -4,6 +4,7 @@ Each behaviour is compared with torch.amp doing the same."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import ampkit
@@ -47,6 +48,20 @@ def _decorated(autocast):
     return f
 
 
+def _dynamo_checks_new_with_isinstance() -> bool:
+    """torch 2.11's Dynamo builds a user class's object with a polyfill that asks
+    isinstance(obj, cls) of what __new__ returned; for the torch.autocast that ampkit.autocast's
+    __new__ gives while tracing, it cannot ("builtin isinstance() cannot determine type"), so
+    fullgraph compilation of ampkit.autocast fails there. Later torch asks issubclass(type(obj),
+    cls). Detected from the polyfill itself, not from a version number."""
+    from torch._dynamo import polyfills
+    source = inspect.getsource(polyfills.instantiate_user_defined_class_object)
+    return "isinstance(obj, cls)" in source
+
+
+@pytest.mark.xfail(_dynamo_checks_new_with_isinstance(), raises=torch._dynamo.exc.Unsupported,
+                   reason="this torch's Dynamo cannot trace ampkit.autocast's construction "
+                          "(torch 2.11: its polyfill asks isinstance of a traced autocast)")
 @pytest.mark.parametrize("form", [_with_block, _decorated], ids=["with", "decorator"])
 def test_autocast_compiles_fullgraph_to_torch_autocasts_graph(form):
     x, w = torch.randn(4, 8), torch.randn(8, 3)
@@ -267,6 +282,12 @@ def test_a_device_type_that_is_not_a_str_raises_torchs_value_error_and_a_type_er
 
 
 def test_decorating_a_non_callable_gives_torchs_message():
+    try:
+        torch.autocast("cpu")(3)
+    except TypeError:
+        pass
+    else:  # torch 2.11 decorates anything; the check (and its message) came later
+        pytest.skip(f"torch {torch.__version__} accepts a non-callable: no message to compare")
     messages = []
     for autocast in (ampkit.autocast, torch.autocast):
         with pytest.raises(TypeError) as info:
