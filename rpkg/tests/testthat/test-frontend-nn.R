@@ -1,0 +1,385 @@
+# The front end's modules (nn_module, the built-in layers and losses, nnf_*), with PyTorch as the
+# oracle: the same seed gives the same weights, the same call the same numbers, with R torch's
+# 1-based conventions converted at the border.
+
+pt <- function() reticulate::import("torch", convert = FALSE)
+
+# TRUE when two front-end tensors (or a front-end tensor and a Python tensor) are equal in
+# shape, dtype and every element.
+same_tensor <- function(a, b) {
+  a <- if (inherits(a, "torch_tensor")) unwrap(a) else a
+  b <- if (inherits(b, "torch_tensor")) unwrap(b) else b
+  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
+    reticulate::py_to_r(pt()$equal(a, b))
+}
+
+expect_same_tensor <- function(a, b) expect_true(same_tensor(a, b))
+
+# The R error message carries no Python traceback and no Python private names.
+# Calls a Python callable (a torch module) on Python arguments.
+pycall <- function(f, ...) reticulate::py_call(f, ...)
+
+expect_r_words <- function(cnd) {
+  expect_false(grepl("Traceback|Detailed traceback|File \"", conditionMessage(cnd)))
+}
+
+test_that("nn_linear is torch.nn.Linear: class, seeded weights, forward, sizes as doubles", {
+  skip_if_no_ampkit()
+  torch_manual_seed(7)
+  fc <- nn_linear(10, 32)
+  expect_identical(class(fc), c("nn_linear", "nn_module"))
+  expect_true(is_nn_module(fc))
+  expect_false(is_nn_module(nn_linear))
+  expect_true(inherits(nn_linear, "nn_module_generator"))
+  pt()$manual_seed(7L)
+  ref <- pt()$nn$Linear(10L, 32L)
+  expect_same_tensor(fc$weight, ref$weight)
+  expect_same_tensor(fc$bias, ref$bias)
+  expect_identical(names(fc$parameters), c("weight", "bias"))
+  x <- torch_randn(4, 10)
+  expect_same_tensor(fc(x), pycall(ref, unwrap(x)))
+  expect_true(inherits(unwrap(fc), "torch.nn.modules.linear.Linear"))
+  expect_null(nn_linear(3, 2, bias = FALSE)$bias)
+})
+
+test_that("bad sizes and arguments are errors in R's words naming the argument", {
+  skip_if_no_ampkit()
+  e <- expect_error(nn_linear(10.5, 2), class = "value_error")
+  expect_match(conditionMessage(e), "`in_features` must be a whole number, got 10.5")
+  expect_s3_class(e, "ampkit_error")
+  e <- expect_error(nn_linear("a", 2), "`in_features`", class = "value_error")
+  expect_r_words(e)
+  expect_error(nn_conv2d(1, 2, kernel_size = c(1.5, 2)), "`kernel_size`", class = "value_error")
+  expect_error(nn_mse_loss(reduction = "avg"), "`reduction` must be one of", class = "value_error")
+  expect_error(nn_dropout(p = "x"), "`p` must be a number")
+  expect_error(nn_sequential(nn_linear), "must be initialized", class = "value_error")
+  expect_error(nn_sequential(1), "must be an nn_module", class = "value_error")
+  # An error from PyTorch (a shape mismatch) is an R condition with R torch's class.
+  e <- expect_error(nn_linear(3, 2)(torch_randn(2, 4)), class = "runtime_error")
+  expect_r_words(e)
+})
+
+net_gen <- nn_module(
+  "net",
+  initialize = function(n_in, n_hidden) {
+    self$fc1 <- nn_linear(n_in, n_hidden)
+    self$block <- nn_sequential(nn_linear(n_hidden, n_hidden), nn_relu())
+    self$fc2 <- nn_linear(n_hidden, 1)
+    self$scale <- nn_parameter(torch_ones(1))
+    self$calls <- nn_buffer(torch_zeros(1))
+    self$scratch <- nn_buffer(torch_zeros(2), persistent = FALSE)
+    self$note <- "plain field"
+  },
+  forward = function(x) {
+    x <- nnf_relu(self$fc1(x))
+    x <- self$block(x)
+    self$fc2(x) * self$scale
+  },
+  n_hidden_layers = function() length(self$block)
+)
+
+test_that("nn_module: classes, registered parameters, buffers and nested modules", {
+  skip_if_no_ampkit()
+  torch_manual_seed(1)
+  m <- net_gen(4, 8)
+  expect_identical(class(m), c("net", "nn_module"))
+  expect_true(inherits(net_gen, "nn_module_generator"))
+  # R torch's order: the submodules' parameters, then the module's own.
+  expect_identical(names(m$parameters), c("fc1.weight", "fc1.bias", "block.0.weight",
+                                          "block.0.bias", "fc2.weight", "fc2.bias", "scale"))
+  expect_identical(names(m$named_parameters(recursive = FALSE)), "scale")
+  expect_identical(names(m$buffers), c("calls", "scratch"))
+  expect_identical(names(m$children), c("fc1", "block", "fc2"))
+  expect_length(m$modules, 6L) # m, fc1, block, block.0, block.1, fc2
+  expect_identical(class(m$modules[[1]]), c("net", "nn_module"))
+  expect_identical(m$note, "plain field")
+  expect_identical(m$n_hidden_layers(), 2L)
+  expect_true(is_nn_parameter(m$scale))
+  # The torch.nn.Module behind it has the same parameters, in PyTorch's order.
+  py <- unwrap(m)
+  py_names <- names(reticulate::py_to_r(py$state_dict()))
+  expect_identical(py_names, names(m$state_dict()))
+  expect_identical(names(m$state_dict()), c("scale", "calls", "fc1.weight", "fc1.bias",
+                                            "block.0.weight", "block.0.bias", "fc2.weight",
+                                            "fc2.bias"))
+  # The forward is the R one; Python calling the module runs it too.
+  x <- torch_randn(3, 4)
+  y <- m(x)
+  expect_identical(y$shape, c(3L, 1L))
+  expect_same_tensor(reticulate::py_call(py, unwrap(x)), y)
+  # Fields are read and assigned as fields.
+  m$scale <- nn_parameter(torch_ones(1) * 2)
+  expect_equal(m$scale$item(), 2)
+  expect_error(m$scale <- torch_ones(1), "nn_parameter", class = "value_error")
+  expect_error(m$parameters <- list(), class = "runtime_error")
+})
+
+test_that("train(), eval() and $training reach every submodule, as in PyTorch", {
+  skip_if_no_ampkit()
+  m <- net_gen(2, 3)
+  expect_true(m$training)
+  m$eval()
+  expect_false(m$training)
+  expect_false(m$block[[2]]$training)
+  expect_false(reticulate::py_to_r(unwrap(m$block)$training))
+  m$train()
+  expect_true(m$fc1$training)
+  m$training <- FALSE
+  expect_false(m$training)
+  expect_error(m$training <- "yes", "logical flag", class = "value_error")
+})
+
+test_that("state_dict() and load_state_dict() round-trip, R torch's rules on keys", {
+  skip_if_no_ampkit()
+  torch_manual_seed(1)
+  a <- net_gen(4, 8)
+  torch_manual_seed(2)
+  b <- net_gen(4, 8)
+  expect_false(same_tensor(a$fc1$weight, b$fc1$weight))
+  sd <- a$state_dict()
+  expect_true(all(vapply(sd, inherits, logical(1), "torch_tensor")))
+  expect_false(sd$fc1.weight$requires_grad)
+  b$load_state_dict(c(sd, list(extra = torch_ones(1)))) # extra keys are ignored (R torch)
+  for (key in names(sd)) expect_same_tensor(a$state_dict()[[key]], b$state_dict()[[key]])
+  x <- torch_randn(2, 4)
+  expect_same_tensor(a(x), b(x))
+  e <- expect_error(b$load_state_dict(sd[-1]), "Could not find scale in the state_dict",
+                    class = "value_error")
+  expect_error(b$load_state_dict(list(1, 2)), "named list of tensors", class = "value_error")
+  bad <- sd
+  bad$fc1.weight <- torch_ones(2, 2)
+  e <- expect_error(b$load_state_dict(bad), class = "runtime_error")
+  expect_r_words(e)
+})
+
+test_that("$to(), $cpu(), $zero_grad() and $apply() act on the whole tree", {
+  skip_if_no_ampkit()
+  m <- net_gen(2, 3)
+  m$to(dtype = torch_float64())
+  expect_true(m$fc1$weight$dtype == torch_float64())
+  expect_true(m$calls$dtype == torch_float64())
+  expect_true(m$block[[1]]$bias$dtype == torch_float64())
+  m$to(device = "cpu", dtype = torch_float32())
+  m$to("cpu")
+  m$cpu()
+  expect_true(m$scale$dtype == torch_float32())
+  expect_error(m$to(dtype = torch_long()), "floating point", class = "value_error")
+  out <- m(torch_randn(5, 2))$sum()
+  out$backward()
+  expect_false(is.null(m$fc1$weight$grad))
+  m$zero_grad()
+  expect_equal(m$fc1$weight$grad$abs()$sum()$item(), 0)
+  seen <- character()
+  m$apply(function(mod) seen <<- c(seen, class(mod)[[1]]))
+  expect_identical(seen, c("nn_linear", "nn_linear", "nn_relu", "nn_sequential", "nn_linear",
+                           "net"))
+  expect_output(print(m), "An `nn_module` containing 26 parameters")
+})
+
+test_that("nn_module inherits, and other methods see self and private", {
+  skip_if_no_ampkit()
+  base <- nn_module("base", initialize = function() self$fc <- nn_linear(2, 2),
+                    forward = function(x) self$fc(x), private = list(k = 3),
+                    times = function() private$k)
+  child <- nn_module("child", inherit = base, forward = function(x) super$forward(x) * 2)
+  m <- child()
+  expect_identical(class(m), c("child", "base", "nn_module"))
+  expect_identical(m$times(), 3)
+  x <- torch_randn(1, 2)
+  expect_same_tensor(m(x), m$fc(x) * 2)
+  empty <- nn_module(forward = function(x) x)()
+  expect_length(empty$parameters, 0L)
+  expect_error(nn_module("nofwd")()(1), "not implemented", class = "not_implemented_error")
+})
+
+test_that("nn_sequential takes modules and !!! splicing; indexing is 1-based", {
+  skip_if_no_ampkit()
+  torch_manual_seed(3)
+  a <- nn_sequential(nn_linear(4, 8), nn_relu(), nn_linear(8, 2))
+  torch_manual_seed(3)
+  layers <- list(nn_linear(4, 8), nn_relu(), nn_linear(8, 2))
+  b <- nn_sequential(!!!layers)
+  torch_manual_seed(3)
+  c2 <- nn_sequential(nn_linear(4, 8), !!!list(nn_relu(), nn_linear(8, 2)))
+  expect_identical(class(b), c("nn_sequential", "nn_module"))
+  expect_identical(names(b$state_dict()), c("0.weight", "0.bias", "2.weight", "2.bias"))
+  expect_identical(length(b), 3L)
+  expect_identical(class(b[[2]]), c("nn_relu", "nn_module"))
+  expect_identical(names(b$children), c("0", "1", "2"))
+  x <- torch_randn(5, 4)
+  expect_same_tensor(a(x), b(x))
+  expect_same_tensor(b(x), c2(x))
+  head <- b[1:2]
+  expect_identical(length(head), 2L)
+  expect_same_tensor(head(x), nnf_relu(b[[1]](x)))
+  e <- expect_error(b[[4]], "out of range", class = "index_error")
+  # Sequential of R-defined modules: PyTorch's Sequential calls back into R.
+  s <- nn_sequential(net_gen(4, 3), nn_sigmoid())
+  expect_identical(s(x)$shape, c(5L, 1L))
+  ml <- nn_module_list(list(nn_linear(1, 1), nn_linear(1, 2)))
+  ml$append(nn_relu())
+  expect_identical(length(ml), 3L)
+  expect_identical(class(ml[[3]])[[1]], "nn_relu")
+  expect_identical(names(ml$parameters), c("0.weight", "0.bias", "1.weight", "1.bias"))
+})
+
+test_that("conv2d, max_pool2d, flatten: PyTorch's numbers, 1-based dims and indices", {
+  skip_if_no_ampkit()
+  torch_manual_seed(5)
+  conv <- nn_conv2d(1, 3, kernel_size = 3, padding = 1)
+  pt()$manual_seed(5L)
+  ref <- pt()$nn$Conv2d(1L, 3L, kernel_size = 3L, padding = 1L)
+  x <- torch_randn(2, 1, 6, 6)
+  expect_same_tensor(conv(x), pycall(ref, unwrap(x)))
+  expect_identical(nn_conv2d(1, 2, c(3, 2), stride = 2, padding = "valid")(x)$shape,
+                   c(2L, 2L, 2L, 3L))
+  pool <- nn_max_pool2d(2)
+  expect_identical(pool(x)$shape, c(2L, 1L, 3L, 3L))
+  withi <- nn_max_pool2d(2, return_indices = TRUE)(x)
+  ref_i <- pt()$nn$functional$max_pool2d(unwrap(x), 2L, return_indices = TRUE)
+  expect_same_tensor(withi[[2]], ref_i[1]$add(1L))
+  expect_identical(nn_flatten()(x)$shape, c(2L, 36L))
+  expect_identical(nn_flatten(start_dim = 3)(x)$shape, c(2L, 1L, 36L))
+  expect_identical(nn_flatten(1, 2)(x)$shape, c(2L, 6L, 6L))
+  expect_error(nn_flatten(start_dim = 0), "1-based", class = "value_error")
+})
+
+test_that("activations, dropout, normalization layers agree with PyTorch", {
+  skip_if_no_ampkit()
+  F <- pt()$nn$functional
+  x <- torch_randn(6, 4)
+  expect_same_tensor(nn_relu()(x), F$relu(unwrap(x)))
+  expect_same_tensor(nn_gelu()(x), F$gelu(unwrap(x)))
+  expect_same_tensor(nn_gelu(approximate = "tanh")(x), F$gelu(unwrap(x), approximate = "tanh"))
+  expect_same_tensor(nn_tanh()(x), pt()$tanh(unwrap(x)))
+  expect_same_tensor(nn_sigmoid()(x), pt()$sigmoid(unwrap(x)))
+  expect_same_tensor(nn_softmax(dim = 1)(x), F$softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nn_log_softmax(dim = -1)(x), F$log_softmax(unwrap(x), dim = -1L))
+  expect_same_tensor(nn_identity()(x), x)
+  drop <- nn_dropout(p = 0.5)
+  torch_manual_seed(9)
+  d1 <- drop(x)
+  pt()$manual_seed(9L)
+  expect_same_tensor(d1, F$dropout(unwrap(x), p = 0.5, training = TRUE))
+  drop$eval()
+  expect_same_tensor(drop(x), x)
+  bn <- nn_batch_norm1d(4)
+  expect_identical(names(bn$state_dict()), c("weight", "bias", "running_mean", "running_var",
+                                             "num_batches_tracked"))
+  ref <- pt()$nn$BatchNorm1d(4L)
+  expect_same_tensor(bn(x), pycall(ref, unwrap(x)))
+  expect_same_tensor(bn$running_mean, ref$running_mean)
+  bn$eval()
+  ref$eval()
+  expect_same_tensor(bn(x), pycall(ref, unwrap(x)))
+  bn2 <- nn_batch_norm2d(3)
+  expect_identical(bn2(torch_randn(2, 3, 4, 4))$shape, c(2L, 3L, 4L, 4L))
+  ln <- nn_layer_norm(4)
+  expect_same_tensor(ln(x), F$layer_norm(unwrap(x), list(4L)))
+  expect_identical(names(nn_layer_norm(c(3, 4))$parameters), c("weight", "bias"))
+})
+
+test_that("nn_embedding takes 1-based indices and a 1-based padding_idx", {
+  skip_if_no_ampkit()
+  emb <- nn_embedding(5, 3, padding_idx = 2)
+  w <- emb$weight
+  idx <- torch_tensor(c(1L, 5L, 2L))
+  out <- emb(idx)
+  ref <- unwrap(w)$index_select(0L, unwrap(idx)$sub(1L))
+  expect_same_tensor(out, ref$detach())
+  row2 <- function(t) new_torch_tensor(unwrap(t)$`__getitem__`(1L))
+  expect_equal(row2(emb$weight)$abs()$sum()$item(), 0) # padding row is zero
+  expect_identical(reticulate::py_to_r(unwrap(emb)$padding_idx), 1L)
+  out$sum()$backward()
+  expect_equal(row2(emb$weight$grad)$abs()$sum()$item(), 0)
+  expect_error(nn_embedding(5, 3, padding_idx = 0), "`padding_idx`", class = "value_error")
+  expect_error(nn_embedding(5, 3)(torch_tensor(0L)), class = "index_error")
+})
+
+test_that("losses and nnf losses: 1-based class labels, PyTorch's numbers", {
+  skip_if_no_ampkit()
+  F <- pt()$nn$functional
+  logits <- torch_randn(5, 3)
+  y <- torch_tensor(c(1L, 3L, 2L, 3L, 1L))
+  y0 <- unwrap(y)$sub(1L)
+  expect_same_tensor(nnf_cross_entropy(logits, y), F$cross_entropy(unwrap(logits), y0))
+  expect_same_tensor(nn_cross_entropy_loss()(logits, y), F$cross_entropy(unwrap(logits), y0))
+  lp <- nnf_log_softmax(logits, dim = 2)
+  expect_same_tensor(nnf_nll_loss(lp, y), F$nll_loss(unwrap(lp), y0))
+  expect_same_tensor(nn_nll_loss()(lp, y), F$nll_loss(unwrap(lp), y0))
+  # ignore_index is a label in the same (1-based) terms.
+  expect_same_tensor(nnf_cross_entropy(logits, y, ignore_index = 3),
+                     F$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
+  expect_same_tensor(nn_cross_entropy_loss(ignore_index = 3)(logits, y),
+                     F$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
+  # Class probabilities are taken as they are.
+  probs <- nnf_softmax(torch_randn(5, 3), dim = 2)
+  expect_same_tensor(nnf_cross_entropy(logits, probs),
+                     F$cross_entropy(unwrap(logits), unwrap(probs)))
+  expect_error(nnf_cross_entropy(logits, torch_tensor(c(1L, 4L, 1L, 1L, 1L))),
+               class = "index_error")
+  a <- torch_randn(4, 2)
+  b <- torch_randn(4, 2)
+  expect_same_tensor(nnf_mse_loss(a, b), F$mse_loss(unwrap(a), unwrap(b)))
+  expect_same_tensor(nn_mse_loss(reduction = "sum")(a, b),
+                     F$mse_loss(unwrap(a), unwrap(b), reduction = "sum"))
+  expect_same_tensor(nn_l1_loss()(a, b), F$l1_loss(unwrap(a), unwrap(b)))
+  expect_same_tensor(nnf_l1_loss(a, b, reduction = "none"),
+                     F$l1_loss(unwrap(a), unwrap(b), reduction = "none"))
+  t01 <- torch_rand(4, 2)
+  expect_same_tensor(nn_bce_with_logits_loss()(a, t01),
+                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
+  pw <- torch_ones(2) * 3
+  expect_same_tensor(nn_bce_with_logits_loss(pos_weight = pw)(a, t01),
+                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01),
+                                                        pos_weight = unwrap(pw)))
+  expect_same_tensor(nnf_binary_cross_entropy_with_logits(a, t01),
+                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
+  expect_same_tensor(nn_bce_loss()(nnf_sigmoid(a), t01),
+                     F$binary_cross_entropy(pt()$sigmoid(unwrap(a)), unwrap(t01)))
+})
+
+test_that("nnf activations take 1-based dims", {
+  skip_if_no_ampkit()
+  F <- pt()$nn$functional
+  x <- torch_randn(3, 4)
+  expect_same_tensor(nnf_softmax(x, dim = 1), F$softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nnf_softmax(x, dim = 2), F$softmax(unwrap(x), dim = 1L))
+  expect_same_tensor(nnf_softmax(x, dim = -1), F$softmax(unwrap(x), dim = -1L))
+  expect_same_tensor(nnf_log_softmax(x, dim = 1), F$log_softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nnf_softmax(x, dim = 2, dtype = torch_float64()),
+                     F$softmax(unwrap(x), dim = 1L, dtype = pt()$float64))
+  expect_same_tensor(nnf_relu(x), F$relu(unwrap(x)))
+  expect_same_tensor(nnf_gelu(x), F$gelu(unwrap(x)))
+  expect_same_tensor(nnf_tanh(x), pt()$tanh(unwrap(x)))
+  expect_same_tensor(nnf_sigmoid(x), pt()$sigmoid(unwrap(x)))
+  expect_same_tensor(nnf_dropout(x, training = FALSE), x)
+  torch_manual_seed(4)
+  d <- nnf_dropout(x, p = 0.3)
+  pt()$manual_seed(4L)
+  expect_same_tensor(d, F$dropout(unwrap(x), p = 0.3))
+  expect_error(nnf_softmax(x), "`dim` must be given", class = "value_error")
+  expect_error(nnf_softmax(x, dim = 0), "1-based", class = "value_error")
+  expect_error(nnf_relu(1), "`input` must be a tensor", class = "value_error")
+})
+
+test_that("autocast sees the front end's modules: linear runs in bfloat16 inside", {
+  skip_if_no_ampkit()
+  fc <- nn_linear(4, 2)
+  x <- torch_randn(3, 4)
+  out <- with_autocast(device_type = "cpu", dtype = torch_bfloat16(), fc(x))
+  expect_true(out$dtype == torch_bfloat16())
+  expect_true(fc(x)$dtype == torch_float32())
+})
+
+test_that("the examples of the nn help pages run", {
+  skip_if_no_ampkit()
+  for (topic in c("nn_module", "nn_parameter", "nn_layers", "nn_activations",
+                  "nn_normalization", "nn_losses", "nn_containers", "nnf_activations",
+                  "nnf_losses")) {
+    expect_error(utils::capture.output(utils::example(topic, package = "ampkit",
+                                                      character.only = TRUE, ask = FALSE,
+                                                      echo = FALSE)),
+                 NA, label = topic)
+  }
+})
