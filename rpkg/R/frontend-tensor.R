@@ -425,8 +425,21 @@ print.torch_tensor <- function(x, n = 30, ...) {
   invisible(x)
 }
 
+# Values as libtorch prints them: whole floats without decimals, others with 4 decimals (in
+# scientific notation for very large or small magnitudes).
 format_values <- function(values) {
-  if (is.double(values)) format(signif(values, 5), digits = 5) else format(values)
+  if (!is.double(values)) {
+    return(format(values))
+  }
+  finite <- values[is.finite(values)]
+  if (length(finite) == 0L || all(finite == trunc(finite)) && max(abs(finite)) < 1e9) {
+    return(format(values, scientific = FALSE))
+  }
+  nonzero <- abs(finite[finite != 0])
+  if (length(nonzero) && (max(nonzero) >= 1e5 || min(nonzero) < 1e-4)) {
+    return(format(formatC(values, format = "e", digits = 4), justify = "right"))
+  }
+  format(formatC(values, format = "f", digits = 4), justify = "right")
 }
 
 print_matrix <- function(values) {

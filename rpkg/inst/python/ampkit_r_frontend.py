@@ -59,3 +59,208 @@ def to_r(t):
 
 def dtype_name(dtype):
     return str(dtype)[len("torch."):]
+
+
+# ---- indexing with R torch's rules (rpkg/R/indexing.R) ----------------------------------------
+#
+# An index is a list of items, one per argument of R's `[`:
+#   ["all"]                     an empty argument (x[1, ])
+#   ["int", i]                  one number: 1-based, negative from the end; drops its dim
+#   ["slice", start, end, step] start:end (both included, 1-based, negative from the end)
+#   ["newaxis"]                 NULL / newaxis: a new dim of size 1
+#   ["fill"]                    `..`: as many "all" as needed
+#   ["vec", [i, ...]]           several numbers: 1-based positions, kept in R's order
+#   ["lmask", [b, ...]]         an R logical vector over one dim (recycled if of length 1)
+#   ["tensor", t]               a long tensor (1-based positions) or a bool tensor (a mask)
+# Several "vec"-like items select as R does (every combination: x[c(1, 2), c(2, 3)] is 2x2),
+# not pointwise as PyTorch's advanced indexing does.
+
+
+class RIndexError(IndexError):
+    pass
+
+
+def _dim_count(item):
+    kind = item[0]
+    if kind in ("newaxis", "fill"):
+        return 0
+    if kind == "tensor" and item[1].dtype == torch.bool:
+        return max(item[1].dim(), 1)
+    return 1
+
+
+def _position(i, size, dim):
+    """A 1-based R position (negative from the end) as a 0-based one, checked."""
+    if i == 0:
+        raise RIndexError("Indexing starts at 1 but found a 0.")
+    j = i - 1 if i > 0 else size + i
+    if j < 0 or j >= size:
+        raise RIndexError(
+            f"index {i} is out of bounds for dimension {dim + 1} with size {size}")
+    return j
+
+
+def _positions(t, size, dim):
+    """A 1-based index tensor as 0-based, checked."""
+    t = t.to(torch.int64)
+    if t.numel() == 0:
+        return t
+    if bool((t == 0).any()):
+        raise RIndexError("Indexing starts at 1 but found a 0.")
+    t = torch.where(t > 0, t - 1, t + size)
+    if bool(((t < 0) | (t >= size)).any()):
+        bad = int(t[(t < 0) | (t >= size)][0])
+        raise RIndexError(
+            f"index {bad + 1} is out of bounds for dimension {dim + 1} with size {size}")
+    return t
+
+
+def _slice(item, size):
+    _, start, end, step = item
+    step = 1 if step is None else int(step)
+    if step <= 0:
+        raise RIndexError("A slice's step must be positive.")
+    start = int(start)
+    if start == 0:
+        raise RIndexError("Indexing starts at 1 but found a 0.")
+    start = start - 1 if start > 0 else max(size + start, 0)
+    end = int(end)
+    if end == 0:
+        raise RIndexError("Indexing starts at 1 but found a 0.")
+    stop = min(end, size) if end > 0 else size + end + 1
+    return slice(start, stop, step)
+
+
+def _expand(t, items):
+    """Items with `..` replaced by "all"s; checks the number of dims."""
+    used = sum(_dim_count(it) for it in items)
+    fills = [k for k, it in enumerate(items) if it[0] == "fill"]
+    if len(fills) > 1:
+        raise RIndexError("`..` may be used only once in an index.")
+    if used > t.dim():
+        raise RIndexError(
+            f"too many indices for a tensor of {t.dim()} dimensions: {used} given")
+    if fills:
+        k = fills[0]
+        items = items[:k] + [["all"]] * (t.dim() - used) + items[k + 1:]
+    return items
+
+
+def _vector_like(item):
+    kind = item[0]
+    if kind in ("vec", "lmask"):
+        return True
+    if kind == "tensor":
+        return item[1].dim() == 1
+    return False
+
+
+def _plan(t, items, drop):
+    """(basic index tuple or None, outer index data) for the items."""
+    items = _expand(t, list(items))
+    if not any(_vector_like(it) for it in items):
+        index, dim = [], 0
+        for it in items:
+            kind = it[0]
+            if kind == "newaxis":
+                index.append(None)
+                continue
+            if kind == "tensor":
+                x = it[1]
+                if x.dtype == torch.bool:
+                    index.append(x)
+                    dim += x.dim()
+                    continue
+                if x.dim() == 0:
+                    j = _position(int(x), t.shape[dim], dim)
+                    index.append(j if drop else slice(j, j + 1))
+                else:
+                    index.append(_positions(x, t.shape[dim], dim))
+                dim += 1
+                continue
+            size = t.shape[dim]
+            if kind == "all":
+                index.append(slice(None))
+            elif kind == "int":
+                j = _position(int(it[1]), size, dim)
+                index.append(j if drop else slice(j, j + 1))
+            elif kind == "slice":
+                index.append(_slice(it, size))
+            dim += 1
+        return tuple(index), None
+    # R's rule: every combination. Each dim-consuming item becomes a 1-d position tensor,
+    # shaped to broadcast over the others (all items are advanced, hence adjacent).
+    positions, drops, newaxes, dim = [], [], [], 0
+    for it in items:
+        kind = it[0]
+        if kind == "newaxis":
+            newaxes.append(len(positions) - len(drops) + len(newaxes))
+            continue
+        size = t.shape[dim]
+        device = t.device
+        if kind == "all":
+            p = torch.arange(size, device=device)
+        elif kind == "int":
+            p = torch.tensor([_position(int(it[1]), size, dim)], device=device)
+            if drop:
+                drops.append(len(positions))
+        elif kind == "slice":
+            p = torch.arange(size, device=device)[_slice(it, size)]
+        elif kind == "vec":
+            p = _positions(torch.tensor(list(it[1]), dtype=torch.int64), size, dim).to(device)
+        elif kind == "lmask":
+            mask = list(it[1])
+            if len(mask) == 1:
+                mask = mask * size
+            if len(mask) != size:
+                raise RIndexError(
+                    f"a logical index over dimension {dim + 1} must have length {size} "
+                    f"(or 1), got {len(mask)}")
+            p = torch.tensor(mask, dtype=torch.bool).nonzero().flatten().to(device)
+        else:  # a 1-d tensor
+            x = it[1]
+            if x.dtype == torch.bool:
+                if x.numel() != size:
+                    raise RIndexError(
+                        f"a boolean index over dimension {dim + 1} must have length {size}, "
+                        f"got {x.numel()}")
+                p = x.nonzero().flatten().to(device)
+            else:
+                p = _positions(x, size, dim).to(device)
+        positions.append(p)
+        dim += 1
+    k = len(positions)
+    index = tuple(p.reshape([1] * j + [-1] + [1] * (k - j - 1)) for j, p in enumerate(positions))
+    return index, (drops, newaxes)
+
+
+def _finish(result, outer):
+    drops, newaxes = outer
+    for j in reversed(drops):
+        result = result.squeeze(j)
+    for j in newaxes:
+        result = result.unsqueeze(j)
+    return result
+
+
+def getitem(t, items, drop=True):
+    index, outer = _plan(t, items, drop)
+    result = t[index]
+    if outer is not None:
+        result = _finish(result, outer)
+    return result
+
+
+def setitem(t, items, value):
+    index, outer = _plan(t, items, True)
+    if isinstance(value, torch.Tensor):
+        value = value.to(dtype=t.dtype, device=t.device)
+    if outer is not None and isinstance(value, torch.Tensor):
+        drops, _ = outer
+        target = list(t[index].shape)
+        # the value is shaped like the dropped selection: put the dropped dims back.
+        if value.dim() == len(target) - len(drops) and value.dim() > 0:
+            for j in drops:
+                value = value.unsqueeze(j)
+    t[index] = value
+    return t
