@@ -5,6 +5,10 @@
 
 namespace ampkit {
 
+std::string must_be(const std::string& name, const std::string& rule, const std::string& got) {
+  return "`" + name + "` must be " + rule + ", got " + got + ".";
+}
+
 std::string format_number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

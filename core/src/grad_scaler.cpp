@@ -12,23 +12,23 @@
 
 #include "ampkit/autocast.h"
 #include "ampkit/errors.h"
+#include "ampkit/scaler_checkpoint.h"
 
 namespace ampkit {
 
-GradScaler::GradScaler(const std::string& device, const GradScalerOptions& options)
-    : device_(device), device_type_(parse_device_type(device, "device")) {
-  validate_options(options);
-  enabled_ = options.enabled;
-  allow_fp16_grads_ = options.allow_fp16_grads;
-  ScalerState initial{options.init_scale, options.growth_factor, options.backoff_factor,
-                      options.growth_interval, 0};
-  initial.policy = options.policy;
-  initial.track_overflow = options.track_overflow;
-  initial.hysteresis_left = options.policy.hysteresis;
+GradScaler::GradScaler(const std::string& device, const ScalerSettings& settings,
+                       bool allow_fp16_grads)
+    : device_(device),
+      device_type_(parse_device_type(device, "device")),
+      allow_fp16_grads_(allow_fp16_grads) {
+  const ScalerState initial{settings, ScalerCounters::fresh(settings)};
+  check_options(settings);
+  validate_state(initial, "init_scale");
   adopt(initial);
-  if (enabled_ && device_type_ == c10::DeviceType::CUDA && !at::globalContext().hasCUDA()) {
+  if (settings_.enabled && device_type_ == c10::DeviceType::CUDA &&
+      !at::globalContext().hasCUDA()) {
     warning_ = "GradScaler is enabled for device 'cuda', but CUDA is not available.  Disabling.";
-    enabled_ = false;
+    settings_.enabled = false;
   }
 }
 
@@ -45,9 +45,9 @@ void GradScaler::lazy_init(const c10::Device& device) {
   device_state_.scale = at::full({}, pending_.scale, on.dtype(at::kFloat));
   device_state_.growth_tracker = at::full({}, pending_.growth_tracker, on.dtype(at::kInt));
   device_state_.hysteresis_left = at::full({}, pending_.hysteresis_left, on.dtype(at::kInt));
-  device_state_.counters =
-      at::tensor(std::vector<int64_t>(pending_.counters.begin(), pending_.counters.end()),
-                 on.dtype(at::kLong));
+  device_state_.counters = at::tensor(
+      std::vector<int64_t>{pending_.steps, pending_.skipped_steps, pending_.consecutive_skipped_steps},
+      on.dtype(at::kLong));
 }
 
 GradScaler::OptimizerState& GradScaler::state_for(const ParamList& params) {
@@ -81,7 +81,7 @@ at::Tensor GradScaler::found_inf(const OptimizerState& state) const {
 }
 
 at::Tensor GradScaler::scale(const at::Tensor& outputs) {
-  if (!enabled_) return outputs;
+  if (!settings_.enabled) return outputs;
   const at::Tensor& scale = device_state_.scale;
   if (!scale.defined()) lazy_init(outputs.device());
   if (outputs.device() == scale.device()) return outputs * scale;
@@ -118,7 +118,7 @@ PerDevice GradScaler::unscale_and_agree(const ParamList& params, const at::Tenso
 }
 
 void GradScaler::unscale_(const ParamList& params) {
-  if (!enabled_) return;
+  if (!settings_.enabled) return;
   check_initialised("unscale_");
   unscale_state(params, state_for(params));
 }
@@ -157,7 +157,7 @@ void GradScaler::check_can_step(const ParamList& params) const {
 }
 
 bool GradScaler::may_step(const ParamList& params) {
-  if (!enabled_) return true;
+  if (!settings_.enabled) return true;
   check_can_step(params);
   OptimizerState& state = state_for(params);
   if (state.stage == OptimizerStage::Ready) unscale_state(params, state);
@@ -166,7 +166,7 @@ bool GradScaler::may_step(const ParamList& params) {
   }
   // The only host read of a clean iteration: whether the optimizer may step.
   state.skipped = read_to_host(found_inf(state)) != 0.0;
-  if (*state.skipped && track_overflow_) {
+  if (*state.skipped && settings_.track_overflow) {
     ++host_reads_;  // find_overflow reads all the counts at once
     state.overflow = find_overflow(params);
   }
@@ -175,7 +175,7 @@ bool GradScaler::may_step(const ParamList& params) {
 
 FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
                                           const std::optional<at::Tensor>& existing_grad_scale) {
-  if (!enabled_) throw StateError("fused_step_args() called on a disabled GradScaler.");
+  if (!settings_.enabled) throw StateError("fused_step_args() called on a disabled GradScaler.");
   check_can_step(params);
   OptimizerState& state = state_for(params);
   FusedStepArgs args;
@@ -199,7 +199,7 @@ FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
                                                       : found_inf(state);
   // The report must be taken before the step: the fused kernel itself decides to skip, so the
   // scaler reads the decision here (the one read track_overflow costs a fused optimizer).
-  if (track_overflow_ && !state.found_inf_per_device.empty()) {
+  if (settings_.track_overflow && !state.found_inf_per_device.empty()) {
     state.skipped = read_to_host(args.found_inf) != 0.0;
     if (*state.skipped) {
       ++host_reads_;
@@ -210,12 +210,12 @@ FusedStepArgs GradScaler::fused_step_args(const ParamList& params,
 }
 
 void GradScaler::mark_stepped(const ParamList& params) {
-  if (!enabled_) return;
+  if (!settings_.enabled) return;
   state_for(params).stage = OptimizerStage::Stepped;
 }
 
 std::string GradScaler::update() {
-  if (!enabled_) return "";
+  if (!settings_.enabled) return "";
   check_initialised("update");
   at::Tensor any_found;
   bool overflow_possible = false;  // false only when every decision is known clean on the host
@@ -228,15 +228,13 @@ std::string GradScaler::update() {
   if (!any_found.defined()) {
     throw StateError("No inf checks were recorded prior to update.");
   }
-  const Collapse collapse =
-      apply_update(device_state_, any_found, {growth_factor_, backoff_factor_, growth_interval_},
-                   policy_, tensor_ops_);
+  const Collapse collapse = apply_update(device_state_, any_found, settings_, tensor_ops_);
   finish_iteration();
   return handle_collapse(collapse, overflow_possible);
 }
 
 std::string GradScaler::handle_collapse(const Collapse& collapse, bool overflow_possible) {
-  if (!policy_.min_scale || policy_.on_min_scale == OnMinScale::Ignore) return "";
+  if (!settings_.min_scale || settings_.on_min_scale == OnMinScale::Ignore) return "";
   // On an accelerator the flag is read only when this iteration may have overflowed: clean
   // steps of ordinary optimizers add no host read.
   bool collapsed = false;
@@ -245,16 +243,16 @@ std::string GradScaler::handle_collapse(const Collapse& collapse, bool overflow_
   } else if (overflow_possible) {
     collapsed = read_to_host(collapse.on_device) != 0.0;
   }
-  const bool first_of_run = collapsed && !in_collapse_run_;
-  in_collapse_run_ = collapsed;
+  const bool first_of_run = collapsed && !pending_.collapse_warned;
+  pending_.collapse_warned = collapsed;
   if (!collapsed) return "";
   const std::string message =
       "The loss scale collapsed: a gradient was inf/NaN while the scale was already at "
       "`min_scale` (" +
-      format_number(*policy_.min_scale) +
+      format_number(*settings_.min_scale) +
       "), so backing off cannot help. Find the parameter that overflows (track_overflow=True, "
       "then overflow_report()), or lower `min_scale`.";
-  if (policy_.on_min_scale == OnMinScale::Raise) throw ScaleCollapseError(message);
+  if (settings_.on_min_scale == OnMinScale::Raise) throw ScaleCollapseError(message);
   return first_of_run ? message : "";
 }
 
@@ -284,7 +282,7 @@ bool GradScaler::skipped(OptimizerState& state) {
 }
 
 bool GradScaler::step_was_skipped(const ParamList* params) {
-  if (!enabled_) return false;
+  if (!settings_.enabled) return false;
   bool any = false;
   for (OptimizerState* state : recent_steps()) {
     if (params != nullptr && state->params_id != params->id()) continue;
@@ -294,10 +292,11 @@ bool GradScaler::step_was_skipped(const ParamList* params) {
 }
 
 ScalerStats GradScaler::stats() {
-  if (!enabled_) return {0, 0, 0, 1.0};
+  if (!settings_.enabled) return {0, 0, 0, 1.0};
   const DeviceState& d = device_state_;
   if (!d.scale.defined()) {
-    return {pending_.counters[0], pending_.counters[1], pending_.counters[2], pending_.scale};
+    return {pending_.steps, pending_.skipped_steps, pending_.consecutive_skipped_steps,
+            pending_.scale};
   }
   // One read: the counters and the scale together, as doubles (exact below 2^53).
   const at::Tensor host =
@@ -309,6 +308,12 @@ ScalerStats GradScaler::stats() {
 
 std::vector<OverflowEntry> GradScaler::overflow_report() const {
   std::vector<OverflowEntry> report;
+  if (!settings_.enabled) return report;
+  if (!settings_.track_overflow) {
+    throw StateError(
+        "overflow_report() needs the scaler built with `track_overflow` on: without it, which "
+        "parameters overflowed is not recorded (an empty report would read as none did).");
+  }
   const auto& states =
       std::any_of(states_.begin(), states_.end(),
                   [](const OptimizerState& s) { return s.stage == OptimizerStage::Stepped; })
@@ -320,7 +325,7 @@ std::vector<OverflowEntry> GradScaler::overflow_report() const {
 }
 
 void GradScaler::update(double new_scale) {
-  if (!enabled_) return;
+  if (!settings_.enabled) return;
   check_initialised("update");
   check_chosen_scale(new_scale, "new_scale");
   device_state_.scale.fill_(new_scale);
@@ -328,7 +333,7 @@ void GradScaler::update(double new_scale) {
 }
 
 void GradScaler::update(const at::Tensor& new_scale) {
-  if (!enabled_) return;
+  if (!settings_.enabled) return;
   check_initialised("update");
   const std::string rule = "`new_scale` must be a float or a 1-element tensor on device type '" +
                            device_ + "' with requires_grad=False";
@@ -354,26 +359,16 @@ void GradScaler::update(const at::Tensor& new_scale) {
 }
 
 double GradScaler::get_scale() {
-  if (!enabled_) return 1.0;
+  if (!settings_.enabled) return 1.0;
   const at::Tensor& scale = device_state_.scale;
   return scale.defined() ? read_to_host(scale) : pending_.scale;
 }
 
 ScalerState GradScaler::state_dict() {
-  ScalerState s{};
-  s.growth_factor = growth_factor_;
-  s.backoff_factor = backoff_factor_;
-  s.growth_interval = static_cast<double>(growth_interval_);
-  s.policy = policy_;
-  s.track_overflow = track_overflow_;
+  ScalerState s{settings_, pending_};
   const DeviceState& d = device_state_;
   if (!d.scale.defined()) {
-    s.scale = enabled_ ? pending_.scale : 1.0;
-    s.growth_tracker = static_cast<double>(pending_.growth_tracker);
-    s.hysteresis_left = static_cast<double>(pending_.hysteresis_left);
-    s.steps = static_cast<double>(pending_.counters[0]);
-    s.skipped_steps = static_cast<double>(pending_.counters[1]);
-    s.consecutive_skipped_steps = static_cast<double>(pending_.counters[2]);
+    if (!settings_.enabled) s.counters.scale = 1.0;
     return s;
   }
   // One read for the whole device state.
@@ -383,58 +378,53 @@ ScalerState GradScaler::state_dict() {
           .cpu();
   ++host_reads_;
   const double* v = host.const_data_ptr<double>();
-  s.scale = v[0];
-  s.growth_tracker = v[1];
-  s.hysteresis_left = v[2];
-  s.steps = v[3];
-  s.skipped_steps = v[4];
-  s.consecutive_skipped_steps = v[5];
+  s.counters.scale = v[0];
+  s.counters.growth_tracker = static_cast<int64_t>(v[1]);
+  s.counters.hysteresis_left = static_cast<int64_t>(v[2]);
+  s.counters.steps = static_cast<int64_t>(v[3]);
+  s.counters.skipped_steps = static_cast<int64_t>(v[4]);
+  s.counters.consecutive_skipped_steps = static_cast<int64_t>(v[5]);
   return s;
 }
 
 void GradScaler::load_state_dict(const ScalerState& state) {
-  if (!enabled_) return;  // torch.amp: a disabled scaler ignores what it is given
-  validate_state(state);
+  if (!settings_.enabled) return;  // torch.amp: a disabled scaler ignores what it is given
+  check_options(state.settings);
+  validate_state(state, "scale");
+  const bool enabled = settings_.enabled;  // not part of a checkpoint
   adopt(state);
+  settings_.enabled = enabled;
 }
 
 void GradScaler::adopt(const ScalerState& state) {
-  growth_factor_ = state.growth_factor;
-  backoff_factor_ = state.backoff_factor;
-  growth_interval_ = static_cast<int64_t>(state.growth_interval);
-  policy_ = state.policy;
-  track_overflow_ = state.track_overflow;
-  pending_.scale = state.scale;
-  pending_.growth_tracker = static_cast<int64_t>(state.growth_tracker);
-  pending_.hysteresis_left = static_cast<int64_t>(state.hysteresis_left);
-  pending_.counters = {static_cast<int64_t>(state.steps), static_cast<int64_t>(state.skipped_steps),
-                       static_cast<int64_t>(state.consecutive_skipped_steps)};
-  in_collapse_run_ = false;
+  settings_ = state.settings;
+  pending_ = state.counters;
   // A scale that exists keeps its tensor (and device): filled in place, as torch.amp does.
   if (device_state_.scale.defined()) {
     DeviceState& d = device_state_;
     d.scale.fill_(pending_.scale);
     d.growth_tracker.fill_(pending_.growth_tracker);
     d.hysteresis_left.fill_(pending_.hysteresis_left);
-    d.counters.copy_(
-        at::tensor(std::vector<int64_t>(pending_.counters.begin(), pending_.counters.end()),
-                   d.counters.options().device(c10::kCPU)));
+    d.counters.copy_(at::tensor(
+        std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
+                             pending_.consecutive_skipped_steps},
+        d.counters.options().device(c10::kCPU)));
   }
 }
 
 void GradScaler::set_growth_factor(double value) {
   check_growth_factor(value, "new_factor");
-  growth_factor_ = value;
+  settings_.growth_factor = value;
 }
 
 void GradScaler::set_backoff_factor(double value) {
   check_backoff_factor(value, "new_factor");
-  backoff_factor_ = value;
+  settings_.backoff_factor = value;
 }
 
 void GradScaler::set_growth_interval(double value) {
   check_count(value, "new_interval", 1);
-  growth_interval_ = static_cast<int64_t>(value);
+  settings_.growth_interval = static_cast<int64_t>(value);
 }
 
 }  // namespace ampkit

@@ -74,31 +74,35 @@ struct Values {
 // caller applies torch.amp's kernel to the scale and the tracker afterwards (the default policy):
 // the rule then moves the hysteresis state and the counters only, from the same tracker.
 template <class Ops>
-typename Ops::Flag rule(Values<Ops>& v, const typename Ops::Flag& found, const GrowthRule& g,
-                        const ScalePolicy& p, bool scale_too) {
+typename Ops::Flag rule(Values<Ops>& v, const typename Ops::Flag& found, const ScalerSettings& p,
+                        bool scale_too) {
   using Count = typename Ops::Count;
-  typename Ops::Flag collapsed = Ops::no(v.scale);
-  if (p.min_scale) collapsed = Ops::both(found, Ops::equals(v.scale, *p.min_scale));
   const Count zero = Ops::count(v.tracker, 0);
-  const Count full = Ops::count(v.tracker, static_cast<int64_t>(p.hysteresis));
+  const Count restart = Ops::count(v.tracker, -p.growth_delay);
+  const Count full = Ops::count(v.tracker, p.hysteresis);
   const Count next = v.tracker + 1;
-  const auto grow = Ops::equals(next, g.growth_interval);
+  const auto grow = Ops::equals(next, p.growth_interval);
   // After an overflow: one less overflow to absorb; after a clean step, refilled on growth (and
   // on every clean step with consecutive_hysteresis).
   const Count left = v.hysteresis_left - 1;
+  const auto backoff_due = Ops::at_most_zero(left);
+  typename Ops::Flag collapsed = Ops::no(v.scale);
+  if (p.min_scale) {
+    collapsed = Ops::both(found, Ops::both(backoff_due, Ops::equals(v.scale, *p.min_scale)));
+  }
   const Count left_on_clean =
       Ops::pick(grow, full, p.consecutive_hysteresis ? full : v.hysteresis_left);
   if (scale_too) {
     // Back off once no overflow is left to absorb, never below the floor.
-    auto backed_off = Ops::mul(v.scale, g.backoff_factor);
+    auto backed_off = Ops::mul(v.scale, p.backoff_factor);
     if (p.min_scale) backed_off = Ops::at_least(backed_off, *p.min_scale);
-    const auto scale_on_overflow = Ops::pick(Ops::at_most_zero(left), backed_off, v.scale);
+    const auto scale_on_overflow = Ops::pick(backoff_due, backed_off, v.scale);
     // Grow after growth_interval clean steps, never above the ceiling nor to inf.
-    auto grown = Ops::mul(v.scale, g.growth_factor);
+    auto grown = Ops::mul(v.scale, p.growth_factor);
     if (p.max_scale) grown = Ops::at_most(grown, *p.max_scale);
     const auto scale_on_clean = Ops::pick(Ops::both(grow, Ops::finite(grown)), grown, v.scale);
     v.scale = Ops::pick(found, scale_on_overflow, scale_on_clean);
-    v.tracker = Ops::pick(found, zero, Ops::pick(grow, zero, next));
+    v.tracker = Ops::pick(found, restart, Ops::pick(grow, zero, next));
   }
   v.hysteresis_left = Ops::pick(found, left, left_on_clean);
   v.steps = v.steps + 1;
@@ -107,14 +111,14 @@ typename Ops::Flag rule(Values<Ops>& v, const typename Ops::Flag& found, const G
   return collapsed;
 }
 
-Collapse update_on_host(DeviceState& s, const at::Tensor& found_inf, const GrowthRule& g,
-                        const ScalePolicy& p, bool scale_too) {
+Collapse update_on_host(DeviceState& s, const at::Tensor& found_inf, const ScalerSettings& p,
+                        bool scale_too) {
   float* scale = s.scale.data_ptr<float>();
   int32_t* tracker = s.growth_tracker.data_ptr<int32_t>();
   int32_t* left = s.hysteresis_left.data_ptr<int32_t>();
   int64_t* counters = s.counters.data_ptr<int64_t>();
   Values<HostOps> v{*scale, *tracker, *left, counters[0], counters[1], counters[2]};
-  const bool collapsed = rule<HostOps>(v, *found_inf.const_data_ptr<float>() != 0, g, p, scale_too);
+  const bool collapsed = rule<HostOps>(v, *found_inf.const_data_ptr<float>() != 0, p, scale_too);
   *scale = v.scale;
   *tracker = static_cast<int32_t>(v.tracker);  // unchanged when the kernel moves it
   *left = static_cast<int32_t>(v.hysteresis_left);
@@ -124,15 +128,15 @@ Collapse update_on_host(DeviceState& s, const at::Tensor& found_inf, const Growt
   return {collapsed, {}};
 }
 
-Collapse update_on_device(DeviceState& s, const at::Tensor& found_inf, const GrowthRule& g,
-                          const ScalePolicy& p, bool scale_too) {
+Collapse update_on_device(DeviceState& s, const at::Tensor& found_inf, const ScalerSettings& p,
+                          bool scale_too) {
   Values<TensorOps> v{s.scale,
                       s.growth_tracker.to(at::kLong),
                       s.hysteresis_left.to(at::kLong),
                       s.counters[0],
                       s.counters[1],
                       s.counters[2]};
-  const at::Tensor collapsed = rule<TensorOps>(v, found_inf > 0, g, p, scale_too);
+  const at::Tensor collapsed = rule<TensorOps>(v, found_inf > 0, p, scale_too);
   if (scale_too) {
     s.scale.copy_(v.scale);
     s.growth_tracker.copy_(v.tracker);
@@ -144,17 +148,17 @@ Collapse update_on_device(DeviceState& s, const at::Tensor& found_inf, const Gro
 
 }  // namespace
 
-Collapse apply_update(DeviceState& state, const at::Tensor& found_inf, const GrowthRule& rule,
-                      const ScalePolicy& policy, bool tensor_ops) {
-  // The default policy is torch.amp's: its own kernel moves the scale and the tracker, bit for
-  // bit, after the rule has read the tracker for the hysteresis state and the counters.
-  const bool kernel = policy.is_default();
+Collapse apply_update(DeviceState& state, const at::Tensor& found_inf,
+                      const ScalerSettings& settings, bool tensor_ops) {
+  // At torch.amp's settings its own kernel moves the scale and the tracker, bit for bit, after
+  // the rule has read the tracker for the hysteresis state and the counters.
+  const bool kernel = settings.is_torch_amp_rule();
   const Collapse collapse = state.scale.is_cpu() && !tensor_ops
-                                ? update_on_host(state, found_inf, rule, policy, !kernel)
-                                : update_on_device(state, found_inf, rule, policy, !kernel);
+                                ? update_on_host(state, found_inf, settings, !kernel)
+                                : update_on_device(state, found_inf, settings, !kernel);
   if (kernel) {
-    at::_amp_update_scale_(state.scale, state.growth_tracker, found_inf, rule.growth_factor,
-                           rule.backoff_factor, rule.growth_interval);
+    at::_amp_update_scale_(state.scale, state.growth_tracker, found_inf, settings.growth_factor,
+                           settings.backoff_factor, settings.growth_interval);
   }
   return collapse;
 }

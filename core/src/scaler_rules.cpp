@@ -6,16 +6,15 @@
 #include <string>
 
 #include "ampkit/errors.h"
+#include "ampkit/scaler_settings.h"
 
 namespace ampkit {
 namespace {
 
-constexpr double kMaxCount = std::numeric_limits<int32_t>::max();  // the tracker is int32
 constexpr double kMaxFloat = std::numeric_limits<float>::max();    // the scale is float32
 
 [[noreturn]] void refuse(const char* name, const std::string& rule, double value) {
-  throw ArgumentError("`" + std::string(name) + "` must be " + rule + ", got " +
-                      format_number(value) + ".");
+  throw ArgumentError(must_be(name, rule, format_number(value)));
 }
 
 }  // namespace
@@ -50,48 +49,25 @@ void check_count(double value, const char* name, double minimum) {
   if (value > kMaxCount) refuse(name, "at most 2147483647 (it is kept as an int32)", value);
 }
 
-OnMinScale parse_on_min_scale(const std::string& value, const char* name) {
-  if (value == "raise") return OnMinScale::Raise;
-  if (value == "warn") return OnMinScale::Warn;
-  if (value == "ignore") return OnMinScale::Ignore;
-  throw ArgumentError("`" + std::string(name) +
-                      "` must be \"raise\", \"warn\" or \"ignore\", got \"" + value + "\".");
-}
-
-std::string on_min_scale_name(OnMinScale value) {
-  switch (value) {
-    case OnMinScale::Raise:
-      return "raise";
-    case OnMinScale::Warn:
-      return "warn";
-    case OnMinScale::Ignore:
-      return "ignore";
+void validate_state(const ScalerState& state, const char* scale_name) {
+  const ScalerSettings& s = state.settings;
+  if (s.min_scale && s.max_scale && *s.max_scale < *s.min_scale) {
+    refuse("max_scale", ">= `min_scale` (" + format_number(*s.min_scale) + ")", *s.max_scale);
   }
-  return "raise";
-}
-
-void validate_policy(const ScalePolicy& policy, double scale, const char* scale_name) {
-  if (policy.min_scale) check_chosen_scale(*policy.min_scale, "min_scale");
-  if (policy.max_scale) check_chosen_scale(*policy.max_scale, "max_scale");
-  if (policy.min_scale && policy.max_scale && *policy.max_scale < *policy.min_scale) {
-    refuse("max_scale", ">= `min_scale` (" + format_number(*policy.min_scale) + ")",
-           *policy.max_scale);
+  const double scale = state.counters.scale;
+  if (s.min_scale && scale < *s.min_scale) {
+    refuse(scale_name, ">= `min_scale` (" + format_number(*s.min_scale) + ")", scale);
   }
-  check_count(policy.hysteresis, "hysteresis", 1);
-  if (policy.min_scale && scale < *policy.min_scale) {
-    refuse(scale_name, ">= `min_scale` (" + format_number(*policy.min_scale) + ")", scale);
+  if (s.max_scale && scale > *s.max_scale) {
+    refuse(scale_name, "<= `max_scale` (" + format_number(*s.max_scale) + ")", scale);
   }
-  if (policy.max_scale && scale > *policy.max_scale) {
-    refuse(scale_name, "<= `max_scale` (" + format_number(*policy.max_scale) + ")", scale);
+  // With a growth delay the tracker restarts below zero, never further down than the delay.
+  const auto tracker = static_cast<double>(state.counters.growth_tracker);
+  const auto lowest = static_cast<double>(-s.growth_delay);
+  if (tracker < lowest) {
+    refuse("_growth_tracker",
+           ">= " + format_number(lowest) + (s.growth_delay ? " (-`growth_delay`)" : ""), tracker);
   }
-}
-
-void validate_options(const GradScalerOptions& options) {
-  check_chosen_scale(options.init_scale, "init_scale");
-  check_growth_factor(options.growth_factor, "growth_factor");
-  check_backoff_factor(options.backoff_factor, "backoff_factor");
-  check_count(options.growth_interval, "growth_interval", 1);
-  validate_policy(options.policy, options.init_scale, "init_scale");
 }
 
 }  // namespace ampkit

@@ -16,36 +16,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 _enter, _exit, _is_compiling = _C.enter_autocast, _C.exit_autocast, _C.is_compiling
 
 
-class DeviceTypeTypeError(_C.ArgumentTypeError, ValueError):
-    """A `device_type` that is not a str: an ampkit.ArgumentTypeError (a TypeError) and the
-    ValueError torch.autocast raises for it, with torch's message first."""
-
-
-_DEVICE_TYPE_RULE = "a str such as 'cpu' or 'cuda'"
-
-
-def _type_error(name: str, value: Any, rule: str) -> Exception:
-    return _C.ArgumentTypeError(f"`{name}` must be {rule}, got {type(value).__name__}.")
-
-
-def _argument_type_error(
-    device_type: Any, dtype: Any, enabled: Any, cache_enabled: Any
-) -> Exception:
-    """Name the argument pybind11 could not convert (checked only after a failure: no cost)."""
-    if not isinstance(device_type, str):
-        return DeviceTypeTypeError(
-            f"Expected `device_type` of type `str`, got: `{type(device_type)}`: `device_type` "
-            f"must be {_DEVICE_TYPE_RULE}, got {type(device_type).__name__}.")
-    checks = (
-        ("dtype", dtype, dtype is None or isinstance(dtype, torch.dtype), "a torch.dtype or None"),
-        ("enabled", enabled, isinstance(enabled, bool), "a bool"),
-        ("cache_enabled", cache_enabled, cache_enabled is None or isinstance(cache_enabled, bool),
-         "a bool or None"),
-    )
-    for name, value, ok, rule in checks:
-        if not ok:
-            return _type_error(name, value, rule)
-    return _C.ArgumentTypeError("invalid autocast arguments")
+# A device_type that is not a str: an ampkit.ArgumentTypeError (a TypeError) and the ValueError
+# torch.autocast raises for it, with torch's message first. Raised by the core's binding, which
+# converts autocast's arguments (python/src/bindings.cpp).
+DeviceTypeTypeError = _C.DeviceTypeTypeError
 
 
 class autocast(_C.AutocastRegion):
@@ -92,13 +66,16 @@ class autocast(_C.AutocastRegion):
     # stack of tokens), so a nested `with` of one instance restores each level. Properties, as
     # torch.autocast's attributes: device, fast_dtype, enabled, cache_enabled.
     #
-    # __new__ is one C call (_C.new_region): it builds the region with no Python frame, or, while
-    # torch.compile traces, returns torch.autocast(...), which Dynamo understands (Dynamo cannot
-    # trace a pybind11 class's construction). Its signature is torch.autocast's:
+    # __new__ and __init__ are C functions (_C.new_region, _C.region_init): ampkit.autocast(...)
+    # is built in __new__ with no Python frame, and __init__ finds it built. A subclass with an
+    # __init__ of its own (torch.cpu.amp.autocast's pattern) gets an empty instance from __new__,
+    # and its super().__init__(device_type, ...) builds the region. While torch.compile traces,
+    # __new__ returns torch.autocast(...), which Dynamo understands (it cannot trace a pybind11
+    # class's construction). The signature is torch.autocast's:
     # (device_type, dtype=None, enabled=True, cache_enabled=None).
     __slots__ = ()
     __new__ = staticmethod(_C.new_region)
-    __init__ = object.__init__  # everything happened in __new__
+    __init__ = _C.region_init
 
     def __call__(self, func: F) -> F:
         if not callable(func):
@@ -146,10 +123,7 @@ def is_autocast_enabled(device_type: str) -> bool:
         ...     ampkit.is_autocast_enabled("cpu")
         True
     """
-    try:
-        return _C.is_autocast_enabled(device_type)
-    except TypeError:  # pybind11's message lists overloads; this one names the argument
-        raise _type_error("device_type", device_type, _DEVICE_TYPE_RULE) from None
+    return _C.is_autocast_enabled(device_type)
 
 
 def get_autocast_dtype(device_type: str) -> torch.dtype:
@@ -163,10 +137,7 @@ def get_autocast_dtype(device_type: str) -> torch.dtype:
         ...     ampkit.get_autocast_dtype("cpu")
         torch.float16
     """
-    try:
-        return _C.get_autocast_dtype(device_type)
-    except TypeError:
-        raise _type_error("device_type", device_type, _DEVICE_TYPE_RULE) from None
+    return _C.get_autocast_dtype(device_type)
 
 
 @torch.compiler.substitute_in_graph(_C.is_compiling, skip_signature_check=True)

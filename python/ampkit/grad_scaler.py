@@ -13,8 +13,15 @@ import torch
 from torch.amp.grad_scaler import OptState
 
 from . import _C
+from . import _scaler_presets as _presets
 
 __all__ = ["GradScaler"]
+
+# The options, their order and their defaults: the core's table (core/include/ampkit/
+# scaler_settings.h). The signature below spells them out for readers and tools; its defaults
+# are read from here, and a test holds the two to the same names.
+_OPTIONS: Dict[str, Any] = dict(_C.SCALER_OPTIONS)
+
 
 def _number(name: str, value: Any) -> float:
     """``value`` as a float, or an ArgumentTypeError naming ``name``; the core judges the range."""
@@ -23,10 +30,16 @@ def _number(name: str, value: Any) -> float:
     return float(value)
 
 
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _C.ArgumentTypeError(f"`{name}` must be True or False, got {type(value).__name__}.")
-    return value
+def _plain(value: Any) -> Any:
+    """A value as the core's table takes it: None, bool, int, float or str (a numpy number as
+    the Python number it holds), else its type's name. The core judges its kind and rule."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return _C.OtherKind(type(value).__name__)
 
 
 class GradScaler:
@@ -39,22 +52,33 @@ class GradScaler:
     ``scale``, ``unscale_`` and ``update`` read none, and optimizers built with ``fused=True``
     (Adam, AdamW, SGD) skip on the device with no host read at all.
 
-    The algorithm (S is the scale, a float32 tensor created on the device of the first loss)::
-
-        scale(loss)    -> loss * S
-        step(opt)      -> g /= S for each gradient; if no g is inf/NaN: opt.step()
-        update()       -> inf/NaN seen ? S *= backoff_factor, tracker = 0
-                                       : tracker += 1; tracker == growth_interval ?
-                                         S *= growth_factor, tracker = 0
+    The update rule (S is the scale, a float32 tensor on the device of the first loss) is stated
+    once, in ``core/include/ampkit/scale_policy.h``; at the defaults it is torch.amp's: after a
+    step with an inf/NaN gradient S *= backoff_factor, after ``growth_interval`` clean steps in a
+    row S *= growth_factor. :meth:`from_deepspeed` and :meth:`from_megatron` build the scaler
+    with DeepSpeed's and Megatron-LM's schedules, step for step.
 
     Args:
         device: device type of the scale (``"cuda"`` or ``"cpu"``). ``"cuda"`` without a CUDA
             device warns and gives a disabled scaler, as torch.amp does.
         init_scale: initial scale, finite and > 0.
         growth_factor: factor applied after ``growth_interval`` clean steps, > 1.
-        backoff_factor: factor applied after a step with inf/NaN gradients, in (0, 1).
+        backoff_factor: factor applied when a back-off is due, in (0, 1).
         growth_interval: clean steps between growths, a whole number >= 1.
         enabled: ``False`` makes every method a no-op and ``step`` a plain ``optimizer.step()``.
+        min_scale: the scale's floor (``None``: none); ``init_scale`` must not be below it.
+        max_scale: the scale's ceiling (``None``: none), >= ``min_scale``.
+        hysteresis: overflows in a row before a back-off (whole number >= 1).
+        consecutive_hysteresis: refill the hysteresis on every clean step, not only on growth.
+        growth_delay: clean steps added before the first growth after an overflow or the start
+            (DeepSpeed's schedule: 1).
+        on_min_scale: what a back-off due at ``min_scale`` does (a collapse): ``"raise"``
+            (:class:`ampkit.ScaleCollapseError`), ``"warn"`` (once per run) or ``"ignore"``.
+        track_overflow: record which parameters overflowed on a skipped step
+            (:meth:`overflow_report`).
+
+    The keyword-only options change the rule only when set; at their defaults the scaler is
+    torch.amp's, bit for bit.
 
     Thread contract: calls on one scaler are serialised by the GIL and each is atomic; drive one
     scaler's iteration (scale, step, update) from one thread at a time.
@@ -76,28 +100,69 @@ class GradScaler:
     def __init__(
         self,
         device: str = "cuda",
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
+        init_scale: float = _OPTIONS["init_scale"],
+        growth_factor: float = _OPTIONS["growth_factor"],
+        backoff_factor: float = _OPTIONS["backoff_factor"],
+        growth_interval: int = _OPTIONS["growth_interval"],
+        enabled: bool = _OPTIONS["enabled"],
         *,
-        min_scale: Optional[float] = None,
-        max_scale: Optional[float] = None,
-        hysteresis: int = 1,
-        consecutive_hysteresis: bool = False,
-        on_min_scale: str = "raise",
-        track_overflow: bool = False,
+        min_scale: Optional[float] = _OPTIONS["min_scale"],
+        max_scale: Optional[float] = _OPTIONS["max_scale"],
+        hysteresis: int = _OPTIONS["hysteresis"],
+        consecutive_hysteresis: bool = _OPTIONS["consecutive_hysteresis"],
+        growth_delay: int = _OPTIONS["growth_delay"],
+        on_min_scale: str = _OPTIONS["on_min_scale"],
+        track_overflow: bool = _OPTIONS["track_overflow"],
     ) -> None:
-        self._core = self._make_core(
-            device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-            min_scale=min_scale, max_scale=max_scale, hysteresis=hysteresis,
-            consecutive_hysteresis=consecutive_hysteresis, on_min_scale=on_min_scale,
-            track_overflow=track_overflow)
+        given = locals()
+        self._core = self._make_core(device, {name: given[name] for name in _OPTIONS})
         if self._core.warning:
             warnings.warn(self._core.warning, stacklevel=2)
         self._reset_param_lists()
         self._remember_given(growth_factor=growth_factor, backoff_factor=backoff_factor)
+
+    @classmethod
+    def from_deepspeed(cls, config: Dict[str, Any], device: str = "cuda") -> "GradScaler":
+        """A scaler with DeepSpeed's dynamic loss scaling (``DynamicLossScaler``), step for step.
+
+        ``config`` is a DeepSpeed config or its ``"fp16"`` section, with DeepSpeed's keys and
+        defaults: ``initial_scale_power`` (16), ``loss_scale_window`` (1000), ``hysteresis`` (2),
+        ``consecutive_hysteresis`` (False), ``min_loss_scale`` (1); ``loss_scale`` must be 0
+        (dynamic). The schedule is DeepSpeed's: the first growth comes one clean step later than
+        torch.amp's (``growth_delay=1``), and a back-off due at ``min_loss_scale`` raises.
+
+        Example:
+            >>> import ampkit
+            >>> s = ampkit.GradScaler.from_deepspeed({"fp16": {"initial_scale_power": 12}}, "cpu")
+            >>> s.get_scale(), s.get_growth_interval()
+            (4096.0, 1000)
+        """
+        options = _presets.deepspeed_options(config)
+        with _presets.peer_names(_presets.DEEPSPEED_NAMES, where="In `config`: "):
+            return cls(device, **options)
+
+    @classmethod
+    def from_megatron(cls, initial_scale: float = 2.0**32, min_scale: float = 1.0,
+                      growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                      growth_interval: int = 1000, hysteresis: int = 2,
+                      device: str = "cuda") -> "GradScaler":
+        """A scaler with Megatron-LM's ``DynamicGradScaler`` schedule, step for step.
+
+        Its arguments, names and defaults (Megatron's ``--initial-loss-scale``,
+        ``--min-loss-scale``, ``--loss-scale-window``, ``--hysteresis``). The factors and scales
+        are rounded to float32 as Megatron holds them; no back-off ever raises.
+
+        Example:
+            >>> import ampkit
+            >>> ampkit.GradScaler.from_megatron(initial_scale=1024.0, device="cpu").get_scale()
+            1024.0
+        """
+        options = _presets.megatron_options(
+            initial_scale=initial_scale, min_scale=min_scale, growth_factor=growth_factor,
+            backoff_factor=backoff_factor, growth_interval=growth_interval,
+            hysteresis=hysteresis)
+        with _presets.peer_names(_presets.MEGATRON_NAMES):
+            return cls(device, **options)
 
     def _remember_given(self, **given: Any) -> None:
         """The factors as the user gave them: torch.amp's state_dict() and its attributes return
@@ -115,31 +180,13 @@ class GradScaler:
     _ALLOW_FP16_GRADS = False
 
     @classmethod
-    def _make_core(cls, device, init_scale, growth_factor, backoff_factor, growth_interval,
-                   enabled, min_scale=None, max_scale=None, hysteresis=1,
-                   consecutive_hysteresis=False, on_min_scale="raise", track_overflow=False):
+    def _make_core(cls, device: Any, options: Dict[str, Any]) -> "_C.GradScaler":
         if not isinstance(device, str):
             raise _C.ArgumentTypeError(
                 "`device` must be a device type such as 'cuda' or 'cpu', "
                 f"got {type(device).__name__}.")
-        options = _C.GradScalerOptions()
-        options.init_scale = _number("init_scale", init_scale)
-        options.growth_factor = _number("growth_factor", growth_factor)
-        options.backoff_factor = _number("backoff_factor", backoff_factor)
-        options.growth_interval = _number("growth_interval", growth_interval)
-        options.enabled = _flag("enabled", enabled)
-        options.min_scale = None if min_scale is None else _number("min_scale", min_scale)
-        options.max_scale = None if max_scale is None else _number("max_scale", max_scale)
-        options.hysteresis = _number("hysteresis", hysteresis)
-        options.consecutive_hysteresis = _flag("consecutive_hysteresis", consecutive_hysteresis)
-        if not isinstance(on_min_scale, str):
-            raise _C.ArgumentTypeError(
-                "`on_min_scale` must be \"raise\", \"warn\" or \"ignore\", "
-                f"got {type(on_min_scale).__name__}.")
-        options.on_min_scale = on_min_scale
-        options.track_overflow = _flag("track_overflow", track_overflow)
-        options.allow_fp16_grads = cls._ALLOW_FP16_GRADS
-        return _C.GradScaler(device, options)
+        plain = {name: _plain(value) for name, value in options.items()}
+        return _C.GradScaler(device, plain, cls._ALLOW_FP16_GRADS)
 
     # ---- the optimizer's parameters, kept in the core ------------------------------------------
 
@@ -586,9 +633,9 @@ class GradScaler:
         state = pickled["state"]
         # Built with the default init_scale, then the state is loaded: a pickled scale may be 0 or
         # inf (reached by backoff or growth), which a constructor rightly refuses.
-        self._core = self._make_core(pickled["device"], 2.0**16, state["growth_factor"],
-                                     state["backoff_factor"], state["growth_interval"],
-                                     pickled["enabled"])
+        self._core = self._make_core(pickled["device"], {
+            "growth_factor": state["growth_factor"], "backoff_factor": state["backoff_factor"],
+            "growth_interval": state["growth_interval"], "enabled": pickled["enabled"]})
         self._core.load_state_dict(state)
         self._reset_param_lists()
         self._remember_given(**{k: state[k] for k in ("growth_factor", "backoff_factor")})
@@ -691,16 +738,6 @@ def _state_from_dict(state_dict: Any) -> Dict[str, Any]:
             f"`state_dict` must be a dict with keys {list(_C.STATE_KEYS)}, "
             f"got {type(state_dict).__name__}.")
     _C.check_state_keys([str(key) for key in state_dict])
-    values = {}
-    for key, value in state_dict.items():
-        if isinstance(value, torch.Tensor) and value.numel() == 1:
-            value = value.item()
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            value = int(value)
-        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
-            value = float(value)
-        elif not (value is None or isinstance(value, (bool, str))):
-            raise _C.ArgumentTypeError(
-                f"`{key}` must be a number, a bool, a string or None, got {type(value).__name__}.")
-        values[key] = value
-    return values
+    # A checkpoint may hold a number as a 1-element tensor (torch.amp's scale, saved as is).
+    return {key: _plain(value.item() if isinstance(value, torch.Tensor) and value.numel() == 1
+                        else value) for key, value in state_dict.items()}

@@ -8,6 +8,7 @@
 #include "ampkit/autocast.h"
 #include "ampkit/errors.h"
 #include "ampkit/grad_scaler.h"
+#include "ampkit/scaler_checkpoint.h"
 
 namespace py = pybind11;
 using namespace ampkit;
@@ -44,18 +45,133 @@ PyObject* is_compiling(PyObject*, PyObject*) {
   return Py_NewRef(flag);
 }
 
-// ampkit.autocast.__new__ (python/ampkit/autocast.py installs it): (cls, device_type, dtype=None,
-// enabled=True, cache_enabled=None). While torch.compile traces it returns torch.autocast(...),
-// which Dynamo understands; otherwise a region, allocated and initialised without a Python frame.
+// ---- ampkit.autocast's construction ----------------------------------------------------------
+// The class's __new__ and __init__ are these two C functions (python/ampkit/autocast.py installs
+// them), so that building a region costs no Python frame and no pybind11 dispatch:
+//   ampkit.autocast(...)      __new__ builds the region; __init__ finds it built and returns.
+//   a subclass's own __init__ __new__ returns an empty instance; the subclass's
+//                             super().__init__(device_type, ...) builds the region.
+// The argument conversion (and its TypeError) lives here alone: the rules of the values are the
+// core's (autocast.h).
+
+PyObject* g_argument_type_error = nullptr;     // ampkit._C.ArgumentTypeError
+PyObject* g_device_type_type_error = nullptr;  // ampkit._C.DeviceTypeTypeError
+PyObject* g_region_init = nullptr;             // the __init__ descriptor below
+
+// type(value).__name__, as Python spells it in messages.
+std::string type_name(PyObject* value) {
+  PyObject* name = PyType_GetName(Py_TYPE(value));
+  std::string out = name ? PyUnicode_AsUTF8(name) : "?";
+  Py_XDECREF(name);
+  return out;
+}
+
+// Sets the TypeError for the first argument of the wrong type; returns false when all are right.
+bool argument_type_error(PyObject* device_type, PyObject* dtype, PyObject* enabled,
+                         PyObject* cache_enabled) {
+  if (!PyUnicode_Check(device_type)) {
+    // torch.autocast raises ValueError with this text; ampkit's class is also a TypeError.
+    PyObject* type_repr = PyObject_Str(reinterpret_cast<PyObject*>(Py_TYPE(device_type)));
+    const std::string message = "Expected `device_type` of type `str`, got: `" +
+                                std::string(type_repr ? PyUnicode_AsUTF8(type_repr) : "?") +
+                                "`: " +
+                                must_be("device_type", "a str such as 'cpu' or 'cuda'",
+                                        type_name(device_type));
+    Py_XDECREF(type_repr);
+    PyErr_SetString(g_device_type_type_error, message.c_str());
+    return true;
+  }
+  const struct {
+    const char* name;
+    PyObject* value;
+    bool ok;
+    const char* rule;
+  } checks[] = {
+      {"dtype", dtype, dtype == Py_None || THPDtype_Check(dtype), "a torch.dtype or None"},
+      {"enabled", enabled, PyBool_Check(enabled), "a bool"},
+      {"cache_enabled", cache_enabled, cache_enabled == Py_None || PyBool_Check(cache_enabled),
+       "a bool or None"},
+  };
+  for (const auto& check : checks) {
+    if (!check.ok) {
+      const std::string message = must_be(check.name, check.rule, type_name(check.value));
+      PyErr_SetString(g_argument_type_error, message.c_str());
+      return true;
+    }
+  }
+  return false;
+}
+
+// A device_type for the query functions: a str, else their TypeError (from Python's call).
+std::string device_type_of(py::handle device_type) {
+  if (!PyUnicode_Check(device_type.ptr())) {
+    throw ArgumentTypeError(
+        must_be("device_type", "a str such as 'cpu' or 'cuda'", type_name(device_type.ptr())));
+  }
+  return device_type.cast<std::string>();
+}
+
+// The region for torch.autocast's arguments, its warning emitted; nullptr with an error set.
+AutocastRegion* build_region(PyObject* device_type, PyObject* dtype, PyObject* enabled,
+                             PyObject* cache_enabled) {
+  if (argument_type_error(device_type, dtype, enabled, cache_enabled)) return nullptr;
+  try {
+    std::optional<at::ScalarType> scalar_type;
+    if (dtype != Py_None) scalar_type = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
+    std::optional<bool> cache;
+    if (cache_enabled != Py_None) cache = cache_enabled == Py_True;
+    auto region = std::make_unique<AutocastRegion>(PyUnicode_AsUTF8(device_type), scalar_type,
+                                                   enabled == Py_True, cache);
+    warn(region->warning());
+    return region.release();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return nullptr;
+}
+
+py::detail::value_and_holder region_holder(PyObject* self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  return inst->get_value_and_holder(py::detail::get_type_info(typeid(AutocastRegion)));
+}
+
+// Hands `region` to the instance as its value, the way pybind11's factory constructors do.
+void adopt_region(PyObject* self, AutocastRegion* region) {
+  auto v_h = region_holder(self);
+  v_h.value_ptr() = region;
+  v_h.type->init_instance(reinterpret_cast<py::detail::instance*>(self), nullptr);
+}
+
+// An instance of `type` (ampkit.autocast or a subclass) with no region yet, allocated by
+// pybind11's own tp_new (the Python classes' __new__ is new_region itself).
+PyObject* empty_instance(PyTypeObject* type) {
+  static PyObject* empty = PyTuple_New(0);
+  static PyTypeObject* base = py::detail::get_type_info(typeid(AutocastRegion))->type;
+  return base->tp_new(type, empty, nullptr);
+}
+
+static const char* kRegionArgs[] = {"device_type", "dtype", "enabled", "cache_enabled", nullptr};
+
+// __new__(cls, device_type, dtype=None, enabled=True, cache_enabled=None). While torch.compile
+// traces it returns torch.autocast(...), which Dynamo understands.
 PyObject* new_region(PyObject*, PyObject* args, PyObject* kwargs) {
   static PyObject* torch_autocast = nullptr;
-  static PyObject* empty = PyTuple_New(0);
+  const Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if (n < 1 || !PyType_Check(PyTuple_GET_ITEM(args, 0))) {
+    PyErr_SetString(PyExc_TypeError, "autocast.__new__(cls, ...): cls must be a type");
+    return nullptr;
+  }
+  auto* type = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(args, 0));
+  // A subclass with an __init__ of its own builds the region there (its super().__init__).
+  static PyObject* init_key = PyUnicode_InternFromString("__init__");
+  if (_PyType_Lookup(type, init_key) != g_region_init) return empty_instance(type);
   static const char* names[] = {"cls", "device_type", "dtype", "enabled", "cache_enabled", nullptr};
   PyObject *cls = nullptr, *device_type = nullptr;
   PyObject *dtype = Py_None, *enabled = Py_True, *cache_enabled = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|OOO:autocast", const_cast<char**>(names),
-                                   &PyType_Type, &cls, &device_type, &dtype, &enabled,
-                                   &cache_enabled)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OOO:autocast", const_cast<char**>(names), &cls,
+                                   &device_type, &dtype, &enabled, &cache_enabled)) {
     return nullptr;
   }
   PyObject* flag = is_compiling(nullptr, nullptr);
@@ -72,49 +188,31 @@ PyObject* new_region(PyObject*, PyObject* args, PyObject* kwargs) {
     return PyObject_CallFunctionObjArgs(torch_autocast, device_type, dtype, enabled, cache_enabled,
                                         nullptr);
   }
-  auto* type = reinterpret_cast<PyTypeObject*>(cls);
-  // The arguments' types, as the region's pybind11 constructor checks them (noconvert flags).
-  // A mismatch raises the error python/ampkit/autocast.py builds, naming the argument.
-  const bool typed = PyUnicode_Check(device_type) && (dtype == Py_None || THPDtype_Check(dtype)) &&
-                     PyBool_Check(enabled) &&
-                     (cache_enabled == Py_None || PyBool_Check(cache_enabled));
-  if (!typed) {
-    PyObject* mod = PyImport_ImportModule("ampkit.autocast");
-    PyObject* build = mod ? PyObject_GetAttrString(mod, "_argument_type_error") : nullptr;
-    PyObject* error = build ? PyObject_CallFunctionObjArgs(build, device_type, dtype, enabled,
-                                                           cache_enabled, nullptr)
-                            : nullptr;
-    if (error != nullptr) PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
-    Py_XDECREF(error);
-    Py_XDECREF(build);
-    Py_XDECREF(mod);
+  AutocastRegion* region = build_region(device_type, dtype, enabled, cache_enabled);
+  if (region == nullptr) return nullptr;
+  PyObject* self = empty_instance(type);
+  if (self == nullptr) {
+    delete region;
     return nullptr;
   }
-  // The common case without pybind11's dispatcher: the C++ region is built here and handed to a
-  // fresh instance of `cls` as its value, the way pybind11's own factory constructors do.
-  std::unique_ptr<AutocastRegion> region;
-  try {
-    std::optional<at::ScalarType> scalar_type;
-    if (dtype != Py_None) scalar_type = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
-    std::optional<bool> cache;
-    if (cache_enabled != Py_None) cache = cache_enabled == Py_True;
-    region = std::make_unique<AutocastRegion>(PyUnicode_AsUTF8(device_type), scalar_type,
-                                              enabled == Py_True, cache);
-    warn(region->warning());
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-    return nullptr;
-  }
-  PyObject* self = type->tp_base->tp_new(type, empty, nullptr);
-  if (self == nullptr) return nullptr;
-  auto* inst = reinterpret_cast<py::detail::instance*>(self);
-  auto v_h = inst->get_value_and_holder(py::detail::get_type_info(typeid(AutocastRegion)));
-  v_h.value_ptr() = region.release();
-  v_h.type->init_instance(inst, nullptr);  // the holder takes ownership; the instance registers
+  adopt_region(self, region);
   return self;
+}
+
+// __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None): nothing to do when
+// __new__ built the region; else (a subclass's super().__init__) builds it.
+PyObject* init_region(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (region_holder(self).holder_constructed()) Py_RETURN_NONE;
+  PyObject* device_type = nullptr;
+  PyObject *dtype = Py_None, *enabled = Py_True, *cache_enabled = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOO:autocast", const_cast<char**>(kRegionArgs),
+                                   &device_type, &dtype, &enabled, &cache_enabled)) {
+    return nullptr;
+  }
+  AutocastRegion* region = build_region(device_type, dtype, enabled, cache_enabled);
+  if (region == nullptr) return nullptr;
+  adopt_region(self, region);
+  Py_RETURN_NONE;
 }
 
 }  // namespace
@@ -136,8 +234,18 @@ PYBIND11_MODULE(_C, m) {
       .attr("__doc__") =
       "A string that names no device: an ArgumentError (a ValueError) and a "
       "RuntimeError, the type torch raises for it.";
-  py::register_exception<ArgumentTypeError>(m, "ArgumentTypeError", PyExc_TypeError)
-      .attr("__doc__") = "An argument of the wrong type; a TypeError.";
+  auto argument_type_error =
+      py::register_exception<ArgumentTypeError>(m, "ArgumentTypeError", PyExc_TypeError);
+  argument_type_error.attr("__doc__") = "An argument of the wrong type; a TypeError.";
+  g_argument_type_error = argument_type_error.ptr();
+  // torch.autocast raises ValueError for a device_type that is not a str; ampkit's error is that
+  // and an ArgumentTypeError.
+  g_device_type_type_error = PyErr_NewExceptionWithDoc(
+      "ampkit._C.DeviceTypeTypeError",
+      "A device_type that is not a str: an ArgumentTypeError (a TypeError) and the ValueError "
+      "torch.autocast raises for it.",
+      py::make_tuple(argument_type_error, py::handle(PyExc_ValueError)).ptr(), nullptr);
+  m.add_object("DeviceTypeTypeError", py::handle(g_device_type_type_error));
   auto state_error = py::register_exception<StateError>(
       m, "StateError",
       py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_AssertionError)));
@@ -154,17 +262,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("active", &AutocastToken::active);
   // The class behind ampkit.autocast (python/ampkit/autocast.py subclasses it for the decorator
   // and the docs): construction, __enter__ and __exit__ go straight to the core, no Python frame.
-  py::class_<AutocastRegion>(m, "AutocastRegion", "A resolved request, entered re-entrantly.")
-      .def(py::init([](const std::string& device_type, std::optional<at::ScalarType> dtype,
-                       bool enabled, std::optional<bool> cache_enabled) {
-             auto region =
-                 std::make_unique<AutocastRegion>(device_type, dtype, enabled, cache_enabled);
-             warn(region->warning());
-             return region;
-           }),
-           // noconvert: only True/False (pybind11 would otherwise take None, 0.5, nan as flags).
-           py::arg("device_type"), py::arg("dtype") = py::none(),
-           py::arg("enabled").noconvert() = true, py::arg("cache_enabled").noconvert() = py::none())
+  // The class behind ampkit.autocast (python/ampkit/autocast.py subclasses it, installing
+  // new_region and region_init as __new__ and __init__): construction, __enter__ and __exit__ go
+  // straight to the core, no Python frame.
+  py::class_<AutocastRegion> region_class(m, "AutocastRegion",
+                                          "A resolved request, entered re-entrantly.");
+  region_class
       .def("__enter__",
            [](py::object self) {
              self.cast<AutocastRegion&>().enter();
@@ -194,8 +297,14 @@ PYBIND11_MODULE(_C, m) {
         "Enter a region; returns its token.");
   m.def("exit_autocast", &exit_autocast, py::arg("token"), py::call_guard<py::gil_scoped_release>(),
         "Leave the region of `token` (without the GIL: see __exit__).");
-  m.def("is_autocast_enabled", &is_autocast_enabled, py::arg("device_type"));
-  m.def("get_autocast_dtype", &get_autocast_dtype, py::arg("device_type"));
+  m.def(
+      "is_autocast_enabled",
+      [](py::handle device_type) { return is_autocast_enabled(device_type_of(device_type)); },
+      py::arg("device_type"));
+  m.def(
+      "get_autocast_dtype",
+      [](py::handle device_type) { return get_autocast_dtype(device_type_of(device_type)); },
+      py::arg("device_type"));
   // torch.compiler.is_compiling() without its Python frame, for ampkit.autocast's hot __new__:
   // the flag torch.compile holds True while it traces. A plain CPython function (pybind11's
   // dispatch would cost more than the frame it saves). Dynamo cannot trace a C function, so
@@ -210,39 +319,23 @@ PYBIND11_MODULE(_C, m) {
                                        "while torch.compile traces."};
   m.add_object("new_region",
                py::reinterpret_steal<py::object>(PyCFunction_New(&new_region_def, nullptr)));
+  static PyMethodDef region_init_def = {
+      "__init__", reinterpret_cast<PyCFunction>(&init_region), METH_VARARGS | METH_KEYWORDS,
+      "__init__($self, /, device_type, dtype=None, enabled=True, cache_enabled=None)\n--\n\n"
+      "Builds the region unless __new__ did (a subclass's super().__init__ does)."};
+  g_region_init = PyDescr_NewMethod(
+      reinterpret_cast<PyTypeObject*>(region_class.ptr()), &region_init_def);
+  m.add_object("region_init", py::handle(g_region_init));
 
   // ---- grad scaler ----
   py::register_exception<ScaleCollapseError>(m, "ScaleCollapseError", state_error).attr("__doc__") =
       "The loss scale collapsed: a gradient overflowed while the scale was already at min_scale "
       "(on_min_scale='raise'); a StateError, so a RuntimeError.";
-  py::class_<GradScalerOptions>(m, "GradScalerOptions")
-      .def(py::init<>())
-      .def_readwrite("init_scale", &GradScalerOptions::init_scale)
-      .def_readwrite("growth_factor", &GradScalerOptions::growth_factor)
-      .def_readwrite("backoff_factor", &GradScalerOptions::backoff_factor)
-      .def_readwrite("growth_interval", &GradScalerOptions::growth_interval)
-      .def_readwrite("enabled", &GradScalerOptions::enabled)
-      .def_property(
-          "min_scale", [](const GradScalerOptions& o) { return o.policy.min_scale; },
-          [](GradScalerOptions& o, std::optional<double> v) { o.policy.min_scale = v; })
-      .def_property(
-          "max_scale", [](const GradScalerOptions& o) { return o.policy.max_scale; },
-          [](GradScalerOptions& o, std::optional<double> v) { o.policy.max_scale = v; })
-      .def_property(
-          "hysteresis", [](const GradScalerOptions& o) { return o.policy.hysteresis; },
-          [](GradScalerOptions& o, double v) { o.policy.hysteresis = v; })
-      .def_property(
-          "consecutive_hysteresis",
-          [](const GradScalerOptions& o) { return o.policy.consecutive_hysteresis; },
-          [](GradScalerOptions& o, bool v) { o.policy.consecutive_hysteresis = v; })
-      .def_property(
-          "on_min_scale",
-          [](const GradScalerOptions& o) { return on_min_scale_name(o.policy.on_min_scale); },
-          [](GradScalerOptions& o, const std::string& v) {
-            o.policy.on_min_scale = parse_on_min_scale(v);
-          })
-      .def_readwrite("track_overflow", &GradScalerOptions::track_overflow)
-      .def_readwrite("allow_fp16_grads", &GradScalerOptions::allow_fp16_grads);
+  // The scaler's options and checkpoint keys come from the core's table (scaler_settings.h):
+  // Python's and R's constructors build their keywords and defaults from SCALER_OPTIONS.
+  m.attr("SCALER_OPTIONS") = py::cast(option_defaults());
+  py::class_<OtherKind>(m, "OtherKind", "A value of a kind no option takes, by its type's name.")
+      .def(py::init<std::string>(), py::arg("name"));
   // The checkpoint format is the core's (scaler_checkpoint.h): its keys, their kinds, and the key
   // check run before any value is converted.
   m.def(
@@ -253,7 +346,8 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("params"), py::arg("inv_scale"), py::arg("found_inf"), py::arg("allow_fp16"),
       "torch.amp's _unscale_grads_: unscale and check, recording into found_inf's device.");
-  m.attr("STATE_KEYS") = py::cast(std::vector<std::string>(kStateKeys.begin(), kStateKeys.end()));
+  m.attr("STATE_KEYS") = py::cast(state_keys());
+  m.attr("TORCH_AMP_STATE_KEYS") = py::cast(torch_amp_state_keys());
   m.def("check_state_keys", &check_state_keys, py::arg("keys"),
         "Refuse a key list without torch.amp's keys or with an unknown key.");
   py::class_<ParamList>(m, "ParamList", "An optimizer's parameters, flattened over its groups.")
@@ -264,8 +358,24 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("grad_scale", &FusedStepArgs::grad_scale)
       .def_readonly("found_inf", &FusedStepArgs::found_inf);
   py::class_<GradScaler>(m, "GradScaler", "The grad-scaler state machine (see grad_scaler.h).")
-      .def(py::init<const std::string&, const GradScalerOptions&>(), py::arg("device"),
-           py::arg("options"))
+      .def(py::init([](const std::string& device,
+                       const std::map<std::string, SettingValue>& options, bool allow_fp16_grads) {
+             return std::make_unique<GradScaler>(device, settings_from_options(options),
+                                                 allow_fp16_grads);
+           }),
+           py::arg("device"), py::arg("options"), py::arg("allow_fp16_grads") = false,
+           "Options by name (SCALER_OPTIONS), each judged by the core's table.")
+      .def(
+          "options",
+          [](const GradScaler& self) {
+            py::dict out;
+            const ScalerState state{self.settings(), {}};
+            for (const auto& e : scaler_table()) {
+              if (e.option) out[py::str(e.name)] = py::cast(e.get(state));
+            }
+            return out;
+          },
+          "The options' current values, by name.")
       .def("is_enabled", &GradScaler::is_enabled)
       .def_property_readonly("device", &GradScaler::device)
       .def_property_readonly("warning", &GradScaler::warning)
@@ -317,7 +427,7 @@ PYBIND11_MODULE(_C, m) {
           "The state dict: torch.amp's keys, then ampkit's (scaler_checkpoint.h).")
       .def(
           "load_state_dict",
-          [](GradScaler& self, const std::map<std::string, StateValue>& values) {
+          [](GradScaler& self, const std::map<std::string, SettingValue>& values) {
             self.load_state_dict(from_state_dict(values, self.state_dict()));
           },
           py::arg("state"), "Load a state dict; checked whole (keys, kinds, rules) first.")

@@ -19,19 +19,20 @@ ampkit::DeviceState fresh_state(float scale, int hysteresis) {
 // With factors that are powers of two both roundings are exact, so the host arithmetic and the
 // ATen-op path must agree bit for bit on any overflow sequence.
 TEST(ScalePolicy, HostAndDevicePathsAgree) {
-  ampkit::ScalePolicy policy;
-  policy.min_scale = 4.0;
-  policy.max_scale = 4096.0;
-  policy.hysteresis = 3;
-  policy.consecutive_hysteresis = true;
-  const ampkit::GrowthRule rule{2.0, 0.5, 3};
+  ampkit::ScalerSettings settings;
+  settings.growth_interval = 3;
+  settings.min_scale = 4.0;
+  settings.max_scale = 4096.0;
+  settings.hysteresis = 3;
+  settings.consecutive_hysteresis = true;
+  settings.growth_delay = 1;
   auto host = fresh_state(256.f, 3);
   auto device = fresh_state(256.f, 3);
   std::mt19937 random(7);
   for (int i = 0; i < 200; ++i) {
     const at::Tensor found = at::full({}, random() % 3 == 0 ? 1.f : 0.f);
-    const auto a = ampkit::apply_update(host, found, rule, policy, /*tensor_ops=*/false);
-    const auto b = ampkit::apply_update(device, found, rule, policy, /*tensor_ops=*/true);
+    const auto a = ampkit::apply_update(host, found, settings, /*tensor_ops=*/false);
+    const auto b = ampkit::apply_update(device, found, settings, /*tensor_ops=*/true);
     ASSERT_TRUE(a.on_host.has_value());
     ASSERT_FALSE(b.on_host.has_value());
     EXPECT_EQ(*a.on_host, b.on_device.item<bool>()) << "step " << i;
@@ -44,37 +45,82 @@ TEST(ScalePolicy, HostAndDevicePathsAgree) {
   EXPECT_LE(host.scale.item<float>(), 4096.f);
 }
 
-TEST(ScalePolicy, AnOverflowAtTheFloorIsACollapseAndTheFloorHolds) {
-  ampkit::ScalePolicy policy;
-  policy.min_scale = 2.0;
+TEST(ScalePolicy, ABackOffDueAtTheFloorIsACollapseAndTheFloorHolds) {
+  ampkit::ScalerSettings settings;
+  settings.growth_interval = 10;
+  settings.min_scale = 2.0;
   auto state = fresh_state(4.f, 1);
   const at::Tensor inf = at::ones({});
-  EXPECT_FALSE(*ampkit::apply_update(state, inf, {2.0, 0.5, 10}, policy).on_host);  // 4 -> 2
+  EXPECT_FALSE(*ampkit::apply_update(state, inf, settings).on_host);  // 4 -> 2
   EXPECT_EQ(state.scale.item<float>(), 2.f);
-  EXPECT_TRUE(*ampkit::apply_update(state, inf, {2.0, 0.5, 10}, policy).on_host);  // at 2
+  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);  // at 2
   EXPECT_EQ(state.scale.item<float>(), 2.f);
   EXPECT_EQ(state.counters[1].item<int64_t>(), 2);  // skipped
   EXPECT_EQ(state.counters[2].item<int64_t>(), 2);  // consecutive
 }
 
-TEST(Checkpoint, TorchAmpKeysComeFirstAndAStateWithoutAmpkitKeysKeepsThePolicy) {
-  ampkit::ScalerState current{1024, 2, 0.5, 100, 7};
-  current.policy.hysteresis = 3;
-  current.steps = 9;
+// DeepSpeed's rule: an overflow that hysteresis absorbs is no collapse, even at the floor.
+TEST(ScalePolicy, AnOverflowHysteresisAbsorbsIsNoCollapse) {
+  ampkit::ScalerSettings settings;
+  settings.min_scale = 1.0;
+  settings.hysteresis = 2;
+  auto state = fresh_state(1.f, 2);
+  const at::Tensor inf = at::ones({});
+  EXPECT_FALSE(*ampkit::apply_update(state, inf, settings).on_host);  // absorbed
+  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);   // back-off due at 1
+  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);
+}
+
+// growth_delay: the tracker restarts at -delay after an overflow, so the first growth comes
+// growth_interval + delay clean steps later, then every growth_interval.
+TEST(ScalePolicy, AGrowthDelayPostponesOnlyTheFirstGrowth) {
+  ampkit::ScalerSettings settings;
+  settings.growth_interval = 3;
+  settings.growth_delay = 1;
+  auto state = fresh_state(8.f, 1);
+  state.growth_tracker.fill_(-1);
+  const at::Tensor clean = at::zeros({}), inf = at::ones({});
+  std::vector<float> scales;
+  for (const auto& found : {clean, clean, clean, clean, clean, clean, clean, inf, clean, clean,
+                            clean, clean}) {
+    ampkit::apply_update(state, found, settings);
+    scales.push_back(state.scale.item<float>());
+  }
+  const std::vector<float> expected = {8, 8, 8, 16, 16, 16, 32, 16, 16, 16, 16, 32};
+  EXPECT_EQ(scales, expected);
+}
+
+TEST(Checkpoint, TheKeysComeFromTheTableTorchAmpsFirst) {
+  const auto keys = ampkit::state_keys();
+  const std::vector<std::string> torch_amp = {"scale", "growth_factor", "backoff_factor",
+                                              "growth_interval", "_growth_tracker"};
+  ASSERT_GT(keys.size(), torch_amp.size());
+  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + 5), torch_amp);
+  EXPECT_EQ(ampkit::torch_amp_state_keys(), torch_amp);
+  size_t checkpointed = 0;
+  for (const auto& e : ampkit::scaler_table()) checkpointed += e.key != ampkit::Key::None;
+  EXPECT_EQ(keys.size(), checkpointed);
+}
+
+TEST(Checkpoint, AStateWithoutAmpkitKeysKeepsTheOptionsAndRestartsTheCounters) {
+  ampkit::ScalerState current;
+  current.settings.hysteresis = 3;
+  current.counters.steps = 9;
+  current.counters.collapse_warned = true;
   const auto dict = ampkit::to_state_dict(current);
-  ASSERT_EQ(dict.size(), ampkit::kStateKeys.size() + ampkit::kPolicyKeys.size());
-  for (size_t i = 0; i < ampkit::kStateKeys.size(); ++i)
-    EXPECT_EQ(dict[i].first, ampkit::kStateKeys[i]);
-  std::map<std::string, ampkit::StateValue> torch_amp{{"scale", 8.0},
-                                                      {"growth_factor", 4.0},
-                                                      {"backoff_factor", 0.25},
-                                                      {"growth_interval", int64_t{5}},
-                                                      {"_growth_tracker", int64_t{2}}};
+  EXPECT_EQ(dict.size(), ampkit::state_keys().size());
+  std::map<std::string, ampkit::SettingValue> torch_amp{{"scale", 8.0},
+                                                        {"growth_factor", 4.0},
+                                                        {"backoff_factor", 0.25},
+                                                        {"growth_interval", int64_t{5}},
+                                                        {"_growth_tracker", int64_t{2}}};
   const auto loaded = ampkit::from_state_dict(torch_amp, current);
-  EXPECT_EQ(loaded.scale, 8.0);
-  EXPECT_EQ(loaded.policy.hysteresis, 3);  // the scaler's own
-  EXPECT_EQ(loaded.hysteresis_left, 3);    // restarted
-  EXPECT_EQ(loaded.steps, 0);
+  EXPECT_EQ(loaded.counters.scale, 8.0);
+  EXPECT_EQ(loaded.settings.growth_interval, 5);
+  EXPECT_EQ(loaded.settings.hysteresis, 3);       // the scaler's own
+  EXPECT_EQ(loaded.counters.hysteresis_left, 3);  // restarted
+  EXPECT_EQ(loaded.counters.steps, 0);
+  EXPECT_FALSE(loaded.counters.collapse_warned);
   torch_amp["min_scal"] = 1.0;
   EXPECT_THROW(ampkit::from_state_dict(torch_amp, current), ampkit::ArgumentError);
   torch_amp.erase("min_scal");

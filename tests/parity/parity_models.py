@@ -15,12 +15,14 @@ themselves live in the runners (``runners.py`` for Python, ``runner.R`` for R).
 resources): one home for "a seeded stack of Linear layers".
 """
 
+import inspect
 import json
 import math
 import pathlib
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+import ampkit
 import torch
 
 DEFAULTS: Dict[str, Any] = {
@@ -61,19 +63,16 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 # ampkit.GradScaler's options beyond torch.amp (the same in R's amp_grad_scaler()), with their
-# defaults: the keys a scenario's "scaler_options" may set.
+# defaults: the keys a scenario's "scaler_options" may set. Read from ampkit's signature (its
+# keyword-only arguments), whose defaults are the core's table.
 SCALER_OPTIONS: Dict[str, Any] = {
-    "min_scale": None,
-    "max_scale": None,
-    "hysteresis": 1,
-    "consecutive_hysteresis": False,
-    "on_min_scale": "raise",  # raise | warn | ignore
-    "track_overflow": False,
+    name: p.default
+    for name, p in inspect.signature(ampkit.GradScaler.__init__).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
 }
 
-# The options that change the scale policy: a scenario setting one away from its default cannot
-# take torch.amp's rule as its oracle; the plain-Python Reference is the rule there.
-POLICY_OPTIONS = ("min_scale", "max_scale", "hysteresis", "consecutive_hysteresis")
+# The options that change the update rule (the others change what is reported).
+POLICY_OPTIONS = ("min_scale", "max_scale", "hysteresis", "consecutive_hysteresis", "growth_delay")
 
 
 def load_scenario(path: str) -> Dict[str, Any]:
@@ -384,7 +383,8 @@ def reference_policy(spec: Dict[str, Any], state: Optional[Dict[str, Any]] = Non
         min_scale=None if options["min_scale"] is None else float(options["min_scale"]),
         max_scale=None if options["max_scale"] is None else float(options["max_scale"]),
         hysteresis=int(options["hysteresis"]),
-        consecutive_hysteresis=bool(options["consecutive_hysteresis"]))
+        consecutive_hysteresis=bool(options["consecutive_hysteresis"]),
+        growth_delay=int(options["growth_delay"]))
     if state:
         ref.scale = float(state["scale"])
         ref.tracker = int(state["_growth_tracker"])
@@ -392,6 +392,7 @@ def reference_policy(spec: Dict[str, Any], state: Optional[Dict[str, Any]] = Non
         ref.steps = int(state.get("_steps", 0))
         ref.skipped = int(state.get("_skipped_steps", 0))
         ref.consecutive = int(state.get("_consecutive_skipped_steps", 0))
+        ref.in_collapse = bool(state.get("_collapse_warned", False))
     return ref
 
 
@@ -404,12 +405,15 @@ def reference_state(ref, spec: Dict[str, Any]) -> Dict[str, Any]:
         "max_scale": None if options["max_scale"] is None else float(options["max_scale"]),
         "hysteresis": int(options["hysteresis"]),
         "consecutive_hysteresis": bool(options["consecutive_hysteresis"]),
+        "growth_delay": int(options["growth_delay"]),
         "on_min_scale": str(options["on_min_scale"]),
         "track_overflow": bool(options["track_overflow"]),
         "_hysteresis_tracker": ref.hysteresis_left,
         "_steps": ref.steps,
         "_skipped_steps": ref.skipped,
         "_consecutive_skipped_steps": ref.consecutive,
+        # The collapse of the last update, remembered so that "warn" warns once per run.
+        "_collapse_warned": ref.in_collapse and options["on_min_scale"] != "ignore",
     }
 
 

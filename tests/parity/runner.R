@@ -89,7 +89,11 @@ run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save
       stats = scaler$stats(),
       skipped_any = scaler$step_was_skipped(),
       skipped_each = lapply(opts, function(opt) scaler$step_was_skipped(opt)),
-      overflow_report = report_rows(scaler$overflow_report()),
+      overflow_report = if (isTRUE(s$scaler_options$track_overflow)) {
+        report_rows(scaler$overflow_report())
+      } else {
+        list()
+      },
       collapse = collapse
     )
     recorder$after_step(total, scaler$get_scale(), scaler$state_dict(), outcome)

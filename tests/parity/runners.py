@@ -101,7 +101,9 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
         if library == "ampkit":
             outcome = {"stats": scaler.stats(), "skipped_any": scaler.step_was_skipped(),
                        "skipped_each": [scaler.step_was_skipped(opt) for opt in opts],
-                       "overflow_report": scaler.overflow_report(), "collapse": collapse}
+                       "overflow_report": (scaler.overflow_report()
+                                           if pm.scaler_options(spec)["track_overflow"] else []),
+                       "collapse": collapse}
         recorder.after_step(total, scaler.get_scale(), _state(scaler, policy, spec), outcome)
     if save_to is not None:
         pm.save_checkpoint(save_to, model, opts, _state(scaler, policy, spec))

@@ -3,14 +3,15 @@
 Written from the rule as users read it (Megatron-LM's and DeepSpeed's hysteresis on torch.amp's
 growth tracker), independently of the C++ template that implements it:
 
-    on overflow:   tracker = 0; hysteresis_left -= 1
+    on overflow:   tracker = -growth_delay; hysteresis_left -= 1
                    if hysteresis_left <= 0: S = max(S * backoff, min_scale)
     on clean step: tracker += 1; if consecutive_hysteresis: hysteresis_left = hysteresis
                    if tracker == growth_interval:
                        tracker = 0; hysteresis_left = hysteresis
                        S' = min(S * growth, max_scale); S = S' if S' is finite
     counters:      steps += 1; skipped += overflow; consecutive = overflow ? consecutive + 1 : 0
-    collapse:      an overflow while S already equals min_scale
+    collapse:      a back-off due (hysteresis_left <= 0) while S already equals min_scale
+    start:         tracker = -growth_delay; hysteresis_left = hysteresis
 
 S is a float32. `mul` is how a device rounds S * factor: the CPU kernel multiplies in double and
 rounds once (`host_mul`), an accelerator multiplies two float32 numbers (`float32_mul`).
@@ -50,20 +51,23 @@ class Reference:
     max_scale: Optional[float] = None
     hysteresis: int = 1
     consecutive_hysteresis: bool = False
+    growth_delay: int = 0
     mul: Callable[[float, float], float] = host_mul
 
     def __post_init__(self) -> None:
         self.scale = f32(self.init_scale)
-        self.tracker = 0
+        self.tracker = -self.growth_delay
         self.hysteresis_left = self.hysteresis
         self.steps = self.skipped = self.consecutive = 0
+        self.in_collapse = False  # the last update was a collapse
 
     def update(self, overflow: bool) -> bool:
         """Apply one iteration; True when it was a collapse."""
-        collapsed = (overflow and self.min_scale is not None
+        collapsed = (overflow and self.hysteresis_left - 1 <= 0 and self.min_scale is not None
                      and self.scale == f32(self.min_scale))
+        self.in_collapse = collapsed
         if overflow:
-            self.tracker = 0
+            self.tracker = -self.growth_delay
             self.hysteresis_left -= 1
             if self.hysteresis_left <= 0:
                 scale = self.mul(self.scale, self.backoff_factor)

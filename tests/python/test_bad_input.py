@@ -115,17 +115,46 @@ ROWS: List[Row] = [
     Row("GradScaler", "enabled", None, TypeError, "got NoneType"),
     Row("GradScaler", "enabled", nan, TypeError, "got float"),
     # the scale policy (keyword-only): init_scale 65536 is the other side of each relation
-    Row("GradScaler", "min_scale", "1", TypeError, "must be a number, got str"),
+    Row("GradScaler", "min_scale", "1", TypeError, "must be a number or None, got str"),
+    Row("GradScaler", "min_scale", torch.tensor(1.0), TypeError,
+        "must be a number or None, got Tensor"),
     Row("GradScaler", "min_scale", nan, ValueError, "must be a finite number > 0, got nan"),
     Row("GradScaler", "min_scale", inf, ValueError, "must be a finite number > 0, got inf"),
     Row("GradScaler", "min_scale", 0.0, ValueError, "must be a finite number > 0, got 0"),
     Row("GradScaler", "min_scale", -1.0, ValueError, "got -1"),
     Row("GradScaler", "min_scale", 2.0**17, ValueError, "`init_scale` must be >= `min_scale`"),
-    Row("GradScaler", "max_scale", True, TypeError, "must be a number, got bool"),
+    Row("GradScaler", "max_scale", True, TypeError, "must be a number or None, got bool"),
     Row("GradScaler", "max_scale", 0.0, ValueError, "must be a finite number > 0, got 0"),
     Row("GradScaler", "max_scale", inf, ValueError, "got inf"),
     Row("GradScaler", "max_scale", 1024.0, ValueError, "`init_scale` must be <= `max_scale`"),
+    Row("GradScaler", "growth_delay", -1, ValueError, "must be a whole number >= 0, got -1"),
+    Row("GradScaler", "growth_delay", 0.5, ValueError, "must be a whole number >= 0, got 0.5"),
+    Row("GradScaler", "growth_delay", "1", TypeError, "must be a number, got str"),
+    Row("GradScaler", "enabled", torch.tensor(True), TypeError, "must be True or False, got Tensor"),
     Row("GradScaler", "hysteresis", "2", TypeError, "must be a number, got str"),
+    # the peers' constructors: each of their arguments by its own name
+    Row("from_deepspeed", "config", [16], TypeError, "must be a DeepSpeed config dict"),
+    Row("from_deepspeed", "config", {"fp16": {"loss_scale_windw": 10}}, ValueError,
+        "['loss_scale_windw']"),
+    Row("from_deepspeed", "config", {"fp16": {"loss_scale": 128}}, ValueError,
+        "`loss_scale` must be 0"),
+    Row("from_deepspeed", "config", {"fp16": {"loss_scale_window": 0}}, ValueError,
+        "`loss_scale_window` must be a whole number >= 1, got 0"),
+    Row("from_deepspeed", "config", {"fp16": {"min_loss_scale": 2**17}}, ValueError,
+        "`init_scale` must be >= `min_loss_scale`"),
+    Row("from_deepspeed", "config", {"hysteresis": 0}, ValueError,
+        "`hysteresis` must be a whole number >= 1, got 0"),
+    Row("from_deepspeed", "config", {"initial_scale_power": 1.5}, TypeError,
+        "`initial_scale_power` must be an int, got float"),
+    Row("from_deepspeed", "device", 3, TypeError, "`device` must be a device type"),
+    Row("from_megatron", "initial_scale", -1.0, ValueError,
+        "`initial_scale` must be a finite number > 0, got -1"),
+    Row("from_megatron", "min_scale", 2.0**40, ValueError, "must be >= `min_scale`"),
+    Row("from_megatron", "growth_factor", 1.0, ValueError, "must be a finite number > 1, got 1"),
+    Row("from_megatron", "backoff_factor", 1.5, ValueError, "must be in (0, 1), got 1.5"),
+    Row("from_megatron", "growth_interval", 0, ValueError, "must be a whole number >= 1, got 0"),
+    Row("from_megatron", "hysteresis", "2", TypeError, "must be a number, got str"),
+    Row("from_megatron", "device", None, TypeError, "`device` must be a device type"),
     Row("GradScaler", "hysteresis", None, TypeError, "must be a number, got NoneType"),
     Row("GradScaler", "hysteresis", 0, ValueError, "must be a whole number >= 1, got 0"),
     Row("GradScaler", "hysteresis", 1.5, ValueError, "must be a whole number >= 1, got 1.5"),
@@ -343,6 +372,8 @@ def _autocast_state() -> tuple:
 SCALER_METHODS = {"scale", "unscale_", "step", "update", "set_growth_factor",
                   "set_backoff_factor", "set_growth_interval", "load_state_dict",
                   "step_was_skipped"}
+# The constructors in peers' words (GradScaler's classmethods), with their own rows.
+PRESETS = {"from_deepspeed", "from_megatron"}
 ON_FRESH_TOO = {"set_growth_factor", "set_backoff_factor", "set_growth_interval", "load_state_dict"}
 
 CALLS: Dict[str, Callable[[Row, Optional[Setup], str], Any]] = {
@@ -353,6 +384,10 @@ CALLS: Dict[str, Callable[[Row, Optional[Setup], str], Any]] = {
         **({"device_type": row.value} if row.argument == "device_type"
            else {"device_type": device, row.argument: row.value})),
     "is_autocast_enabled": lambda row, _, __: ampkit.is_autocast_enabled(row.value),
+    "from_deepspeed": lambda row, _, device: ampkit.GradScaler.from_deepspeed(
+        **({"config": {}, "device": device} | {row.argument: row.value})),
+    "from_megatron": lambda row, _, device: ampkit.GradScaler.from_megatron(
+        **({"device": device} | {row.argument: row.value})),
     "get_autocast_dtype": lambda row, _, __: ampkit.get_autocast_dtype(row.value),
     # The outer lambda binds each name (ruff's B023 does not see through the factory).
     **{name: (lambda name: lambda row, setup, _: getattr(setup.scaler, name)(row.value))(name)  # noqa: B023
@@ -365,7 +400,7 @@ def _devices(row: Row):
     of the test's choosing; the CPU alone where the device is the bad value itself, or where the
     call only reads the thread's state."""
     if row.argument in ("device", "device_type") or row.target not in (
-            SCALER_METHODS | {"GradScaler", "autocast"}):
+            SCALER_METHODS | PRESETS | {"GradScaler", "autocast"}):
         return [("cpu", [])]
     return [("cpu", []), ("cuda", list(CUDA_MARKS))]
 
@@ -426,7 +461,8 @@ def test_row_table_covers_every_public_argument():
                        ("autocast", ampkit.autocast.__init__),
                        ("is_autocast_enabled", ampkit.is_autocast_enabled),
                        ("get_autocast_dtype", ampkit.get_autocast_dtype),
-                       *[(m, getattr(ampkit.GradScaler, m)) for m in sorted(SCALER_METHODS)]]:
+                       *[(m, getattr(ampkit.GradScaler, m))
+                         for m in sorted(SCALER_METHODS | PRESETS)]]:
         params = [p for p in inspect.signature(func).parameters.values()
                   if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         expected |= {(name, p.name) for p in params}
@@ -435,7 +471,8 @@ def test_row_table_covers_every_public_argument():
     public_methods = {
         m for m in vars(ampkit.GradScaler) if not m.startswith("_")
         and inspect.signature(getattr(ampkit.GradScaler, m)).parameters.keys() - {"self"}}
-    assert public_methods <= SCALER_METHODS, "a public GradScaler method with arguments has no rows"
+    assert public_methods <= SCALER_METHODS | PRESETS, (
+        "a public GradScaler method with arguments has no rows")
 
 
 def test_rejected_scale_of_a_list_leaves_a_fresh_scaler_fresh(device):

@@ -38,6 +38,9 @@ class StateError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// How every message about one argument reads: "`name` must be <rule>, got <got>."
+std::string must_be(const std::string& name, const std::string& rule, const std::string& got);
+
 // Shortest text that reads back as the same double: 0.5 -> "0.5", 1.1 -> "1.1", inf -> "inf".
 std::string format_number(double value);
 

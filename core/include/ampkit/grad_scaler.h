@@ -13,8 +13,9 @@
 // until the next one. Numerics go only through ATen's AMP kernels (unscale.h, scale_policy.h),
 // which is what makes the results equal to torch.amp's. Each optimizer's parameter list lives in
 // C++ (param_list.h) and gradients are read there, so the work a binding does per step does not
-// grow with the number of parameters. The rules for the numbers are in scaler_rules.h, the
-// checkpoint format in scaler_checkpoint.h; this file is the state machine.
+// grow with the number of parameters. The options and counters are scaler_settings.h's table,
+// the rules for the numbers scaler_rules.h's, the checkpoint format scaler_checkpoint.h's; this
+// file is the state machine.
 //
 // Thread contract: a GradScaler is not synchronised. From Python and R every call holds the GIL,
 // so calls on one scaler never overlap; C++ callers must not call one scaler from two threads at
@@ -23,7 +24,6 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -34,8 +34,7 @@
 #include "ampkit/overflow_report.h"
 #include "ampkit/param_list.h"
 #include "ampkit/scale_policy.h"
-#include "ampkit/scaler_checkpoint.h"
-#include "ampkit/scaler_rules.h"
+#include "ampkit/scaler_settings.h"
 #include "ampkit/unscale.h"
 
 namespace ampkit {
@@ -57,8 +56,8 @@ struct ScalerStats {
   double scale;
 };
 
-// Raised by update() on an overflow while the scale already equals min_scale (on_min_scale
-// "raise"). The update has been applied; the scaler stays usable.
+// Raised by update() when a back-off is due while the scale already equals min_scale
+// (on_min_scale "raise"). The update has been applied; the scaler stays usable.
 class ScaleCollapseError : public StateError {
  public:
   using StateError::StateError;
@@ -67,10 +66,13 @@ class ScaleCollapseError : public StateError {
 class GradScaler {
  public:
   // device: a device type ("cuda", "cpu"). "cuda" without a CUDA device gives a disabled scaler
-  // and a warning in warning().
-  GradScaler(const std::string& device, const GradScalerOptions& options);
+  // and a warning in warning(). Every option is judged by its row of the table first.
+  // allow_fp16_grads: accept float16 gradients in unscale_, as torch's ShardedGradScaler does
+  // (FSDP's mixed precision may keep them); torch.amp.GradScaler refuses them.
+  GradScaler(const std::string& device, const ScalerSettings& settings,
+             bool allow_fp16_grads = false);
 
-  bool is_enabled() const { return enabled_; }
+  bool is_enabled() const { return settings_.enabled; }
   const std::string& device() const { return device_; }
   const std::string& warning() const { return warning_; }
 
@@ -103,7 +105,8 @@ class GradScaler {
   bool step_was_skipped(const ParamList* params);
   // The counters and the scale, in one read.
   ScalerStats stats();
-  // The parameters that overflowed in the most recent iteration (track_overflow), in order.
+  // The parameters that overflowed in the most recent iteration, in order. StateError without
+  // track_overflow (an empty report would read as "nothing overflowed").
   std::vector<OverflowEntry> overflow_report() const;
 
   // Both read the device to the host (get_scale once, state_dict once) when the scale exists.
@@ -112,11 +115,10 @@ class GradScaler {
   // Validates the whole state first: an invalid state changes nothing.
   void load_state_dict(const ScalerState& state);
 
-  double growth_factor() const { return growth_factor_; }
-  double backoff_factor() const { return backoff_factor_; }
-  int64_t growth_interval() const { return growth_interval_; }
-  const ScalePolicy& policy() const { return policy_; }
-  bool track_overflow() const { return track_overflow_; }
+  const ScalerSettings& settings() const { return settings_; }
+  double growth_factor() const { return settings_.growth_factor; }
+  double backoff_factor() const { return settings_.backoff_factor; }
+  int64_t growth_interval() const { return settings_.growth_interval; }
   void set_growth_factor(double value);
   void set_backoff_factor(double value);
   void set_growth_interval(double value);
@@ -185,24 +187,14 @@ class GradScaler {
   std::string device_;
   c10::DeviceType device_type_;
   std::string warning_;
-  bool enabled_;
-  double growth_factor_;
-  double backoff_factor_;
-  int64_t growth_interval_;
-  ScalePolicy policy_;
-  bool track_overflow_;
+  ScalerSettings settings_;  // settings_.enabled is false too for "cuda" without CUDA
   // The device state, undefined until the first scale(); until then `pending_` holds what it
-  // will be created with (the constructor's values, or a loaded checkpoint's).
+  // will be created with (the constructor's values, or a loaded checkpoint's). Its
+  // collapse_warned is the host's flag at all times: a collapse is reported once per run.
   DeviceState device_state_;
-  struct Pending {
-    double scale;
-    int64_t growth_tracker = 0;
-    int64_t hysteresis_left = 1;
-    std::array<int64_t, 3> counters{0, 0, 0};
-  } pending_;
+  ScalerCounters pending_;
   std::vector<OptimizerState> states_;       // this iteration, insertion order like torch.amp's
   std::vector<OptimizerState> last_states_;  // the previous iteration's, kept for its outcome
-  bool in_collapse_run_ = false;
   bool allow_fp16_grads_ = false;
   FoundInfAgreement agree_;
   bool tensor_ops_ = false;

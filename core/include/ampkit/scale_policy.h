@@ -1,14 +1,22 @@
 // The update rule of the scale and the step counters: the one place that says how an iteration's
 // inf/NaN result changes the scaler's device state.
 //
-// On overflow:   tracker = 0; hysteresis_left -= 1;
-//                if hysteresis_left <= 0: S = max(S * backoff_factor, min_scale)
+// On overflow:   tracker = -growth_delay; hysteresis_left -= 1;
+//                if hysteresis_left <= 0 (a back-off is due): S = max(S * backoff_factor, min_scale)
 // On a clean step: tracker += 1; if consecutive_hysteresis: hysteresis_left = hysteresis
 //                if tracker == growth_interval:
 //                    tracker = 0; hysteresis_left = hysteresis
 //                    S' = min(S * growth_factor, max_scale); S = S' if S' is finite
 // Counters:      steps += 1; skipped += overflow; consecutive = overflow ? consecutive + 1 : 0
-// Collapse:      an overflow while S already equals min_scale.
+// Collapse:      a back-off due while S already equals min_scale (an overflow that hysteresis
+//                absorbs is none: DeepSpeed's rule).
+//
+// Whose rule is whose: torch.amp.GradScaler is this rule at the defaults (no floor, ceiling,
+// hysteresis or delay). Megatron-LM's DynamicGradScaler is it with min_scale and hysteresis
+// (GradScaler.from_megatron); DeepSpeed's DynamicLossScaler with min_scale, hysteresis,
+// consecutive_hysteresis and growth_delay = 1 (its first growth comes at the (W+1)-th clean step
+// after an overflow or the start, then every W; GradScaler.from_deepspeed). Neither peer refuses
+// to grow into inf, as this rule does: the schedules agree below float32's largest scale.
 //
 // S * factor is rounded to float32 as each device's torch.amp kernel rounds it (the CPU kernel
 // multiplies in double, the CUDA kernel in float). At the default policy (no floor, no ceiling,
@@ -24,7 +32,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "ampkit/scaler_rules.h"
+#include "ampkit/scaler_settings.h"
 
 namespace ampkit {
 
@@ -34,12 +42,6 @@ struct DeviceState {
   at::Tensor growth_tracker;   // int32, 0-d
   at::Tensor hysteresis_left;  // int32, 0-d
   at::Tensor counters;         // int64, {3}: steps, skipped steps, consecutive skipped steps
-};
-
-struct GrowthRule {
-  double growth_factor;
-  double backoff_factor;
-  int64_t growth_interval;
 };
 
 // Whether the update was a collapse: known on the host when the state is in CPU memory, else a
@@ -52,7 +54,7 @@ struct Collapse {
 // Applies one iteration's result (found_inf, a float32 0-d tensor on the state's device; > 0 is an
 // overflow) to `state`, in place. `tensor_ops` forces the accelerator path on CPU tensors, so
 // that tests hold both paths to the same reference.
-Collapse apply_update(DeviceState& state, const at::Tensor& found_inf, const GrowthRule& rule,
-                      const ScalePolicy& policy, bool tensor_ops = false);
+Collapse apply_update(DeviceState& state, const at::Tensor& found_inf,
+                      const ScalerSettings& settings, bool tensor_ops = false);
 
 }  // namespace ampkit

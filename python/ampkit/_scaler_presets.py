@@ -1,0 +1,109 @@
+"""Peers' loss-scaling settings as ampkit's options: DeepSpeed's and Megatron-LM's schedules.
+
+Which rule is whose is stated once, in core/include/ampkit/scale_policy.h; this module only
+translates each peer's own argument names and defaults into the core's options. The tests drive
+the peers' own classes (tests/python/test_scaler_presets.py) with the same overflow sequences.
+"""
+
+from __future__ import annotations
+
+from collections import abc
+import contextlib
+from typing import Any, Dict, Iterator
+
+import torch
+
+from . import _C
+
+# DeepSpeed's "fp16" section (deepspeed/runtime/precision_config.py, DeepSpeedFP16Config) and its
+# defaults for dynamic loss scaling. Its DynamicLossScaler grows and backs off by 2.
+_DEEPSPEED_FP16_DEFAULTS = {
+    "initial_scale_power": 16,
+    "loss_scale_window": 1000,
+    "hysteresis": 2,
+    "consecutive_hysteresis": False,
+    "min_loss_scale": 1,
+}
+# Keys of that section which do not touch the scaler.
+_DEEPSPEED_FP16_OTHER_KEYS = ("enabled", "auto_cast", "loss_scale", "fp16_master_weights_and_grads")
+
+
+def deepspeed_options(config: Any) -> Dict[str, Any]:
+    """ampkit's options for a DeepSpeed config (or its "fp16" section)."""
+    if not isinstance(config, abc.Mapping):
+        raise _C.ArgumentTypeError(
+            f"`config` must be a DeepSpeed config dict (or its \"fp16\" section), "
+            f"got {type(config).__name__}.")
+    section = config["fp16"] if "fp16" in config else config
+    if not isinstance(section, abc.Mapping):
+        raise _C.ArgumentTypeError(
+            f"`config[\"fp16\"]` must be a dict, got {type(section).__name__}.")
+    known = (*_DEEPSPEED_FP16_DEFAULTS, *_DEEPSPEED_FP16_OTHER_KEYS)
+    unknown = [str(key) for key in section if key not in known]
+    if unknown:
+        raise _C.ArgumentError(
+            f"`config` has key(s) {unknown} that DeepSpeed's fp16 section does not have; its "
+            f"keys are {list(known)}.")
+    loss_scale = section.get("loss_scale", 0)
+    if loss_scale != 0:
+        raise _C.ArgumentError(
+            f"In `config`: `loss_scale` must be 0 (DeepSpeed's dynamic loss scaling, which "
+            f"ampkit reproduces), got {loss_scale!r}: a static scale needs no scaler.")
+    given = {**_DEEPSPEED_FP16_DEFAULTS, **{k: v for k, v in section.items()
+                                           if k in _DEEPSPEED_FP16_DEFAULTS}}
+    power = given["initial_scale_power"]
+    if isinstance(power, bool) or not isinstance(power, int):
+        raise _C.ArgumentTypeError(
+            f"In `config`: `initial_scale_power` must be an int, got {type(power).__name__}.")
+    return {
+        "init_scale": 2.0 ** power,
+        "growth_factor": 2.0,
+        "backoff_factor": 0.5,
+        "growth_interval": given["loss_scale_window"],
+        "min_scale": given["min_loss_scale"],
+        "hysteresis": given["hysteresis"],
+        "consecutive_hysteresis": given["consecutive_hysteresis"],
+        "growth_delay": 1,
+        "on_min_scale": "raise",
+    }
+
+
+def _float32(name: str, value: Any) -> Any:
+    """A number as Megatron holds it (a float32 tensor); other values are left for the core to
+    refuse by name."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return float(torch.tensor(value, dtype=torch.float32))
+
+
+def megatron_options(*, initial_scale: Any, min_scale: Any, growth_factor: Any,
+                     backoff_factor: Any, growth_interval: Any, hysteresis: Any) -> Dict[str, Any]:
+    """ampkit's options for Megatron-LM's DynamicGradScaler arguments."""
+    return {
+        "init_scale": _float32("initial_scale", initial_scale),
+        "min_scale": _float32("min_scale", min_scale),
+        "growth_factor": _float32("growth_factor", growth_factor),
+        "backoff_factor": _float32("backoff_factor", backoff_factor),
+        "growth_interval": growth_interval,
+        "hysteresis": hysteresis,
+        "on_min_scale": "ignore",
+    }
+
+
+# ampkit's option names as each peer spells them, for messages about a peer's own arguments.
+DEEPSPEED_NAMES = {"growth_interval": "loss_scale_window", "min_scale": "min_loss_scale",
+                   "hysteresis": "hysteresis", "consecutive_hysteresis": "consecutive_hysteresis"}
+MEGATRON_NAMES = {"init_scale": "initial_scale"}
+
+
+@contextlib.contextmanager
+def peer_names(names: Dict[str, str], where: str = "") -> Iterator[None]:
+    """Re-raises the core's argument errors in the peer's words: its argument names (and
+    ``where`` they were given) in place of ampkit's; the error's type is kept."""
+    try:
+        yield
+    except (_C.ArgumentError, _C.ArgumentTypeError) as error:
+        message = str(error)
+        for ours, theirs in names.items():
+            message = message.replace(f"`{ours}`", f"`{theirs}`")
+        raise type(error)(where + message) from None
