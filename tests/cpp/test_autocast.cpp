@@ -1,4 +1,5 @@
-// The autocast guard against ATen's own thread-local state (the state torch.autocast drives).
+// The autocast guard against ATen's own thread-local state (the state torch.autocast drives), on
+// each device type (device_test.h: cpu; cuda where there is CUDA).
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
@@ -7,80 +8,92 @@
 
 #include "ampkit/autocast.h"
 #include "ampkit/errors.h"
+#include "device_test.h"
 
 using ampkit::AutocastGuard;
 using ampkit::resolve_autocast;
 
 namespace {
 
-// Every test starts from torch's defaults and checks it left them.
-class Autocast : public ::testing::Test {
+// Every test starts from torch's defaults on its device and checks it left them.
+class Autocast : public ampkit_test::DeviceTest {
  protected:
-  void SetUp() override { expect_defaults(); }
-  void TearDown() override { expect_defaults(); }
-  static void expect_defaults() {
-    EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
-    EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kBFloat16);
+  void SetUp() override {
+    DeviceTest::SetUp();
+    if (!IsSkipped()) expect_defaults();
+  }
+  void TearDown() override {
+    if (!IsSkipped()) expect_defaults();
+  }
+  void expect_defaults() const {
+    EXPECT_FALSE(at::autocast::is_autocast_enabled(device_type()));
+    EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), default_dtype());
     EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
   }
+  at::Tensor randn(at::IntArrayRef size) const { return at::randn(size, on_device()); }
 };
+AMPKIT_DEVICE_TEST_SUITE(Autocast);
 
-TEST_F(Autocast, GuardSetsAndRestoresAllThree) {
+// What the device does no matter which device the suite runs on: plain tests.
+class AutocastCpu : public ::testing::Test {};
+
+TEST_P(Autocast, GuardSetsAndRestoresAllThree) {
   {
-    AutocastGuard guard(resolve_autocast("cpu", at::kHalf, true, false));
-    EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
-    EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kHalf);
+    AutocastGuard guard(resolve_autocast(device(), at::kHalf, true, false));
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(device_type()));
+    EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), at::kHalf);
     EXPECT_FALSE(at::autocast::is_autocast_cache_enabled());
-    auto a = at::randn({4, 4});
+    auto a = randn({4, 4});
     EXPECT_EQ(at::mm(a, a).scalar_type(), at::kHalf);
   }
 }
 
-TEST_F(Autocast, UnsetDtypeAndCacheMeanCurrentValues) {
-  AutocastGuard outer(resolve_autocast("cpu", at::kHalf, true, false));
-  auto inner = resolve_autocast("cpu", std::nullopt, true, std::nullopt);
+TEST_P(Autocast, UnsetDtypeAndCacheMeanCurrentValues) {
+  AutocastGuard outer(resolve_autocast(device(), at::kHalf, true, false));
+  auto inner = resolve_autocast(device(), std::nullopt, true, std::nullopt);
   EXPECT_EQ(inner.dtype, at::kHalf);
   EXPECT_FALSE(inner.cache_enabled);
 }
 
-TEST_F(Autocast, NestedDisabledAndOtherDtype) {
-  auto a = at::randn({4, 4});
-  AutocastGuard outer(resolve_autocast("cpu", at::kBFloat16, true, std::nullopt));
+TEST_P(Autocast, NestedDisabledAndOtherDtype) {
+  auto a = randn({4, 4});
+  AutocastGuard outer(resolve_autocast(device(), at::kBFloat16, true, std::nullopt));
   {
-    AutocastGuard off(resolve_autocast("cpu", std::nullopt, false, std::nullopt));
+    AutocastGuard off(resolve_autocast(device(), std::nullopt, false, std::nullopt));
     EXPECT_EQ(at::mm(a, a).scalar_type(), at::kFloat);
     {
-      AutocastGuard half(resolve_autocast("cpu", at::kHalf, true, std::nullopt));
+      AutocastGuard half(resolve_autocast(device(), at::kHalf, true, std::nullopt));
       EXPECT_EQ(at::mm(a, a).scalar_type(), at::kHalf);
     }
-    EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+    EXPECT_FALSE(at::autocast::is_autocast_enabled(device_type()));
   }
-  EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
+  EXPECT_TRUE(at::autocast::is_autocast_enabled(device_type()));
   EXPECT_EQ(at::mm(a, a).scalar_type(), at::kBFloat16);
 }
 
-TEST_F(Autocast, TokensExitInnermostFirstAndOnce) {
-  auto outer = ampkit::enter_autocast(resolve_autocast("cpu", at::kHalf, true, std::nullopt));
-  auto inner = ampkit::enter_autocast(resolve_autocast("cpu", at::kBFloat16, true, std::nullopt));
+TEST_P(Autocast, TokensExitInnermostFirstAndOnce) {
+  auto outer = ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  auto inner =
+      ampkit::enter_autocast(resolve_autocast(device(), at::kBFloat16, true, std::nullopt));
   EXPECT_EQ(inner.depth(), outer.depth() + 1);
-  EXPECT_THROW(ampkit::exit_autocast(outer), ampkit::StateError);        // inner still open
-  EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kBFloat16);  // nothing changed
+  EXPECT_THROW(ampkit::exit_autocast(outer), ampkit::StateError);             // inner still open
+  EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), at::kBFloat16);  // nothing changed
   ampkit::exit_autocast(inner);
-  EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kHalf);
+  EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), at::kHalf);
   EXPECT_THROW(ampkit::exit_autocast(inner), ampkit::StateError);  // already exited
   ampkit::exit_autocast(outer);
   EXPECT_FALSE(outer.active());
 }
 
-TEST_F(Autocast, CacheClearedWhenOutermostRegionCloses) {
+TEST_P(Autocast, CacheClearedWhenOutermostRegionCloses) {
   // A leaf float32 weight that requires grad is what autocast caches.
-  auto w = at::randn({8, 8}).set_requires_grad(true);
-  auto x = at::randn({8, 8});
+  auto w = randn({8, 8}).set_requires_grad(true);
+  auto x = randn({8, 8});
   at::Tensor first, second, after_inner;
   {
-    AutocastGuard outer(resolve_autocast("cpu", at::kBFloat16, true, true));
+    AutocastGuard outer(resolve_autocast(device(), at::kBFloat16, true, true));
     first = at::mm(x, w);
-    { AutocastGuard inner(resolve_autocast("cpu", at::kBFloat16, true, true)); }
+    { AutocastGuard inner(resolve_autocast(device(), at::kBFloat16, true, true)); }
     // The inner region closing at depth 1 must not clear the cache: the cast weight is reused.
     second = at::mm(x, w);
     EXPECT_TRUE(at::equal(first, second));
@@ -91,49 +104,52 @@ TEST_F(Autocast, CacheClearedWhenOutermostRegionCloses) {
     w.mul_(2);
   }
   {
-    AutocastGuard again(resolve_autocast("cpu", at::kBFloat16, true, true));
+    AutocastGuard again(resolve_autocast(device(), at::kBFloat16, true, true));
     after_inner = at::mm(x, w);
   }
   EXPECT_FALSE(at::equal(first, after_inner));
 }
 
-TEST_F(Autocast, StateRestoredWhenBodyThrows) {
+TEST_P(Autocast, StateRestoredWhenBodyThrows) {
   try {
-    AutocastGuard guard(resolve_autocast("cpu", at::kHalf, true, false));
+    AutocastGuard guard(resolve_autocast(device(), at::kHalf, true, false));
     throw std::runtime_error("body failed");
   } catch (const std::runtime_error&) {
   }
 }
 
-TEST_F(Autocast, UnsupportedCpuDtypeWarnsAndDisables) {
-  auto request = resolve_autocast("cpu", at::kDouble, true, std::nullopt);
+TEST_P(Autocast, UnsupportedDtypeWarnsAndDisables) {
+  auto request = resolve_autocast(device(), at::kDouble, true, std::nullopt);
   EXPECT_FALSE(request.enabled);
   EXPECT_NE(request.warning.find("Disabling autocast"), std::string::npos);
   EXPECT_EQ(request.dtype, at::kDouble);  // as torch.autocast, the dtype is still installed
 }
 
-TEST_F(Autocast, CudaWithoutCudaWarnsAndDisables) {
+// CPU-only by nature: what "cuda" does where there is no CUDA.
+TEST_F(AutocastCpu, CudaWithoutCudaWarnsAndDisables) {
   if (at::hasCUDA()) GTEST_SKIP() << "a CUDA device is present";
   auto request = resolve_autocast("cuda", std::nullopt, true, std::nullopt);
   EXPECT_FALSE(request.enabled);
   EXPECT_NE(request.warning.find("Disabling autocast"), std::string::npos);
 }
 
-TEST_F(Autocast, UnknownDeviceTypeIsAnError) {
+// No device: the parser's errors.
+TEST_F(AutocastCpu, UnknownDeviceTypeIsAnError) {
   EXPECT_THROW(resolve_autocast("tpu9", std::nullopt, true, std::nullopt), ampkit::ArgumentError);
   // A device type autocast has no kernels for.
   EXPECT_THROW(resolve_autocast("meta", std::nullopt, true, std::nullopt), ampkit::ArgumentError);
 }
 
-TEST_F(Autocast, StateIsPerThread) {
-  AutocastGuard guard(resolve_autocast("cpu", at::kHalf, true, std::nullopt));
+TEST_P(Autocast, StateIsPerThread) {
+  AutocastGuard guard(resolve_autocast(device(), at::kHalf, true, std::nullopt));
   bool other_enabled = true;
-  std::thread([&] { other_enabled = at::autocast::is_autocast_enabled(at::kCPU); }).join();
+  auto type = device_type();
+  std::thread([&] { other_enabled = at::autocast::is_autocast_enabled(type); }).join();
   EXPECT_FALSE(other_enabled);
 }
 
-TEST_F(Autocast, TokenFromAnotherThreadIsRejected) {
-  auto token = ampkit::enter_autocast(resolve_autocast("cpu", at::kHalf, true, std::nullopt));
+TEST_P(Autocast, TokenFromAnotherThreadIsRejected) {
+  auto token = ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
   bool rejected = false;
   std::thread([&] {
     try {
