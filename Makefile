@@ -36,7 +36,12 @@ R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
 
 .PHONY: setup test test-cpp test-python test-r bench parity lint clean gpu-wheels gpu-proof
 
-setup: $(VENV)/.system $(VENV)/.deps $(VENV)/.ext $(VENV)/.rpkg
+# The peers whose loss scaling ampkit reproduces (GradScaler.from_deepspeed / from_megatron):
+# tests/python/test_scaler_presets.py drives their own scaler classes, read from these pinned
+# distributions (only the scaler modules: the packages are not installed).
+PEERS := deepspeed==0.19.8 megatron-core==0.16.1
+
+setup: $(VENV)/.system $(VENV)/.deps $(VENV)/.ext $(VENV)/.rpkg $(VENV)/.peers
 
 $(VENV)/.system: tools/setup_system.sh
 	@bash tools/setup_system.sh
@@ -46,6 +51,12 @@ $(VENV)/.deps: $(VENV)/.system Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	@echo "setup: Python packages into $(VENV)"
 	@$(PIP) install -q --disable-pip-version-check $(PY_DEPS)
+	@touch $@
+
+$(VENV)/.peers: $(VENV)/.deps Makefile
+	@echo "setup: the peers' scaler sources ($(PEERS))"
+	@rm -rf $(VENV)/peers && $(PIP) download -q --disable-pip-version-check --no-deps \
+	    -d $(VENV)/peers $(PEERS)
 	@touch $@
 
 $(VENV)/.ext: $(VENV)/.deps $(EXT_SOURCES)
