@@ -252,8 +252,8 @@ def precision_policy(model: torch.nn.Module, rules: Mapping[Any, Any],
     - a qualified name as ``model.named_modules()`` gives it (``"encoder.0.proj"``; ``""`` is
       the model itself): that module;
     - a glob pattern over qualified names, matched with ``fnmatch.fnmatchcase`` (``*`` matches
-      any characters, dots included; ``?`` one; ``[...]`` a set): a key containing ``*``,
-      ``?`` or ``[`` is a pattern;
+      any characters, dots included; ``?`` one; ``[...]`` a set; ``"*"`` matches the model's
+      own name ``""`` too): a key containing ``*``, ``?`` or ``[`` is a pattern;
     - ``"re:"`` followed by a regular expression, which must match the whole qualified name
       (``re.fullmatch``).
 

@@ -29,13 +29,18 @@
 #'   * `backward`: whether it ran in a backward pass;
 #'   * `cast`: for a dtype cast, whose it is: `"autocast"`, `"user"` (your
 #'     own `$to()`, `$half()`, ...) or `"other"`; `NA` for other operations;
-#'   * `device`, `bytes` (written by its outputs), `time_s` (host time in it);
+#'   * `device`;
+#'   * `policy`: the dtype of the [precision_policy()] region its forward call
+#'     ran in (`"float32"` for a module the policy keeps in float32), else `NA`;
+#'   * `bytes` (written by its outputs), `time_s` (host time in it);
 #'
 #'   and the attributes `casts`, `cast_bytes` (autocast's casts, forward and
 #'   their backward, and the bytes they wrote), `fp32_matmuls_outside_autocast`
 #'   (forward matrix products and convolutions that ran in float32 outside any
-#'   autocast region), `user_casts`, `user_cast_bytes`, `calls`, `time_s` and
-#'   `cast_time_s`. Printing it shows the totals and the table.
+#'   autocast region; those a [precision_policy()] keeps in float32 are
+#'   counted in `policy_fp32_matmuls` instead), `user_casts`,
+#'   `user_cast_bytes`, `calls`, `time_s` and `cast_time_s`. Printing it shows
+#'   the totals and the table.
 #' @seealso [with_autocast()].
 #' @export
 #' @examples
@@ -87,6 +92,7 @@ audit_frame <- function(summary) {
     backward = column("backward", NA),
     cast = vapply(ops, function(row) row$cast %||% NA_character_, ""),
     device = column("device", ""),
+    policy = vapply(ops, function(row) row$policy %||% NA_character_, ""),
     bytes = vapply(ops, function(row) as.numeric(row$bytes), 0),
     time_s = vapply(ops, function(row) as.numeric(row$time_s), 0),
     stringsAsFactors = FALSE
@@ -95,6 +101,7 @@ audit_frame <- function(summary) {
     casts = as.integer(summary$casts),
     cast_bytes = as.numeric(summary$cast_bytes),
     fp32_matmuls_outside_autocast = as.integer(summary$fp32_matmuls_outside_autocast),
+    policy_fp32_matmuls = as.integer(summary$policy_fp32_matmuls),
     user_casts = as.integer(summary$user_casts),
     user_cast_bytes = as.numeric(summary$user_cast_bytes),
     calls = as.integer(summary$calls),
