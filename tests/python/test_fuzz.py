@@ -10,6 +10,8 @@ exception an instance of the type torch raised, except where ampkit refuses a va
 ArgumentError and torch fails inside its kernels), and the scale, state_dict, parameters and
 gradients are bit for bit the same.
 
+It runs once per device (tests/parity/devices.py: cpu, and cuda where there is CUDA).
+
 The default run draws 300 sequences, the same ones every time (derandomised, no example
 database). AMPKIT_FUZZ_EXAMPLES=N draws N sequences from a fresh random seed each run and keeps
 failures in Hypothesis' database (.hypothesis/, ignored by git) so that they are replayed.
@@ -34,6 +36,7 @@ import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import DEVICES
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from parity_models import mlp, torch_amp_state
@@ -107,23 +110,23 @@ class Side:
     """A scaler, its own copy of the model and optimizers, and the autocast of its library."""
 
     def __init__(self, lib: str, scaler_settings: dict, model: torch.nn.Module,
-                 optimizer_kinds: List[str]) -> None:
-        self.lib = lib
+                 optimizer_kinds: List[str], device: str = "cpu") -> None:
+        self.lib, self.device = lib, device
         self.scaler_cls = ampkit.GradScaler if lib == "ampkit" else torch.amp.GradScaler
         self.autocast = ampkit.autocast if lib == "ampkit" else torch.autocast
-        self.model = model
+        self.model = model.to(device)
         params = list(model.parameters())
         groups = [params] if len(optimizer_kinds) == 1 else [params[:2], params[2:]]
         self.optimizers = [OPTIMIZERS[kind](group) for kind, group in zip(optimizer_kinds, groups)]
-        self.scaler = self.scaler_cls("cpu", **scaler_settings)
+        self.scaler = self.scaler_cls(device, **scaler_settings)
 
     def optimizer(self, index: int) -> torch.optim.Optimizer:
         return self.optimizers[index % len(self.optimizers)]
 
     # Each op returns the value to compare; an exception is compared too.
     def backward(self, use_autocast: bool, batch: int, container: str, backprop: bool) -> Any:
-        x, y = BATCHES[batch]
-        with self.autocast("cpu", dtype=torch.bfloat16, enabled=use_autocast):
+        x, y = (t.to(self.device) for t in BATCHES[batch])
+        with self.autocast(self.device, dtype=torch.bfloat16, enabled=use_autocast):
             loss = F.mse_loss(self.model(x).float(), y)
         wrapped = {"tensor": loss, "list": [loss], "tuple": (loss,), "empty": []}[container]
         scaled = self.scaler.scale(wrapped)
@@ -157,7 +160,8 @@ class Side:
         return self.scaler.update()
 
     def update_to(self, kind: str, value: float) -> None:
-        new_scale = value if kind == "float" else torch.tensor(value, dtype=torch.float32)
+        new_scale = (value if kind == "float"
+                     else torch.tensor(value, dtype=torch.float32, device=self.device))
         return self.scaler.update(new_scale)
 
     def setter(self, name: str, value: float) -> None:
@@ -170,11 +174,11 @@ class Side:
              growth_interval: int, tracker: int, initialised: bool) -> None:
         # A valid state, taken from a freshly made scaler with other settings.
         cls = ampkit.GradScaler if source == "ampkit" else torch.amp.GradScaler
-        src = cls("cpu", init_scale=init_scale, growth_factor=growth_factor,
+        src = cls(self.device, init_scale=init_scale, growth_factor=growth_factor,
                   backoff_factor=backoff_factor, growth_interval=growth_interval)
         src.load_state_dict({**src.state_dict(), "_growth_tracker": tracker})
         if initialised:
-            src.scale(torch.ones(()))  # the scale becomes a float32 tensor: rounded
+            src.scale(torch.ones((), device=self.device))  # a float32 tensor now: rounded
         return self.scaler.load_state_dict(src.state_dict())
 
     def pickle_round_trip(self) -> None:
@@ -326,6 +330,7 @@ call_sequences = st.lists(st.one_of(_iteration(), _single_ops), min_size=1, max_
 
 # ---- the test ------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("device", DEVICES)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -334,10 +339,10 @@ call_sequences = st.lists(st.one_of(_iteration(), _single_ops), min_size=1, max_
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(scaler_settings=scaler_settings, optimizer_kinds=optimizer_kinds, calls=call_sequences)
-def test_ampkit_and_torch_amp_agree_call_by_call(scaler_settings, optimizer_kinds, calls):
+def test_ampkit_and_torch_amp_agree_call_by_call(device, scaler_settings, optimizer_kinds, calls):
     model = mlp(4, 8, 3, seed=7)
-    ours = Side("ampkit", scaler_settings, copy.deepcopy(model), optimizer_kinds)
-    theirs = Side("torch", scaler_settings, copy.deepcopy(model), optimizer_kinds)
+    ours = Side("ampkit", scaler_settings, copy.deepcopy(model), optimizer_kinds, device)
+    theirs = Side("torch", scaler_settings, copy.deepcopy(model), optimizer_kinds, device)
     _assert_same_state(ours, theirs, "start")
     for index, op in enumerate(calls):
         _run_op(op, ours, theirs, index)
