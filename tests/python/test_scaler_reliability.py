@@ -9,6 +9,9 @@
   are rows of the table in test_bad_input.py.)
 - Once bugs, now regression tests: one minimal repro each (a known bug would be an xfail,
   strict for every test by pyproject.toml: fixing it makes the test fail until the mark goes).
+
+Every test runs once per device (the `device` fixture of tests/conftest.py: cpu, and cuda where
+there is CUDA).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import AUTOCAST_DTYPE
 from parity_models import mlp, torch_amp_state
 
 LIBS = {"ampkit": ampkit.GradScaler, "torch": torch.amp.GradScaler}
@@ -54,17 +58,18 @@ def _same_params(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
 class Trainer:
     """A model, an optimizer and a scaler of one library, stepped one iteration at a time."""
 
-    def __init__(self, lib: str, optimizer: str = "adam", seed: int = 0, **scaler_kwargs) -> None:
-        self.lib = lib
-        self.model = mlp(6, 12, 2, seed=seed)
+    def __init__(self, lib: str, optimizer: str = "adam", seed: int = 0, device: str = "cpu",
+                 **scaler_kwargs) -> None:
+        self.lib, self.device = lib, device
+        self.model = mlp(6, 12, 2, seed=seed).to(device)
         self.opt = OPTIMIZERS[optimizer](self.model.parameters())
-        self.scaler = LIBS[lib]("cpu", **scaler_kwargs)
+        self.scaler = LIBS[lib](device, **scaler_kwargs)
         self.autocast = AUTOCASTS[lib]
 
     def backward(self, step: int, inject: Optional[float] = None) -> None:
-        x, y = _batch(step)
+        x, y = (t.to(self.device) for t in _batch(step))
         self.opt.zero_grad()
-        with self.autocast("cpu", dtype=torch.bfloat16):
+        with self.autocast(self.device, dtype=torch.bfloat16):
             loss = F.mse_loss(self.model(x).float(), y)
         self.scaler.scale(loss).backward()
         if inject is not None:
@@ -98,7 +103,7 @@ def _same_record(a: tuple, b: tuple) -> bool:
 # ---- threads -------------------------------------------------------------------------------------
 
 @pytest.mark.usefixtures("one_intra_op_thread")
-def test_autocast_state_is_per_thread_under_many_concurrent_threads():
+def test_autocast_state_is_per_thread_under_many_concurrent_threads(device):
     """16 threads enter and leave nested regions with their own settings, all at once."""
     n_threads, cycles = 16, 400
     settings = [(dtype, enabled, cache)
@@ -107,7 +112,7 @@ def test_autocast_state_is_per_thread_under_many_concurrent_threads():
                 for cache in (True, False)]
     barrier = threading.Barrier(n_threads)
     errors: List[str] = []
-    a = torch.randn(8, 8)
+    a = torch.randn(8, 8, device=device)
 
     def worker(index: int) -> None:
         dtype, enabled, cache = settings[index % len(settings)]
@@ -116,21 +121,21 @@ def test_autocast_state_is_per_thread_under_many_concurrent_threads():
         barrier.wait()
         try:
             for i in range(cycles):
-                with outer_lib("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache):
-                    seen = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"),
+                with outer_lib(device, dtype=dtype, enabled=enabled, cache_enabled=cache):
+                    seen = (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device),
                             torch.is_autocast_cache_enabled())
                     if seen != (enabled, dtype, cache):
                         errors.append(f"thread {index} cycle {i}: outer {seen}")
-                    with ampkit.autocast("cpu", dtype=inner_dtype, enabled=not enabled):
+                    with ampkit.autocast(device, dtype=inner_dtype, enabled=not enabled):
                         out = a @ a  # an op releases the GIL: other threads run meanwhile
                         expected = inner_dtype if not enabled else torch.float32
-                        if out.dtype != expected or torch.get_autocast_dtype("cpu") != inner_dtype:
+                        if out.dtype != expected or torch.get_autocast_dtype(device) != inner_dtype:
                             errors.append(f"thread {index} cycle {i}: inner {out.dtype}")
-                    if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != (
+                    if (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)) != (
                             enabled, dtype):
                         errors.append(f"thread {index} cycle {i}: not restored after inner")
-                if (torch.is_autocast_enabled("cpu")
-                        or torch.get_autocast_dtype("cpu") != torch.bfloat16):
+                if (torch.is_autocast_enabled(device)
+                        or torch.get_autocast_dtype(device) != AUTOCAST_DTYPE[device]):
                     errors.append(f"thread {index} cycle {i}: not restored after outer")
         except Exception as error:  # noqa: BLE001
             errors.append(f"thread {index}: {error!r}")
@@ -148,10 +153,10 @@ def test_autocast_state_is_per_thread_under_many_concurrent_threads():
     assert errors == []
 
 
-def _make_job(job: dict) -> Trainer:
+def _make_job(job: dict, device: str) -> Trainer:
     # Built on the main thread: model initialisation draws from torch's global generator.
-    return Trainer("ampkit", job["optimizer"], seed=job["seed"], init_scale=job["init_scale"],
-                   growth_interval=job["growth_interval"])
+    return Trainer("ampkit", job["optimizer"], seed=job["seed"], device=device,
+                   init_scale=job["init_scale"], growth_interval=job["growth_interval"])
 
 
 def _run_job(job: dict, trainer: Trainer) -> List[tuple]:
@@ -171,9 +176,9 @@ JOBS = [
 
 
 @pytest.mark.usefixtures("one_intra_op_thread")
-def test_threads_driving_their_own_scalers_match_running_one_after_the_other():
-    sequential = [_run_job(job, _make_job(job)) for job in JOBS]
-    trainers = [_make_job(job) for job in JOBS]
+def test_threads_driving_their_own_scalers_match_running_one_after_the_other(device):
+    sequential = [_run_job(job, _make_job(job, device)) for job in JOBS]
+    trainers = [_make_job(job, device) for job in JOBS]
     concurrent: Dict[int, List[tuple]] = {}
     barrier = threading.Barrier(len(JOBS))
 
@@ -199,7 +204,7 @@ def test_threads_driving_their_own_scalers_match_running_one_after_the_other():
 
 @pytest.mark.parametrize("mode", ["update", "update_new_scale"])
 @pytest.mark.usefixtures("one_intra_op_thread")
-def test_reads_from_another_thread_never_see_a_torn_state(mode):
+def test_reads_from_another_thread_never_see_a_torn_state(mode, device):
     """A reader polls get_scale() and state_dict() while a trainer runs; every value it sees is
     one of the states the trainer passes through (found by running it alone first). A torn read
     would be, e.g., the grown scale with the tracker not yet reset."""
@@ -208,7 +213,7 @@ def test_reads_from_another_thread_never_see_a_torn_state(mode):
     new_scales = [2.0**k for k in range(4, 12)]
 
     def make() -> Trainer:
-        return Trainer("ampkit", "sgd", init_scale=2.0**10, growth_interval=2)
+        return Trainer("ampkit", "sgd", device=device, init_scale=2.0**10, growth_interval=2)
 
     def drive(trainer: Trainer, on_state: Callable[[dict], None]) -> None:
         on_state(trainer.scaler.state_dict())
@@ -282,8 +287,8 @@ def _raise_on_call(opt: torch.optim.Optimizer, call: int, after_real_step: bool)
 
 
 def _train_through_exception(lib: str, optimizer: str, after_real_step: bool,
-                             inject_at_raise: bool) -> List[tuple]:
-    trainer = Trainer(lib, optimizer, init_scale=2.0**8, growth_interval=2)
+                             inject_at_raise: bool, device: str) -> List[tuple]:
+    trainer = Trainer(lib, optimizer, device=device, init_scale=2.0**8, growth_interval=2)
     raise_at = 3  # the third call of opt.step
     _raise_on_call(trainer.opt, raise_at, after_real_step)
     records = []
@@ -315,9 +320,9 @@ def _train_through_exception(lib: str, optimizer: str, after_real_step: bool,
 @pytest.mark.parametrize("after_real_step", [False, True], ids=["before_step", "after_step"])
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 def test_optimizer_exception_leaves_the_scaler_usable_like_torch_amp(optimizer, after_real_step,
-                                                                      inject_at_raise):
-    ours = _train_through_exception("ampkit", optimizer, after_real_step, inject_at_raise)
-    theirs = _train_through_exception("torch", optimizer, after_real_step, inject_at_raise)
+                                                                      inject_at_raise, device):
+    ours = _train_through_exception("ampkit", optimizer, after_real_step, inject_at_raise, device)
+    theirs = _train_through_exception("torch", optimizer, after_real_step, inject_at_raise, device)
     assert [r == "raised" for r in ours] == [r == "raised" for r in theirs]
     assert "raised" in ours  # the optimizer's step did raise
     for i, (a, b) in enumerate(zip(ours, theirs)):
@@ -327,11 +332,11 @@ def test_optimizer_exception_leaves_the_scaler_usable_like_torch_amp(optimizer, 
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "adam_fused"])
-def test_step_with_bad_optimizer_kwargs_leaves_the_scaler_usable(optimizer):
+def test_step_with_bad_optimizer_kwargs_leaves_the_scaler_usable(optimizer, device):
     """The optimizer's own TypeError passes through, and the iteration still finishes."""
     records = {}
     for lib in LIBS:
-        trainer = Trainer(lib, optimizer, init_scale=2.0**8, growth_interval=1)
+        trainer = Trainer(lib, optimizer, device=device, init_scale=2.0**8, growth_interval=1)
         out = []
         for step in range(4):
             trainer.backward(step)
@@ -350,11 +355,11 @@ def test_step_with_bad_optimizer_kwargs_leaves_the_scaler_usable(optimizer):
         assert _same_record(a, b)
 
 
-def test_torch_amp_leaks_grad_scale_after_a_fused_step_raises_and_ampkit_does_not():
+def test_torch_amp_leaks_grad_scale_after_a_fused_step_raises_and_ampkit_does_not(device):
     """Pins the difference the tests above tidy away (torch.amp's, not a fault of ampkit)."""
     leaked = {}
     for lib in LIBS:
-        trainer = Trainer(lib, "adam_fused")
+        trainer = Trainer(lib, "adam_fused", device=device)
         _raise_on_call(trainer.opt, 1, after_real_step=False)
         trainer.backward(0)
         with pytest.raises(Boom):
@@ -369,8 +374,8 @@ SOURCE = dict(init_scale=2.0**5, growth_factor=4.0, backoff_factor=0.25, growth_
 TARGET = dict(init_scale=3.0, growth_factor=1.5, backoff_factor=0.75, growth_interval=2)
 
 
-def _source_state(lib: str, steps: int) -> dict:
-    trainer = Trainer(lib, "sgd", seed=9, **SOURCE)
+def _source_state(lib: str, steps: int, device: str) -> dict:
+    trainer = Trainer(lib, "sgd", seed=9, device=device, **SOURCE)
     for step in range(steps):
         trainer.iteration(100 + step, float("nan") if step == 1 else None)
     return trainer.scaler.state_dict()
@@ -381,12 +386,12 @@ def _source_state(lib: str, steps: int) -> dict:
 @pytest.mark.parametrize("target_steps", [0, 3], ids=["into_fresh", "into_mid_training"])
 @pytest.mark.parametrize("optimizer", ["adam", "adamw_fused"])
 def test_loading_a_state_from_other_settings_trains_on_like_torch_amp(
-        source_lib, source_steps, target_steps, optimizer):
-    state = _source_state(source_lib, source_steps)
+        source_lib, source_steps, target_steps, optimizer, device):
+    state = _source_state(source_lib, source_steps, device)
     assert state["_growth_tracker"] > 0 or source_steps == 0
     runs = {}
     for lib in LIBS:
-        trainer = Trainer(lib, optimizer, **TARGET)
+        trainer = Trainer(lib, optimizer, device=device, **TARGET)
         records = []
         for step in range(target_steps):
             trainer.iteration(step, float("inf") if step == 1 else None)
@@ -403,13 +408,13 @@ def test_loading_a_state_from_other_settings_trains_on_like_torch_amp(
         assert _same_record(a, b), f"step {i} after loading differs"
 
 
-def test_loading_a_tracker_beyond_a_smaller_interval_behaves_like_torch_amp():
+def test_loading_a_tracker_beyond_a_smaller_interval_behaves_like_torch_amp(device):
     """A tracker of 7 kept when the interval is then set to 3: it never equals it again."""
     state = {"scale": 64.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 10,
              "_growth_tracker": 7}
     runs = {}
     for lib in LIBS:
-        trainer = Trainer(lib, "sgd")
+        trainer = Trainer(lib, "sgd", device=device)
         trainer.scaler.load_state_dict(state)
         trainer.scaler.set_growth_interval(3)
         runs[lib] = [trainer.iteration(step) for step in range(6)]
@@ -418,9 +423,9 @@ def test_loading_a_tracker_beyond_a_smaller_interval_behaves_like_torch_amp():
 
 # ---- once bugs, now regression tests -----------------------------------------------------------
 
-def test_a_scaler_with_a_scale_of_zero_survives_a_pickle_round_trip():
-    scaler = ampkit.GradScaler("cpu", init_scale=1.0, backoff_factor=1e-30)
-    p = torch.nn.Parameter(torch.ones(1))
+def test_a_scaler_with_a_scale_of_zero_survives_a_pickle_round_trip(device):
+    scaler = ampkit.GradScaler(device, init_scale=1.0, backoff_factor=1e-30)
+    p = torch.nn.Parameter(torch.ones(1, device=device))
     opt = torch.optim.SGD([p], lr=0.1)
     for _ in range(2):  # 1 -> 1e-30 -> 0 (float32 underflow)
         opt.zero_grad()
@@ -429,18 +434,18 @@ def test_a_scaler_with_a_scale_of_zero_survives_a_pickle_round_trip():
         scaler.step(opt)
         scaler.update()
     assert scaler.get_scale() == 0.0
-    reference = torch.amp.GradScaler("cpu", init_scale=1.0, backoff_factor=1e-30)
+    reference = torch.amp.GradScaler(device, init_scale=1.0, backoff_factor=1e-30)
     reference.load_state_dict(scaler.state_dict())
     ours = torch_amp_state(scaler.state_dict())
     assert pickle.loads(pickle.dumps(reference)).state_dict() == ours
     assert pickle.loads(pickle.dumps(scaler)).state_dict() == scaler.state_dict()
 
 
-def test_fused_step_after_an_unscale_that_saw_no_gradient_is_refused():
+def test_fused_step_after_an_unscale_that_saw_no_gradient_is_refused(device):
     torch.manual_seed(0)
-    p = torch.nn.Parameter(torch.ones(2))
+    p = torch.nn.Parameter(torch.ones(2, device=device))
     opt = torch.optim.Adam([p], lr=0.1, fused=True)
-    scaler = ampkit.GradScaler("cpu", init_scale=2.0**16)
+    scaler = ampkit.GradScaler(device, init_scale=2.0**16)
     loss = scaler.scale((p * p).sum())
     scaler.unscale_(opt)        # no gradient yet: nothing is checked or unscaled
     loss.backward()
