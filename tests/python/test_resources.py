@@ -3,7 +3,8 @@
 Resident memory (VmRSS in /proc/self/status) is read after a warm-up, so that allocator pools,
 ATen's kernels and Python's caches already exist, and again after the run; the growth must stay
 under 20 MB. A leak of even a few hundred bytes per cycle would exceed it: 100,000 regions times
-200 bytes is 20 MB.
+200 bytes is 20 MB. Each test runs once per device (cpu, and cuda where there is CUDA); on CUDA
+the memory torch's allocator holds on the GPU must not grow either.
 """
 
 from __future__ import annotations
@@ -33,32 +34,39 @@ def _rss_kb() -> int:
     raise RuntimeError("no VmRSS line in /proc/self/status")
 
 
-def _growth_kb(run, **kwargs) -> int:
-    run(warm_up=True, **kwargs)
+def _gpu_bytes(device: str) -> int:
+    return torch.cuda.memory_allocated() if device == "cuda" else 0
+
+
+def _growth_kb(run, device: str = "cpu", **kwargs) -> int:
+    run(warm_up=True, device=device, **kwargs)
     gc.collect()
-    before = _rss_kb()
-    run(warm_up=False, **kwargs)
+    before, gpu_before = _rss_kb(), _gpu_bytes(device)
+    run(warm_up=False, device=device, **kwargs)
     gc.collect()
+    grown = _gpu_bytes(device) - gpu_before
+    assert grown <= 2**20, f"tensors on the GPU grew by {grown} bytes"
     return _rss_kb() - before
 
 
-def _autocast_cycles(warm_up: bool) -> None:
+def _autocast_cycles(warm_up: bool, device: str) -> None:
     cycles = 10_000 if warm_up else 100_000
-    weight = torch.nn.Parameter(torch.randn(4, 4))  # a leaf: its cast goes into the cast cache
-    x = torch.randn(2, 4)
+    # a leaf: its cast goes into the cast cache
+    weight = torch.nn.Parameter(torch.randn(4, 4, device=device))
+    x = torch.randn(2, 4, device=device)
     settings = [dict(dtype=torch.bfloat16), dict(dtype=torch.float16),
                 dict(dtype=torch.bfloat16, enabled=False),
                 dict(dtype=torch.float16, cache_enabled=False)]
-    reused = ampkit.autocast("cpu")
+    reused = ampkit.autocast(device)
 
-    @ampkit.autocast("cpu", dtype=torch.float16)
+    @ampkit.autocast(device, dtype=torch.float16)
     def decorated(a):
         return a
 
     for i in range(cycles):
         kind = i % 8
         if kind < 4:  # a new instance every cycle, as `with ampkit.autocast(...)` makes
-            with ampkit.autocast("cpu", **settings[kind]):
+            with ampkit.autocast(device, **settings[kind]):
                 pass
         elif kind == 4:  # one instance entered again and again, and re-entrantly
             with reused:
@@ -67,29 +75,30 @@ def _autocast_cycles(warm_up: bool) -> None:
         elif kind == 5:
             decorated(x)
         elif kind == 6:  # nested in torch.autocast
-            with torch.autocast("cpu", dtype=torch.float16):
-                with ampkit.autocast("cpu"):
+            with torch.autocast(device, dtype=torch.float16):
+                with ampkit.autocast(device):
                     pass
         elif i % 800 == 7:  # now and then an op that fills the weight-cast cache
-            with ampkit.autocast("cpu"):
+            with ampkit.autocast(device):
                 F.linear(x, weight)
         else:
-            with ampkit.autocast("cpu", dtype=torch.bfloat16):
+            with ampkit.autocast(device, dtype=torch.bfloat16):
                 pass
-    assert not torch.is_autocast_enabled("cpu")
+    assert not torch.is_autocast_enabled(device)
 
 
-def test_100k_autocast_cycles_keep_resident_memory_flat():
-    growth = _growth_kb(_autocast_cycles)
+def test_100k_autocast_cycles_keep_resident_memory_flat(device):
+    growth = _growth_kb(_autocast_cycles, device)
     assert growth < LIMIT_KB, f"resident memory grew by {growth} kB over 100,000 autocast cycles"
 
 
-def _scaler_steps(warm_up: bool, state: dict) -> None:
+def _scaler_steps(warm_up: bool, state: dict, device: str) -> None:
     steps = 500 if warm_up else 10_000
     if warm_up:
-        state["model"] = mlp(4, 4, 2, activations=())
-        state["scaler"] = ampkit.GradScaler("cpu", init_scale=2.0**10, growth_interval=20)
-        state["x"], state["y"] = torch.randn(8, 4), torch.randn(8, 2)
+        state["model"] = mlp(4, 4, 2, activations=()).to(device)
+        state["scaler"] = ampkit.GradScaler(device, init_scale=2.0**10, growth_interval=20)
+        state["x"] = torch.randn(8, 4, device=device)
+        state["y"] = torch.randn(8, 2, device=device)
     model, scaler, x, y = state["model"], state["scaler"], state["x"], state["y"]
 
     def optimizers():
@@ -104,7 +113,7 @@ def _scaler_steps(warm_up: bool, state: dict) -> None:
             opts = optimizers()
         for opt in opts:
             opt.zero_grad(set_to_none=step % 2 == 0)
-        with ampkit.autocast("cpu"):
+        with ampkit.autocast(device):
             loss = F.mse_loss(model(x).float(), y)
         scaler.scale(loss).backward()
         if step % 50 == 49:
@@ -121,8 +130,8 @@ def _scaler_steps(warm_up: bool, state: dict) -> None:
     assert len(scaler._param_lists) == 0, "parameter lists of dead optimizers are kept"
 
 
-def test_10k_scaler_steps_keep_resident_memory_flat():
+def test_10k_scaler_steps_keep_resident_memory_flat(device):
     state: dict = {}
-    growth = _growth_kb(_scaler_steps, state=state)
+    growth = _growth_kb(_scaler_steps, device, state=state)
     assert growth < LIMIT_KB, f"resident memory grew by {growth} kB over 10,000 scaler steps"
     assert 0 < state["scaler"].get_scale() < float("inf")
