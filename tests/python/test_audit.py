@@ -1,6 +1,7 @@
 """ampkit.autocast_audit: small models whose answer is known by hand, results unchanged, casts
 told apart from the user's, forward and backward, nesting, the decorator, bad input, and the
-benchmark's casts-per-step columns."""
+benchmark's casts-per-step columns. Each test that makes tensors runs once per device (the
+`device` fixture of tests/conftest.py: cpu, and cuda where there is CUDA)."""
 
 import threading
 
@@ -11,26 +12,28 @@ import torch.nn.functional as F
 from ampkit.bench import report, training
 from ampkit.bench.cli import SUITES_DIR, load_suites
 from ampkit.bench.workloads import build
+from devices import requires_cuda
 
 BF16, FP32 = 2, 4  # bytes per element
 
 
-def _model():
+def _model(device="cpu"):
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                               torch.nn.Linear(3, 2)).to(device)
 
 
-def _data():
+def _data(device="cpu"):
     g = torch.Generator().manual_seed(1)
-    return torch.randn(5, 4, generator=g), torch.randn(5, 2, generator=g)
+    return torch.randn(5, 4, generator=g).to(device), torch.randn(5, 2, generator=g).to(device)
 
 
 def _rows(summary, **match):
     return [r for r in summary["ops"] if all(r[k] == v for k, v in match.items())]
 
 
-def _step(model, x, y, region=lambda: ampkit.autocast("cpu", dtype=torch.bfloat16)):
-    with region():
+def _step(model, x, y, device="cpu", region=None):
+    with (region() if region else ampkit.autocast(device, dtype=torch.bfloat16)):
         loss = F.mse_loss(model(x), y)
     loss.backward()
     return loss
@@ -44,10 +47,10 @@ def _no_modes_left():
 # -- the known answers ---------------------------------------------------------------------------
 
 
-def test_linear_layers_run_bfloat16_matmuls_and_mse_loss_in_float32():
-    model, (x, y) = _model(), _data()
+def test_linear_layers_run_bfloat16_matmuls_and_mse_loss_in_float32(device):
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as audit:
-        _step(model, x, y)
+        _step(model, x, y, device)
     s = audit.summary()
     addmm = _rows(s, op="addmm")
     assert len(addmm) == 1 and addmm[0]["calls"] == 2
@@ -67,10 +70,10 @@ def test_linear_layers_run_bfloat16_matmuls_and_mse_loss_in_float32():
     assert s["user_casts"] == 0
 
 
-def test_casts_and_bytes_match_a_count_by_hand():
-    model, (x, y) = _model(), _data()
+def test_casts_and_bytes_match_a_count_by_hand(device):
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as audit:
-        _step(model, x, y)
+        _step(model, x, y, device)
     s = audit.summary()
     w1, b1, w2, b2 = (p.numel() for p in model.parameters())  # 12, 3, 6, 2
     out = 5 * 2
@@ -92,27 +95,27 @@ def test_casts_and_bytes_match_a_count_by_hand():
 
 
 @pytest.mark.parametrize("cache, casts, nbytes", [(True, 14, 338), (False, 22, 476)])
-def test_the_weight_cast_cache_casts_weights_once_per_region(cache, casts, nbytes):
+def test_the_weight_cast_cache_casts_weights_once_per_region(cache, casts, nbytes, device):
     # Two forward passes in one region: x and the output are cast twice; the weights once
     # with the cache (their backward casts once too, after their gradients add up in
     # bfloat16), twice without it.
-    model, (x, y) = _model(), _data()
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as audit:
-        with ampkit.autocast("cpu", dtype=torch.bfloat16, cache_enabled=cache):
+        with ampkit.autocast(device, dtype=torch.bfloat16, cache_enabled=cache):
             loss = F.mse_loss(model(x), y) + F.mse_loss(model(x), y)
         loss.backward()
     s = audit.summary()
     assert (s["casts"], s["cast_bytes"]) == (casts, nbytes)
 
 
-def test_float32_matmuls_outside_autocast_are_counted_forward_only():
-    model, (x, y) = _model(), _data()
-    a = torch.randn(4, 4)
+def test_float32_matmuls_outside_autocast_are_counted_forward_only(device):
+    model, (x, y) = _model(device), _data(device)
+    a = torch.randn(4, 4, device=device)
     with ampkit.autocast_audit() as audit:
-        _step(model, x, y)           # none: both products run in bfloat16
+        _step(model, x, y, device)           # none: both products run in bfloat16
         b = a @ a                    # 1: outside any region
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            with ampkit.autocast("cpu", enabled=False):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            with ampkit.autocast(device, enabled=False):
                 c = torch.mm(a, a)   # 2: in a region that turned autocast off
             d = torch.mm(a, a)       # bfloat16
         e = torch.mm(a.double(), a.double())  # float64: not float32
@@ -128,10 +131,10 @@ def test_float32_matmuls_outside_autocast_are_counted_forward_only():
 # -- observing changes nothing -------------------------------------------------------------------
 
 
-def _train(suite, mode, audited, steps=3):
-    w = build(suite, suite["sizes"]["tiny"], "cpu")
-    scaler = ampkit.GradScaler("cpu", enabled=mode == "autocast+scaler")
-    region = ampkit.autocast("cpu", dtype=w.dtype, enabled=mode != "fp32")
+def _train(suite, mode, audited, device, steps=3):
+    w = build(suite, suite["sizes"]["tiny"], device)
+    scaler = ampkit.GradScaler(device, enabled=mode == "autocast+scaler")
+    region = ampkit.autocast(device, dtype=w.dtype, enabled=mode != "fp32")
     audit = ampkit.autocast_audit()
     losses = []
     for i in range(steps):
@@ -154,25 +157,25 @@ def _train(suite, mode, audited, steps=3):
 
 @pytest.mark.parametrize("mode", ["fp32", "autocast", "autocast+scaler"])
 @pytest.mark.parametrize("name", ["many_params", "recipe_mlp", "transformer"])
-def test_results_are_bit_identical_with_and_without_the_audit(name, mode):
+def test_results_are_bit_identical_with_and_without_the_audit(name, mode, device):
     (suite,) = load_suites(SUITES_DIR, [name])
-    params, losses, _ = _train(suite, mode, audited=False)
-    params_a, losses_a, audit = _train(suite, mode, audited=True)
+    params, losses, _ = _train(suite, mode, audited=False, device=device)
+    params_a, losses_a, audit = _train(suite, mode, audited=True, device=device)
     assert all(torch.equal(p, q) for p, q in zip(params, params_a))
     assert all(torch.equal(a, b) for a, b in zip(losses, losses_a))
     assert _no_modes_left()
     assert (audit.summary()["casts"] > 0) == (mode != "fp32")
 
 
-def test_no_state_is_left_behind_and_an_error_leaves_the_audit():
-    x = torch.randn(3, 3)
+def test_no_state_is_left_behind_and_an_error_leaves_the_audit(device):
+    x = torch.randn(3, 3, device=device)
     with pytest.raises(ValueError, match="boom"):
         with ampkit.autocast_audit() as audit:
-            with ampkit.autocast("cpu"):
+            with ampkit.autocast(device):
                 torch.mm(x, x)
                 raise ValueError("boom")
     assert _no_modes_left()
-    assert not torch.is_autocast_enabled("cpu")
+    assert not torch.is_autocast_enabled(device)
     calls = audit.summary()["calls"]
     torch.mm(x, x)  # after the audit: not seen
     assert audit.summary()["calls"] == calls
@@ -181,10 +184,10 @@ def test_no_state_is_left_behind_and_an_error_leaves_the_audit():
 # -- casts told apart ----------------------------------------------------------------------------
 
 
-def test_the_users_own_casts_are_not_autocasts():
-    model, (x, y) = _model(), _data()
+def test_the_users_own_casts_are_not_autocasts(device):
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as audit:
-        with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        with ampkit.autocast(device, dtype=torch.bfloat16):
             h = x.to(torch.bfloat16)               # user: 20 elements
             out = model(h.float()).float()         # user twice: h.float(), the output
             loss = F.mse_loss(out.half().float(), y)   # user: .half() and .float()
@@ -204,9 +207,9 @@ def test_the_users_own_casts_are_not_autocasts():
     assert s["casts"] == 5 + 4
 
 
-def test_the_backward_of_casts_made_before_the_audit_is_other():
-    model, (x, y) = _model(), _data()
-    with ampkit.autocast("cpu", dtype=torch.bfloat16):
+def test_the_backward_of_casts_made_before_the_audit_is_other(device):
+    model, (x, y) = _model(device), _data(device)
+    with ampkit.autocast(device, dtype=torch.bfloat16):
         loss = F.mse_loss(model(x), y)
     with ampkit.autocast_audit() as audit:
         loss.backward()
@@ -219,15 +222,15 @@ def test_the_backward_of_casts_made_before_the_audit_is_other():
 
 
 @pytest.mark.parametrize("outer, inner", [("ampkit", "torch"), ("torch", "ampkit")])
-def test_regions_of_ampkit_and_torch_nest(outer, inner):
+def test_regions_of_ampkit_and_torch_nest(outer, inner, device):
     regions = {"ampkit": ampkit.autocast, "torch": torch.autocast}
-    a = torch.randn(4, 4)
+    a = torch.randn(4, 4, device=device)
     with ampkit.autocast_audit() as audit:
-        with regions[outer]("cpu", dtype=torch.bfloat16):
+        with regions[outer](device, dtype=torch.bfloat16):
             torch.mm(a, a)
-            with regions[inner]("cpu", enabled=False):
+            with regions[inner](device, enabled=False):
                 torch.mm(a, a)
-                with regions[outer]("cpu", dtype=torch.float16):
+                with regions[outer](device, dtype=torch.float16):
                     torch.mm(a, a)
             torch.relu(a)
     s = audit.summary()
@@ -239,35 +242,35 @@ def test_regions_of_ampkit_and_torch_nest(outer, inner):
     assert s["fp32_matmuls_outside_autocast"] == 1 and s["casts"] == 4
 
 
-def test_nested_audits_each_see_everything():
-    model, (x, y) = _model(), _data()
+def test_nested_audits_each_see_everything(device):
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as outer:
         with ampkit.autocast_audit() as inner:
-            _step(model, x, y)
+            _step(model, x, y, device)
         torch.mm(x, x.T)
     o, i = outer.summary(), inner.summary()
     assert (i["casts"], i["cast_bytes"]) == (o["casts"], o["cast_bytes"]) == (11, 238)
     assert (i["fp32_matmuls_outside_autocast"], o["fp32_matmuls_outside_autocast"]) == (0, 1)
 
 
-def test_one_audit_entered_twice_counts_once():
-    model, (x, y) = _model(), _data()
+def test_one_audit_entered_twice_counts_once(device):
+    model, (x, y) = _model(device), _data(device)
     audit = ampkit.autocast_audit()
     with audit:
         with audit:
-            _step(model, x, y)
+            _step(model, x, y, device)
         assert not _no_modes_left()
     assert _no_modes_left()
     assert audit.summary()["casts"] == 11
 
 
-def test_the_decorator_adds_up_its_calls_on_several_threads():
-    model, (x, _) = _model(), _data()
+def test_the_decorator_adds_up_its_calls_on_several_threads(device):
+    model, (x, _) = _model(device), _data(device)
     audit = ampkit.autocast_audit()
 
     @audit
     def forward(x):
-        with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        with ampkit.autocast(device, dtype=torch.bfloat16):
             return model(x)
 
     assert forward.__name__ == "forward"
@@ -286,7 +289,7 @@ def test_the_decorator_adds_up_its_calls_on_several_threads():
 
         @audit
         def concurrent_forward(x, region=region):
-            with region("cpu", dtype=torch.bfloat16):
+            with region(device, dtype=torch.bfloat16):
                 return model(x)
 
         threads = [threading.Thread(target=concurrent_forward, args=(x,)) for _ in range(4)]
@@ -299,8 +302,8 @@ def test_the_decorator_adds_up_its_calls_on_several_threads():
     assert _no_modes_left()
 
 
-def test_another_threads_ops_are_not_audited():
-    a = torch.randn(4, 4)
+def test_another_threads_ops_are_not_audited(device):
+    a = torch.randn(4, 4, device=device)
     with ampkit.autocast_audit() as audit:
         t = threading.Thread(target=lambda: torch.mm(a, a))
         t.start()
@@ -308,10 +311,10 @@ def test_another_threads_ops_are_not_audited():
     assert audit.summary()["calls"] == 0
 
 
-def test_autograd_grad_is_a_backward_pass():
-    w = torch.randn(3, 3, requires_grad=True)
+def test_autograd_grad_is_a_backward_pass(device):
+    w = torch.randn(3, 3, device=device, requires_grad=True)
     with ampkit.autocast_audit() as audit:
-        with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        with ampkit.autocast(device, dtype=torch.bfloat16):
             loss = torch.mm(w, w).float().sum()
         (g,) = torch.autograd.grad(loss, w)
     s = audit.summary()
@@ -324,10 +327,10 @@ def test_autograd_grad_is_a_backward_pass():
 # -- output --------------------------------------------------------------------------------------
 
 
-def test_print_shows_a_table_costliest_first():
-    model, (x, y) = _model(), _data()
+def test_print_shows_a_table_costliest_first(device):
+    model, (x, y) = _model(device), _data(device)
     with ampkit.autocast_audit() as audit:
-        _step(model, x, y)
+        _step(model, x, y, device)
     text = str(audit)
     lines = text.splitlines()
     assert lines[0].startswith("autocast audit: ") and "autocast casts: 11 (238 B" in lines[0]
@@ -365,7 +368,7 @@ def test_bad_input_names_the_argument():
 # -- CUDA ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@requires_cuda
 def test_cuda_float16_autocast():
     model, (x, y) = _model(), _data()
     model, x, y = model.cuda(), x.cuda(), y.cuda()
@@ -382,10 +385,10 @@ def test_cuda_float16_autocast():
 # -- the benchmark -------------------------------------------------------------------------------
 
 
-def test_the_benchmark_rows_carry_casts_per_step():
+def test_the_benchmark_rows_carry_casts_per_step(device):
     (suite,) = load_suites(SUITES_DIR, ["many_params"])
     size = suite["sizes"]["tiny"]  # 4 layers of width 8, batch 4
-    rows = training.run_python_cells(suite, size, "cpu", "autocast", ["ampkit-py", "torch.amp"],
+    rows = training.run_python_cells(suite, size, device, "autocast", ["ampkit-py", "torch.amp"],
                                      audit=True)
     by_impl = {r["impl"]: r for r in rows}
     # forward: the input, 4 weights and 4 biases to bfloat16, the output to float32;
@@ -399,9 +402,9 @@ def test_the_benchmark_rows_carry_casts_per_step():
     assert by_impl["torch.amp"]["casts_per_step"] is None
     # the audited step is a loop of its own: the timed loops end on the same loss
     assert by_impl["ampkit-py"]["final_loss"] == by_impl["torch.amp"]["final_loss"]
-    fp32 = training.run_python_cells(suite, size, "cpu", "fp32", ["ampkit-py"], audit=True)
+    fp32 = training.run_python_cells(suite, size, device, "fp32", ["ampkit-py"], audit=True)
     assert fp32[0]["casts_per_step"] == 0
-    plain = training.run_python_cells(suite, size, "cpu", "fp32", ["ampkit-py"])
+    plain = training.run_python_cells(suite, size, device, "fp32", ["ampkit-py"])
     assert "casts_per_step" not in plain[0]
     for r in rows + fp32 + plain:
         r["speedup_vs_fp32"] = r["ratio_vs_torch"] = None
