@@ -2,7 +2,8 @@
 
 The suites are the ones shipped in the package (ampkit.bench.cli.SUITES_DIR), and whether R
 runs is decided where the benchmark decides it (ampkit.bench.r_runner.r_unavailable). The
-benchmark runs from a scratch folder: it must not need a checkout.
+benchmark runs from a scratch folder: it must not need a checkout. CPU-only: `make bench`'s
+run; `--device cuda` is tools/gpu_proof.sh's (its suites are test_gpu_proof.py's).
 """
 
 import json

@@ -1,4 +1,5 @@
-"""The guide's examples run, tell the story the guide tells, and print the same from R."""
+"""The guide's examples run, tell the story the guide tells, and print the same from R.
+CPU-only: the examples are written for the CPU (the guide's output is compared line by line)."""
 
 import pathlib
 import re
@@ -20,7 +21,8 @@ def _python_guide() -> str:
 
 def test_when_amp_goes_wrong_tells_skips_the_report_the_collapse_and_the_fix():
     out = _python_guide()
-    raw, fixed = out.split("== the same model, inputs normalised")
+    raw, rest = out.split("== the same model, inputs normalised")
+    fixed, located, suggested = rest.split("\n== ")
     steps = re.findall(r"step (\d+): skipped=(\w+)", raw)
     assert steps and all(skipped == "True" for _, skipped in steps)
     assert "overflow: " in raw and "2.weight" in raw
@@ -28,6 +30,24 @@ def test_when_amp_goes_wrong_tells_skips_the_report_the_collapse_and_the_fix():
     assert "lr=1.00e-03" in raw and "lr=9.00e-04" not in raw  # schedule held back
     assert re.findall(r"skipped=(\w+)", fixed) == ["False"] * 6
     assert "'skipped_steps': 0" in fixed
+    # the locator: the forward pass keeps its headroom, the parameters' gradients overflow,
+    # first the last layer's; one host read per step
+    assert re.findall(r"forward=(\w+) backward=(\w+) parameters=(\w+)", located) == [
+        ("none", "none", "4")] * 3
+    assert "locator: 3 host reads for 3 steps" in located
+    # the suggested policy trains the raw inputs without a skip
+    assert re.findall(r"keep (\d) in float32", suggested) == ["0", "2", "4"]
+    assert re.findall(r"skipped=(\w+)", suggested) == ["False"] * 6
+    assert "'skipped_steps': 0" in suggested
+
+
+def test_the_guides_headroom_plot_is_written_where_asked(tmp_path):
+    path = tmp_path / "headroom.png"
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "when_amp_goes_wrong.py"),
+                           str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"headroom plot: {path}" in proc.stdout
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.skipif(r_unavailable() is not None, reason=str(r_unavailable()))
@@ -35,8 +55,9 @@ def test_the_r_guide_prints_the_same_numbers_as_python():
     script = ROOT / "rpkg" / "inst" / "examples" / "when_amp_goes_wrong.R"
     proc = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    python_lines = [ln for ln in _python_guide().splitlines() if ln.startswith("step")]
-    r_lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("step")]
+    compared = ("step", "locator", "keep")
+    python_lines = [ln for ln in _python_guide().splitlines() if ln.startswith(compared)]
+    r_lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(compared)]
     # The languages' spellings of the same facts: True/TRUE, the error's class name.
     r_lines = [ln.replace("TRUE ", "True ").replace("FALSE", "False")
                .replace("ampkit_scale_collapse", "ScaleCollapseError") for ln in r_lines]

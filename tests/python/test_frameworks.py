@@ -1,5 +1,6 @@
 """ampkit inside Lightning, accelerate and transformers' Trainer (the wiring of
 ``ampkit.integrations``), on the CPU in float16 with a tiny model built here (no downloads).
+CPU-only for now: each framework picks its accelerator itself; a CUDA variant is future work.
 
 For each framework: (a) a run with stock torch.amp and a run with ampkit give bit-identical
 parameters and the same scale after every step, equal to the textbook torch.amp loop's;

@@ -1,6 +1,8 @@
 """ampkit.r_eval: R code that reaches Python (the R package ampkit, reticulate), evaluated from
 Python in rpy2's embedded R. Each check runs in a child Python (R embedded in it), so that the
-child's exit code says whether the process exits normally after R has held Python objects."""
+child's exit code says whether the process exits normally after R has held Python objects.
+CPU-only by nature: what is checked is R embedded in Python, not a device (the R package's CUDA
+scaler is rpkg/tests/testthat/test-cuda.R)."""
 
 import importlib.util
 import json

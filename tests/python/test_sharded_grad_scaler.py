@@ -4,6 +4,9 @@ Each run spawns the ranks (distributed_worker.py), which train with both scalers
 scale sequence, skip decisions and local parameters must equal torch's bit for bit, and the
 ranks must agree with each other. The runs are bounded in time: spawn() is given a join timeout
 and the process groups a short timeout.
+
+The multi-rank runs are CPU-only by nature (gloo ranks on one machine; nccl needs a GPU per rank,
+and gradients on two GPUs are test_cuda.py's); the single-process test runs on each device.
 """
 
 from __future__ import annotations
@@ -89,11 +92,11 @@ def test_process_group_must_be_a_process_group():
         ampkit.ShardedGradScaler("cpu", process_group=0)
 
 
-def test_without_a_process_group_it_is_the_single_process_scaler_keeping_the_loss_dtype():
+def test_without_a_process_group_it_is_the_single_process_scaler_keeping_the_loss_dtype(device):
     # No process group initialised: the default group is None and nothing is reduced until a
     # step needs it; scale() keeps the loss's dtype as torch's sharded scaler does.
-    scaler = ampkit.ShardedGradScaler("cpu", init_scale=4.0, enabled=True)
-    loss = torch.tensor(2.0, dtype=torch.bfloat16)
+    scaler = ampkit.ShardedGradScaler(device, init_scale=4.0, enabled=True)
+    loss = torch.tensor(2.0, dtype=torch.bfloat16, device=device)
     assert scaler.scale(loss).dtype == torch.bfloat16
     assert [t.dtype for t in scaler.scale([loss, (loss.float(),)])[1]] == [torch.float32]
 

@@ -2,7 +2,8 @@
 their place. PyTorch's test files are not shipped with torch, so this runs the tool on a small
 test file written here in the same style (torch.amp names only) and checks what the tool tells:
 each test's two outcomes, the ampkit objects made only under the swap, and a test that passes
-with torch but not with ampkit turned into exit status 1."""
+with torch but not with ampkit turned into exit status 1. CPU-only: the tool is under test, not a
+device (PyTorch's own CUDA AMP tests run through the same tool on a GPU machine)."""
 
 import json
 import os
