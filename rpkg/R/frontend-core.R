@@ -29,6 +29,7 @@ torch_py <- function() {
                                                 convert = FALSE)
     .fe$builtins <- reticulate::import_builtins(convert = FALSE)
     .fe$Tensor <- torch$Tensor
+    .fe$shape <- .fe$helpers$shape
     .fe$torch <- torch
   }
   torch
@@ -164,15 +165,13 @@ as_py_dim <- function(dim, arg = "dim", call = NULL) {
     return(NULL)
   }
   if (is_torch_tensor(dim)) {
-    # a tensor where a dim may stand is another operand (torch_max(a, b)), unless it holds
-    # one whole number.
-    py <- tpy(dim)
-    if (reticulate::py_to_r(py$numel()) != 1L || reticulate::py_to_r(py$is_floating_point())) {
-      return(py)
+    if (!is_one_whole_number(dim)) {
+      # a tensor where a dim may stand is another operand (torch_max(a, b))
+      return(tpy(dim))
     }
     dim <- as.integer(dim)
   }
-  if (!is.numeric(dim) || length(dim) == 0L || anyNA(dim) || any(dim != trunc(dim))) {
+  if (!is_whole(dim)) {
     abort(sprintf("`%s` must be whole numbers (dimensions count from 1), got %s.", arg,
                   describe(dim)), call, class = "value_error")
   }
@@ -184,6 +183,17 @@ as_py_dim <- function(dim, arg = "dim", call = NULL) {
   if (length(dim) == 1L) dim else as.list(dim)
 }
 
+# Whole numbers, at least one, none NA.
+is_whole <- function(x) {
+  is.numeric(x) && length(x) > 0L && !anyNA(x) && all(x == trunc(x))
+}
+
+# A tensor holding one whole number.
+is_one_whole_number <- function(x) {
+  py <- tpy(x)
+  reticulate::py_to_r(py$numel()) == 1L && !reticulate::py_to_r(py$is_floating_point())
+}
+
 # A size (`torch_randn(64, 10)`, `x$view(c(2, 3))`): numbers, vectors of numbers or a
 # torch.Size, all concatenated; doubles must be whole. A Python list of ints.
 as_py_size <- function(..., arg = "size", call = NULL) {
@@ -191,7 +201,7 @@ as_py_size <- function(..., arg = "size", call = NULL) {
   if (is.null(size)) {
     return(list())
   }
-  if (!is.numeric(size) || anyNA(size) || any(size != trunc(size))) {
+  if (!is_whole(size)) {
     abort(sprintf("`%s` must be whole numbers, got %s.", arg, describe(size)), call,
           class = "value_error")
   }
@@ -209,7 +219,7 @@ as_py_index_tensor <- function(index, arg = "index", call = NULL) {
     }
     idx <- idx$to(dtype = torch$int64)
   } else {
-    if (!is.numeric(index) || anyNA(index) || any(index != trunc(index))) {
+    if (!is_whole(index)) {
       abort(sprintf("`%s` must be whole numbers (indices count from 1), got %s.", arg,
                     describe(index)), call, class = "value_error")
     }
@@ -369,13 +379,14 @@ as.character.torch_dtype <- function(x, ...) .subset2(x, "name")
 
 #' @export
 Ops.torch_dtype <- function(e1, e2) {
-  if (!.Generic %in% c("==", "!=")) {
+  op <- get(".Generic")
+  if (!op %in% c("==", "!=")) {
     abort(sprintf("`%s` is not defined for torch_dtype objects; compare them with == or !=.",
-                  .Generic), class = "value_error")
+                  op), class = "value_error")
   }
   same <- inherits(e1, "torch_dtype") && inherits(e2, "torch_dtype") &&
     identical(.subset2(e1, "key"), .subset2(e2, "key"))
-  if (.Generic == "==") same else !same
+  if (op == "==") same else !same
 }
 
 # ---- devices -----------------------------------------------------------------------------------
@@ -412,16 +423,20 @@ torch_device <- function(type, index = NULL) {
                     paste(parts, collapse = ":")), class = "value_error")
     }
   }
-  if (!is.null(index)) {
-    if (!is.numeric(index) || length(index) != 1L || is.na(index) || index < 0 ||
-        index != trunc(index)) {
-      abort(sprintf("`index` must be a device ordinal (0, 1, ...) or NULL, got %s.",
-                    describe(index)), class = "value_error")
-    }
-    index <- as.integer(index)
-  }
+  index <- device_index(index)
   py <- call_python(torch_fn("device")(type, index))
   structure(list(type = type, index = index, py = py), class = "torch_device")
+}
+
+device_index <- function(index) {
+  if (is.null(index)) {
+    return(NULL)
+  }
+  if (!is_whole(index) || length(index) != 1L || index < 0) {
+    abort(sprintf("`index` must be a device ordinal (0, 1, ...) or NULL, got %s.",
+                  describe(index)), class = "value_error")
+  }
+  as.integer(index)
 }
 
 device_from_py <- function(py) {
@@ -469,13 +484,14 @@ as.character.torch_device <- function(x, ...) {
 
 #' @export
 Ops.torch_device <- function(e1, e2) {
-  if (!.Generic %in% c("==", "!=")) {
+  op <- get(".Generic")
+  if (!op %in% c("==", "!=")) {
     abort(sprintf("`%s` is not defined for torch_device objects; compare them with == or !=.",
-                  .Generic), class = "value_error")
+                  op), class = "value_error")
   }
   as_chr <- function(d) if (inherits(d, "torch_device")) as.character(d) else d
   same <- identical(as_chr(e1), as_chr(e2))
-  if (.Generic == "==") same else !same
+  if (op == "==") same else !same
 }
 
 #' @rdname torch_device
@@ -501,7 +517,7 @@ cuda_is_available <- function() {
 #'   torch_equal(a, b)
 #' }
 torch_manual_seed <- function(seed) {
-  if (!is.numeric(seed) || length(seed) != 1L || is.na(seed) || seed != trunc(seed)) {
+  if (!is_whole(seed) || length(seed) != 1L) {
     abort(sprintf("`seed` must be a whole number, got %s.", describe(seed)),
           class = "value_error")
   }

@@ -84,8 +84,9 @@ torch_where <- function(condition, self = NULL, other = NULL) {
     indices <- call_python(wrap(torch_fn("where")(cond)), call)
     return(lapply(indices, function(i) new_torch_tensor(tensor_method("add_")(tpy(i), 1L))))
   }
-  operand <- function(v) if (is_torch_tensor(v)) tpy(v) else if (length(v) == 1L) v else
-    tpy(torch_tensor(v))
+  operand <- function(v) {
+    if (is_torch_tensor(v)) tpy(v) else if (length(v) == 1L) v else tpy(torch_tensor(v))
+  }
   new_torch_tensor(call_python(torch_fn("where")(cond, operand(self), operand(other)), call))
 }
 # Generated list (one line each): torch_<name>(self, ...) is PyTorch's torch.<name> with R torch's
@@ -229,7 +230,9 @@ torch_any <- function(self, ...) fe_method_call("any", self, list(...), sys.call
 
 #' @rdname torch-functions
 #' @export
-torch_count_nonzero <- function(self, ...) fe_method_call("count_nonzero", self, list(...), sys.call())
+torch_count_nonzero <- function(self, ...) {
+  fe_method_call("count_nonzero", self, list(...), sys.call())
+}
 
 #' @rdname torch-functions
 #' @export
@@ -441,7 +444,9 @@ torch_allclose <- function(self, ...) fe_method_call("allclose", self, list(...)
 
 #' @rdname torch-functions
 #' @export
-torch_index_select <- function(self, ...) fe_method_call("index_select", self, list(...), sys.call())
+torch_index_select <- function(self, ...) {
+  fe_method_call("index_select", self, list(...), sys.call())
+}
 
 #' @rdname torch-functions
 #' @export
@@ -493,7 +498,9 @@ torch_tile <- function(self, ...) fe_method_call("tile", self, list(...), sys.ca
 
 #' @rdname torch-functions
 #' @export
-torch_repeat_interleave <- function(self, ...) fe_method_call("repeat_interleave", self, list(...), sys.call())
+torch_repeat_interleave <- function(self, ...) {
+  fe_method_call("repeat_interleave", self, list(...), sys.call())
+}
 
 #' @rdname torch-functions
 #' @export
@@ -563,7 +570,6 @@ with_enable_grad <- function(code) {
 }
 
 with_grad_mode <- function(enabled, code) {
-  torch <- torch_py()
   before <- reticulate::py_to_r(torch_fn("is_grad_enabled")())
   torch_fn("set_grad_enabled")(enabled)
   on.exit(torch_fn("set_grad_enabled")(before))

@@ -116,42 +116,53 @@ fe_convert_args <- function(args, spec, call) {
   if (n == 0L) {
     return(args)
   }
-  names <- names(args) %||% character(n)
-  if (!is.null(spec$varargs)) {
-    positional <- !nzchar(names)
-    if (any(positional)) {
-      given <- args[positional]
-      if (length(given) == 1L && inherits(given[[1L]], "torch_dtype")) {
-        collapsed <- list(unwrap(given[[1L]]))
-      } else if (spec$varargs == "size") {
-        collapsed <- list(as_py_size(given, call = call))
-      } else {
-        collapsed <- list(as_py_dim(unlist(given), "dims", call))
-      }
-      args <- c(collapsed, args[!positional])
-      names <- c("", names[!positional])
-    }
+  names(args) <- names(args) %||% character(n)
+  collapsed <- !is.null(spec$varargs) && any(!nzchar(names(args)))
+  if (collapsed) {
+    args <- collapse_varargs(args, spec$varargs, call)
   }
+  names <- names(args)
   roles <- spec$args
   k <- 0L
   for (i in seq_along(args)) {
     name <- names[[i]]
     if (!nzchar(name)) {
       k <- k + 1L
-      if (!is.null(spec$varargs) && i == 1L) next
+      if (collapsed && i == 1L) next
       name <- if (k <= length(roles)) names(roles)[[k]] else ""
     }
-    role <- if (nzchar(name)) roles[name][[1L]] %|NA|% default_roles[name][[1L]] else NA
-    if (is.na(role)) role <- "none"
     value <- args[[i]]
     if (!is.null(value)) {
-      args[i] <- list(fe_convert_arg(value, role, name, call))
+      args[i] <- list(fe_convert_arg(value, arg_role(name, roles), name, call))
     }
   }
   args
 }
 
-`%|NA|%` <- function(x, y) if (is.null(x) || is.na(x)) y else x
+# The positional arguments of a varargs method (x$view(2, 3), x$permute(2, 1)) as one size or
+# list of dims, first.
+collapse_varargs <- function(args, role, call) {
+  positional <- !nzchar(names(args))
+  given <- args[positional]
+  collapsed <- if (length(given) == 1L && inherits(given[[1L]], "torch_dtype")) {
+    unwrap(given[[1L]])
+  } else if (role == "size") {
+    as_py_size(given, call = call)
+  } else {
+    as_py_dim(unlist(given), "dims", call)
+  }
+  c(list(collapsed), args[!positional])
+}
+
+# The role of the argument `name`: the method's table, else by its name alone.
+arg_role <- function(name, roles) {
+  if (!nzchar(name)) {
+    return("none")
+  }
+  role <- roles[name][[1L]]
+  if (is.null(role) || is.na(role)) role <- default_roles[name][[1L]]
+  if (is.null(role) || is.na(role)) "none" else role
+}
 
 # The wrapped result with indices made 1-based where the spec says so.
 wrap_spec_result <- function(py, spec) {
@@ -177,24 +188,29 @@ call_by_spec <- function(f, self, args, spec, call) {
   if (!is.null(self)) py_args <- c(list(self), py_args)
   result <- tryCatch(do.call(f, py_args), error = function(e) e)
   if (inherits(result, "error")) {
-    wholes <- vapply(py_args, function(a) is.double(a) && length(a) >= 1L && !anyNA(a) &&
-                       all(a == trunc(a)), NA)
-    info <- reticulate::py_last_error()
-    if (any(wholes) && !is.null(info) && identical(info$type, "TypeError")) {
-      py_args[wholes] <- lapply(py_args[wholes], function(a) {
-        if (length(a) == 1L) as.integer(a) else as.list(as.integer(a))
-      })
-      result <- call_python(do.call(f, py_args), call)
-    } else {
-      call_python(stop(result), call)
-    }
+    result <- retry_with_ints(f, py_args, result, call)
   }
   wrap_spec_result(result, spec)
+}
+
+# After a call failed with `error`: again with whole doubles as ints if PyTorch raised a
+# TypeError and there are some; else the error, in R's terms.
+retry_with_ints <- function(f, py_args, error, call) {
+  wholes <- vapply(py_args, function(a) is.double(a) && is_whole(a), NA)
+  info <- reticulate::py_last_error()
+  if (!any(wholes) || is.null(info) || !identical(info$type, "TypeError")) {
+    return(call_python(stop(error), call))
+  }
+  py_args[wholes] <- lapply(py_args[wholes], function(a) {
+    if (length(a) == 1L) as.integer(a) else as.list(as.integer(a))
+  })
+  call_python(do.call(f, py_args), call)
 }
 
 # R's own methods and fields (those that differ from PyTorch's or need R's conversions).
 tensor_r_members <- list(
   ptr = function(self) self,
+  shape = function(self) tensor_shape(self),
   is_cuda = function(self) identical(reticulate::py_to_r(tpy(self)$device$type), "cuda"),
   names = function(self) NULL,
   to = function(self) function(...) tensor_to(self, ..., call = sys.call()),
@@ -246,8 +262,13 @@ tensor_member_kind <- function(name) {
   kind <- .fe_kind[[name]]
   if (is.null(kind)) {
     m <- tensor_method(name)
-    kind <- if (is.null(m)) "none" else if (reticulate::py_to_r(py_builtins()$callable(m)))
-      "method" else "field"
+    kind <- if (is.null(m)) {
+      "none"
+    } else if (reticulate::py_to_r(py_builtins()$callable(m))) {
+      "method"
+    } else {
+      "field"
+    }
     assign(name, kind, envir = .fe_kind)
   }
   kind
@@ -310,21 +331,22 @@ NULL
 
 #' @rdname tensor-methods
 #' @export
-`$<-.torch_tensor` <- function(x, name, value) {
+`$<-.torch_tensor` <- function(x, name, value) { # nolint: object_name_linter.
   py <- .subset2(x, "py")
   call <- sys.call()
   switch(name,
     requires_grad = call_python(py$requires_grad_(arg_flag(value, "requires_grad", call)), call),
     grad = ,
     data = call_python(reticulate::py_set_attr(py, name, unwrap(value)), call),
-    abort(sprintf("The field `%s` of a torch_tensor cannot be assigned; `requires_grad`, `grad` and `data` can.",
-                  name), call, class = "value_error")
+    abort(sprintf(paste0("The field `%s` of a torch_tensor cannot be assigned; ",
+                         "`requires_grad`, `grad` and `data` can."), name), call,
+          class = "value_error")
   )
   invisible(x)
 }
 
 #' @export
-.DollarNames.torch_tensor <- function(x, pattern = "") {
+.DollarNames.torch_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
   candidates <- c(names(tensor_r_members), names(method_specs), "shape", "dtype", "device",
                   "grad", "requires_grad", "is_leaf", "backward", "detach", "t", "mm",
                   "matmul", "requires_grad_", "add_", "mul_", "zero_", "copy_", "clone")

@@ -21,10 +21,11 @@ ops_operand <- function(x, other, op) {
   if (is_torch_tensor(x)) {
     return(tpy(x))
   }
-  if ((is.numeric(x) || is.logical(x)) && length(x) == 1L && is.null(dim(x))) {
+  values <- is.numeric(x) || is.logical(x)
+  if (values && length(x) == 1L && is.null(dim(x))) {
     return(x)
   }
-  if ((is.numeric(x) || is.logical(x)) && length(x) > 1L) {
+  if (values && length(x) > 1L) {
     return(tpy(torch_tensor(x, device = tpy(other)$device)))
   }
   abort(sprintf("`%s` takes tensors and R numbers or logicals, got %s.", op, describe(x)),
@@ -63,7 +64,7 @@ NULL
 #' @rdname tensor-ops
 #' @export
 Ops.torch_tensor <- function(e1, e2) {
-  op <- .Generic
+  op <- get(".Generic")
   if (missing(e2)) {
     py <- tpy(e1)
     return(new_torch_tensor(call_python(switch(op,
@@ -107,7 +108,7 @@ math_names <- c(
 #' @rdname tensor-ops
 #' @export
 Math.torch_tensor <- function(x, ...) {
-  op <- .Generic
+  op <- get(".Generic")
   py <- tpy(x)
   call <- sys.call()
   result <- switch(op,
@@ -139,8 +140,8 @@ Math.torch_tensor <- function(x, ...) {
 
 #' @rdname tensor-ops
 #' @export
-Summary.torch_tensor <- function(..., na.rm = FALSE) {
-  op <- .Generic
+Summary.torch_tensor <- function(..., na.rm = FALSE) { # nolint: object_name_linter.
+  op <- get(".Generic")
   call <- sys.call()
   parts <- lapply(list(...), function(a) {
     t <- if (is_torch_tensor(a)) a else torch_tensor(a)

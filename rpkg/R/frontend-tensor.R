@@ -189,21 +189,22 @@ torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, dev
   if (is.null(dtype) && is.integer(start) && is.integer(end) && is.integer(step)) {
     dtype <- torch_long()
   }
-  py_dtype <- as_py_dtype(dtype, call = call)
+  opts <- creation_options(dtype, device, requires_grad, call)
+  args <- c(list(start, arange_end(end, step, opts$dtype), step), opts[!vapply(opts, is.null, NA)])
+  new_torch_tensor(fe_pycall(torch_fn("arange"), args, call))
+}
+
+# R torch includes `end`: one past it for integer dtypes, the next float32 after it otherwise.
+arange_end <- function(end, step, py_dtype) {
   integer_dtype <- !is.null(py_dtype) &&
     !reticulate::py_to_r(py_dtype$is_floating_point) && !reticulate::py_to_r(py_dtype$is_complex)
-  # R torch includes `end`: one past it for integers, the next float32 after it otherwise.
-  end <- if (integer_dtype) {
-    as.integer(end + sign(step))
-  } else {
-    torch <- torch_py()
-    e <- torch$tensor(as.double(end), dtype = torch$float32)
-    reticulate::py_to_r(torch$nextafter(e, torch$tensor(as.double(end + sign(step)),
-                                                        dtype = torch$float32))$item())
+  if (integer_dtype) {
+    return(as.integer(end + sign(step)))
   }
-  opts <- creation_options(dtype, device, requires_grad, call)
-  args <- c(list(start, end, step), opts[!vapply(opts, is.null, NA)])
-  new_torch_tensor(fe_pycall(torch_fn("arange"), args, call))
+  torch <- torch_py()
+  e <- torch$tensor(as.double(end), dtype = torch$float32)
+  towards <- torch$tensor(as.double(end + sign(step)), dtype = torch$float32)
+  reticulate::py_to_r(torch$nextafter(e, towards)$item())
 }
 
 # One number (or a one-element tensor) for Python: doubles stay floats, integers ints.
@@ -380,7 +381,7 @@ length.torch_tensor <- function(x) {
 }
 
 tensor_shape <- function(x) {
-  as.integer(unlist(reticulate::py_to_r(py_builtins()$list(tpy(x)$shape))))
+  as.integer(reticulate::py_to_r(.fe$shape(tpy(x))))
 }
 
 # ---- printing ----------------------------------------------------------------------------------
@@ -394,7 +395,7 @@ print.torch_tensor <- function(x, n = 30, ...) {
   if (length(shape) == 0L) {
     cat(format_values(values), "\n", sep = "")
   } else if (length(shape) == 1L) {
-    shown <- utils::head(values, n)
+    shown <- values[seq_len(min(n, length(values)))]
     cat(paste0(format_values(shown), collapse = "\n"), "\n", sep = "")
     if (length(values) > n) cat("... [the output was truncated (use n=-1 to disable)]\n")
   } else if (length(shape) == 2L) {
@@ -453,9 +454,4 @@ print_matrix <- function(values) {
 str.torch_tensor <- function(object, ...) {
   cat(dtype_from_py(tpy(object)$dtype)$.type(), " [",
       paste0("1:", tensor_shape(object), collapse = ", "), "]\n", sep = "")
-}
-
-#' @export
-format.torch_tensor <- function(x, ...) {
-  paste(utils::capture.output(print(x)), collapse = "\n")
 }

@@ -68,14 +68,7 @@ index_item <- function(value, call) {
     return(list("newaxis"))
   }
   if (inherits(value, "slice")) {
-    for (field in c("start", "end", "step")) {
-      v <- value[[field]]
-      if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != trunc(v)) {
-        abort(sprintf("A slice's %s must be a whole number, got %s.", field, describe(v)),
-              call, class = "value_error")
-      }
-    }
-    return(list("slice", as.double(value$start), as.double(value$end), as.integer(value$step)))
+    return(slice_item(value, call))
   }
   if (inherits(value, "index_fill")) {
     return(list("fill"))
@@ -84,30 +77,49 @@ index_item <- function(value, call) {
     return(list("tensor", tpy(value)))
   }
   if (is.logical(value)) {
-    if (anyNA(value)) {
-      abort("A logical index must not contain NA.", call, class = "value_error")
-    }
-    if (!is.null(dim(value))) {
-      return(list("tensor", tpy(torch_tensor(value))))
-    }
-    return(list("lmask", as.list(value)))
+    return(logical_item(value, call))
   }
   if (is.numeric(value)) {
-    if (anyNA(value) || any(value != trunc(value))) {
-      abort(sprintf("An index must be whole numbers (positions count from 1), got %s.",
-                    describe(value)), call, class = "value_error")
-    }
-    if (!is.null(dim(value))) {
-      return(list("tensor", tpy(torch_tensor(value, dtype = torch_long()))))
-    }
-    if (length(value) == 1L) {
-      return(list("int", as.double(value)))
-    }
-    return(list("vec", as.list(as.double(value))))
+    return(numeric_item(value, call))
   }
   abort(sprintf(paste0("An index must be numbers, a range such as 1:3, logicals, a tensor, ",
                        "NULL/newaxis or `..`, got %s."), describe(value)), call,
         class = "value_error")
+}
+
+slice_item <- function(value, call) {
+  for (field in c("start", "end", "step")) {
+    v <- value[[field]]
+    if (!is_whole(v) || length(v) != 1L) {
+      abort(sprintf("A slice's %s must be a whole number, got %s.", field, describe(v)),
+            call, class = "value_error")
+    }
+  }
+  list("slice", as.double(value$start), as.double(value$end), as.integer(value$step))
+}
+
+logical_item <- function(value, call) {
+  if (anyNA(value)) {
+    abort("A logical index must not contain NA.", call, class = "value_error")
+  }
+  if (!is.null(dim(value))) {
+    return(list("tensor", tpy(torch_tensor(value))))
+  }
+  list("lmask", as.list(value))
+}
+
+numeric_item <- function(value, call) {
+  if (length(value) > 0L && !is_whole(value)) {
+    abort(sprintf("An index must be whole numbers (positions count from 1), got %s.",
+                  describe(value)), call, class = "value_error")
+  }
+  if (!is.null(dim(value))) {
+    return(list("tensor", tpy(torch_tensor(value, dtype = torch_long()))))
+  }
+  if (length(value) == 1L) {
+    return(list("int", as.double(value)))
+  }
+  list("vec", as.list(as.double(value)))
 }
 
 #' Index tensors

@@ -76,10 +76,6 @@ def dtype_name(dtype):
 # not pointwise as PyTorch's advanced indexing does.
 
 
-class RIndexError(IndexError):
-    pass
-
-
 def _dim_count(item):
     kind = item[0]
     if kind in ("newaxis", "fill"):
@@ -92,10 +88,10 @@ def _dim_count(item):
 def _position(i, size, dim):
     """A 1-based R position (negative from the end) as a 0-based one, checked."""
     if i == 0:
-        raise RIndexError("Indexing starts at 1 but found a 0.")
+        raise IndexError("Indexing starts at 1 but found a 0.")
     j = i - 1 if i > 0 else size + i
     if j < 0 or j >= size:
-        raise RIndexError(
+        raise IndexError(
             f"index {i} is out of bounds for dimension {dim + 1} with size {size}")
     return j
 
@@ -106,11 +102,11 @@ def _positions(t, size, dim):
     if t.numel() == 0:
         return t
     if bool((t == 0).any()):
-        raise RIndexError("Indexing starts at 1 but found a 0.")
+        raise IndexError("Indexing starts at 1 but found a 0.")
     t = torch.where(t > 0, t - 1, t + size)
     if bool(((t < 0) | (t >= size)).any()):
         bad = int(t[(t < 0) | (t >= size)][0])
-        raise RIndexError(
+        raise IndexError(
             f"index {bad + 1} is out of bounds for dimension {dim + 1} with size {size}")
     return t
 
@@ -119,14 +115,14 @@ def _slice(item, size):
     _, start, end, step = item
     step = 1 if step is None else int(step)
     if step <= 0:
-        raise RIndexError("A slice's step must be positive.")
+        raise IndexError("A slice's step must be positive.")
     start = int(start)
     if start == 0:
-        raise RIndexError("Indexing starts at 1 but found a 0.")
+        raise IndexError("Indexing starts at 1 but found a 0.")
     start = start - 1 if start > 0 else max(size + start, 0)
     end = int(end)
     if end == 0:
-        raise RIndexError("Indexing starts at 1 but found a 0.")
+        raise IndexError("Indexing starts at 1 but found a 0.")
     stop = min(end, size) if end > 0 else size + end + 1
     return slice(start, stop, step)
 
@@ -136,9 +132,9 @@ def _expand(t, items):
     used = sum(_dim_count(it) for it in items)
     fills = [k for k, it in enumerate(items) if it[0] == "fill"]
     if len(fills) > 1:
-        raise RIndexError("`..` may be used only once in an index.")
+        raise IndexError("`..` may be used only once in an index.")
     if used > t.dim():
-        raise RIndexError(
+        raise IndexError(
             f"too many indices for a tensor of {t.dim()} dimensions: {used} given")
     if fills:
         k = fills[0]
@@ -213,7 +209,7 @@ def _plan(t, items, drop):
             if len(mask) == 1:
                 mask = mask * size
             if len(mask) != size:
-                raise RIndexError(
+                raise IndexError(
                     f"a logical index over dimension {dim + 1} must have length {size} "
                     f"(or 1), got {len(mask)}")
             p = torch.tensor(mask, dtype=torch.bool).nonzero().flatten().to(device)
@@ -221,7 +217,7 @@ def _plan(t, items, drop):
             x = it[1]
             if x.dtype == torch.bool:
                 if x.numel() != size:
-                    raise RIndexError(
+                    raise IndexError(
                         f"a boolean index over dimension {dim + 1} must have length {size}, "
                         f"got {x.numel()}")
                 p = x.nonzero().flatten().to(device)
@@ -264,3 +260,7 @@ def setitem(t, items, value):
                 value = value.unsqueeze(j)
     t[index] = value
     return t
+
+
+def shape(t):
+    return list(t.shape)

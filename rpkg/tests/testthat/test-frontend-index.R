@@ -1,0 +1,195 @@
+# `[` and `[<-` on tensors with R torch's rules. The oracle is R's own indexing of the same
+# values (as_array()) where R and R torch agree, and PyTorch's indexing where they differ
+# (negative positions count from the end in R torch).
+
+test_that("positions, empty arguments and ranges index as R does", {
+  skip_if_no_ampkit()
+  x <- torch_randn(5, 6, 7)
+  a <- as_array(x)
+  expect_equal(as_array(x[1, 1, 1]), a[1, 1, 1])
+  expect_equal(as_array(x[2, , ]), a[2, , ])
+  expect_equal(as_array(x[, 3, ]), a[, 3, ])
+  expect_equal(as_array(x[1:3, , ]), a[1:3, , ])
+  expect_equal(as_array(x[2:4, 2, 5:7]), a[2:4, 2, 5:7])
+  expect_equal(as_array(x[1:5:2, , ]), a[seq(1, 5, by = 2), , ])
+  expect_equal(as_array(x[slc(2, 6, 3), 1, 1]), a[c(2, 5), 1, 1])
+  expect_equal(as_array(x[2:N, 1, 1]), a[2:5, 1, 1])
+  expect_equal(as_array(x[slc(2, Inf), 1, 1]), a[2:5, 1, 1])
+  expect_equal(as_array(x[c(4, 1, 2), , ]), a[c(4, 1, 2), , ])
+  # several vectors: every combination, as in R (PyTorch would pair them)
+  expect_equal(as_array(x[c(2, 3, 1), c(3, 2, 1), 1]), a[c(2, 3, 1), c(3, 2, 1), 1])
+  expect_equal(as_array(x[c(1, 2), 1:2, c(1, 3)]), a[c(1, 2), 1:2, c(1, 3)])
+  # positions computed outside `[` are positions, not ranges
+  index <- 1:3
+  expect_equal(as_array(x[index, 1, 1]), a[index, 1, 1])
+  # integer and double positions alike
+  expect_equal(as_array(x[2L, 3L, 4L]), a[2, 3, 4])
+})
+
+test_that("negative positions count from the end (R torch), as PyTorch's do", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(0:9)
+  p <- py_of(x)
+  expect_identical(as_array(x[-1]), 9L)
+  expect_identical(as_array(x[-1]), reticulate::py_to_r(p$`__getitem__`(-1L)$item()))
+  expect_identical(as_array(x[c(-1, -2)]), c(9L, 8L))
+  expect_identical(as_array(x[-2:10]), c(8L, 9L))
+  y <- torch_tensor(c(1, 2, 3))
+  expect_equal(as_array(y[2:-1]), c(2, 3))
+  expect_equal(as_array(y[-2:-1]), c(2, 3))
+  expect_equal(as_array(y[-3:-2]), c(1, 2))
+  m <- torch_randn(3, 4)
+  expect_same_as_torch(m[-1, ], py_of(m)$`__getitem__`(-1L))
+})
+
+test_that("`..`, newaxis/NULL and drop = FALSE", {
+  skip_if_no_ampkit()
+  x <- torch_randn(3, 4, 5, 6)
+  a <- as_array(x)
+  expect_equal(as_array(x[1, ..]), a[1, , , ])
+  expect_equal(as_array(x[1, 2, ..]), a[1, 2, , ])
+  expect_equal(as_array(x[.., 1]), a[, , , 1])
+  expect_equal(as_array(x[.., 2, 1]), a[, , 2, 1])
+  expect_equal(as_array(x[1, .., 1]), a[1, , , 1])
+  v <- torch_randn(10)
+  expect_equal(dim(v[, NULL]), c(10L, 1L))
+  expect_equal(dim(v[NULL, , NULL]), c(1L, 10L, 1L))
+  expect_equal(dim(v[newaxis, , newaxis, newaxis]), c(1L, 10L, 1L, 1L))
+  m <- torch_randn(10, 10)
+  expect_equal(dim(m[1, , drop = FALSE]), c(1L, 10L))
+  expect_equal(dim(m[.., 1, drop = FALSE]), c(10L, 1L))
+  expect_equal(dim(m[.., -1, drop = FALSE]), c(10L, 1L))
+  expect_equal(as_array(m[2, 3:4, drop = FALSE]), as_array(m)[2, 3:4, drop = FALSE])
+  y <- torch_randn(3, 3, 3)
+  expect_equal(as_array(y[c(1, 2), newaxis, 1:2, c(1, 2)]), as_array(y[1:2, newaxis, 1:2, 1:2]))
+  expect_equal(dim(y[newaxis, c(1, 2), newaxis, 1:2, c(1, 2)]), c(1L, 2L, 1L, 2L, 2L))
+})
+
+test_that("logical vectors and boolean tensors select", {
+  skip_if_no_ampkit()
+  x <- torch_randn(4, 4, 4)
+  a <- as_array(x)
+  i <- c(TRUE, FALSE, TRUE, FALSE)
+  expect_equal(as_array(x[i, i, i]), a[i, i, i])
+  expect_equal(as_array(x[i, 2, ]), a[i, 2, ])
+  expect_equal(dim(torch_zeros(2, 2)[c(TRUE, FALSE), ]), c(1L, 2L))
+  expect_equal(as_array(torch_tensor(c(1, 2))[TRUE]), c(1, 2))
+  v <- torch_tensor(c(-1, -2, 0, 1, 2))
+  expect_equal(as_array(v[v < 0]), c(-1, -2))
+  m <- torch_tensor(rbind(c(-1, -2, 0, 1, 2), c(2, 1, 0, -1, -2)))
+  pm <- py_of(m)
+  expect_same_as_torch(m[m < 0], pm$`__getitem__`(pm$lt(0)))
+  # an R logical matrix is a mask too
+  expect_equal(as_array(m[as_array(m < 0)]), as_array(m[m < 0]))
+  expect_error(m[m < 0, 1], class = "ampkit_error")
+  mask <- torch_tensor(c(TRUE, FALSE, TRUE))
+  y <- torch_randn(3, 2)
+  expect_equal(as_array(y[mask, 2]), as_array(y)[c(TRUE, FALSE, TRUE), 2])
+  expect_error(y[c(TRUE, FALSE), ], class = "ampkit_error")
+})
+
+test_that("long tensors are 1-based positions", {
+  skip_if_no_ampkit()
+  x <- torch_randn(4, 4)
+  a <- as_array(x)
+  index <- torch_tensor(1L)
+  expect_equal(x[index, index]$item(), x[1, 1]$item())
+  expect_equal(dim(x[index, index]), c(1L, 1L))
+  index <- torch_tensor(c(-1L, 1L))
+  expect_equal(as_array(x[index, index]), as_array(x[c(-1, 1), c(-1, 1)]))
+  b <- torch_tensor(c(1L, 3L))
+  y <- torch_randn(3, 4, 3)
+  expect_equal(as_array(y[.., b, b]), as_array(y)[, c(1, 3), c(1, 3)])
+  expect_equal(as_array(y[b, .., b]), as_array(y)[c(1, 3), , c(1, 3)])
+  # a 0-dim long tensor drops its dim, as a number does
+  expect_equal(dim(x[torch_tensor(2L)$sum(), ]), 4L)
+  expect_error(x[torch_tensor(c(-1L, 0L, 1L)), ], regexp = "Indexing starts at 1")
+})
+
+test_that("!!! splices positions", {
+  skip_if_no_ampkit()
+  x <- torch_randn(3, 4, 5, 6)
+  a <- as_array(x)
+  i <- c(1, 2, 3, 4)
+  expect_equal(as_array(x[!!!i]), a[1, 2, 3, 4])
+  i <- c(2, 3)
+  expect_equal(as_array(x[!!!i, 3, 4]), a[2, 3, 3, 4])
+})
+
+test_that("errors name the rule in 1-based terms", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(c(1, 2, 3))
+  expect_error(x[0], "Indexing starts at 1", class = "index_error")
+  expect_error(x[c(0, 1)], "Indexing starts at 1")
+  err <- expect_error(x[4], class = "index_error")
+  expect_match(conditionMessage(err), "index 4 is out of bounds for dimension 1 with size 3",
+               fixed = TRUE)
+  expect_error(torch_randn(2, 2)[1, 1, 1], "too many indices")
+  expect_error(x[1.5], class = "value_error")
+  expect_error(x["a"], class = "value_error")
+  expect_error(x[NA], class = "value_error")
+})
+
+test_that("assignment through every kind of index", {
+  skip_if_no_ampkit()
+  x <- torch_randn(2, 2)
+  x[1, 1] <- torch_tensor(0)
+  expect_equal(as_array(x[1, 1]), 0)
+  x[1, 2] <- 0
+  expect_equal(as_array(x[1, 2]), 0)
+  x[1, 2] <- 1L
+  expect_equal(as_array(x[1, 2]), 1)
+  b <- torch_tensor(c(TRUE, FALSE))
+  b[2] <- TRUE
+  expect_true(as_array(b[2]))
+  m <- torch_tensor(rbind(c(-1, -2, 0, 1, 2), c(2, 1, 0, -1, -2)))
+  m[m <= 0] <- 1
+  expect_true(as_array(torch_all(m > 0)))
+  v <- torch_tensor(c(1, 2, 3, 4, 5))
+  v[1:2] <- c(0, 0)
+  expect_equal(as_array(v), c(0, 0, 3, 4, 5))
+  v[-1] <- 9
+  expect_equal(as_array(v), c(0, 0, 3, 4, 9))
+  y <- torch_randn(3, 2)
+  r <- as_array(y)
+  y[torch_tensor(c(TRUE, FALSE, TRUE)), 1] <- torch_tensor(c(1, 2))
+  r[c(TRUE, FALSE, TRUE), 1] <- c(1, 2)
+  expect_equal(as_array(y), r)
+  z <- torch_randn(2, 3)
+  r <- as_array(z)
+  z[1, torch_tensor(c(TRUE, FALSE, TRUE))] <- torch_tensor(c(1, 2))
+  r[1, c(TRUE, FALSE, TRUE)] <- c(1, 2)
+  expect_equal(as_array(z), r)
+  w <- torch_zeros(3, 4)
+  r <- as_array(w)
+  w[c(1, 3), c(2, 4)] <- torch_tensor(matrix(c(1, 2, 3, 4), 2))
+  r[c(1, 3), c(2, 4)] <- matrix(c(1, 2, 3, 4), 2)
+  expect_equal(as_array(w), r)
+  w[.., 1] <- 7
+  r[, 1] <- 7
+  expect_equal(as_array(w), r)
+  # long tensors take assigned doubles as PyTorch casts them
+  l <- torch_tensor(1:3)
+  l[2] <- 5
+  expect_identical(as_array(l), c(1L, 5L, 3L))
+  # a view: assignment reaches every R reference
+  u <- torch_zeros(2)
+  u2 <- u
+  u[1] <- 3
+  expect_equal(as_array(u2), c(3, 0))
+  expect_error({
+    u[1] <- "a"
+  }, class = "value_error")
+})
+
+test_that("assignment keeps autograd's rules", {
+  skip_if_no_ampkit()
+  w <- torch_zeros(3, requires_grad = TRUE)
+  expect_error({
+    w[1] <- 1
+  }, class = "runtime_error")
+  with_no_grad({
+    w[1] <- 1
+  })
+  expect_equal(as_array(w), c(1, 0, 0))
+})
