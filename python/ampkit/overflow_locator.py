@@ -350,45 +350,75 @@ class overflow_locator:
                 f"{self.host_reads} host reads{', active' if self._active else ''}>")
 
     def plot(self, path: str, modules: Optional[Iterable[str]] = None,
-             title: Optional[str] = None) -> str:
-        """Save each module's forward headroom (``log2(65504 / amax)``) over the steps as a
-        PNG at ``path`` (matplotlib, Agg); ``modules`` limits the lines to those names
-        (default: every module). A step where the output held an inf is drawn at the bottom of
-        the axis with an ``x``. Returns ``path``."""
+             title: Optional[str] = None,
+             passes: Iterable[str] = ("forward",)) -> str:
+        """Save each module's headroom (``log2(65504 / amax)``) over the steps as a PNG at
+        ``path`` (matplotlib, Agg): one panel per pass in ``passes`` (``"forward"``,
+        ``"backward"``, ``"parameters"``); ``modules`` limits the lines to those names
+        (default: every module). A step where the values held an inf is drawn at the bottom of
+        its panel with an ``x``. Returns ``path``."""
         import matplotlib
 
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        rows = [r for r in self.summary() if r["pass"] == "forward"]
-        names: List[str] = []
-        for r in rows:
-            if r["module"] not in names and (modules is None or r["module"] in modules):
-                names.append(r["module"])
-        finite = [r["headroom"] for r in rows if math.isfinite(r["headroom"])]
-        low = min([0.0] + finite) - 1.0
-        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+        passes = list(passes)
+        unknown = [p for p in passes if p not in ("forward", "backward", "parameters")]
+        if unknown or not passes:
+            raise _C.ArgumentError(
+                f"overflow_locator.plot: `passes` must name some of 'forward', 'backward' and "
+                f"'parameters', got {passes!r}.")
+        summary = self.summary()
+        order: List[str] = []  # one colour per module in every panel, in forward order
+        for r in sorted(summary, key=lambda r: r["pass"] != "forward"):
+            if r["module"] not in order:
+                order.append(r["module"])
+        palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+        colours = {name: palette[i % len(palette)] for i, name in enumerate(order)}
+        fig, axes = plt.subplots(len(passes), 1, figsize=(7, 3.2 * len(passes)), dpi=100,
+                                 squeeze=False)
         try:
-            for name in names:
-                mine = [r for r in rows if r["module"] == name]
-                steps = [r["step"] for r in mine]
-                ys = [r["headroom"] if math.isfinite(r["headroom"]) else
-                      (low if r["headroom"] < 0 else math.nan) for r in mine]
-                (line,) = ax.plot(steps, ys, marker="o", label=name)
-                bad = [(s, low) for s, r in zip(steps, mine) if r["headroom"] == -math.inf]
-                if bad:
-                    ax.plot(*zip(*bad), marker="x", linestyle="none", color=line.get_color(),
-                            markersize=10)
-            ax.axhline(0.0, color="black", linewidth=0.8)
-            ax.set_xlabel("step")
-            ax.set_ylabel("headroom: log2(65504 / amax)")
-            ax.set_title(title or "float16 headroom of each module's output")
-            ax.legend(fontsize="small", ncol=2)
+            for ax, phase in zip(axes[:, 0], passes):
+                self._panel(ax, [r for r in summary if r["pass"] == phase], modules, phase,
+                            colours)
+            fig.suptitle(title or "float16 headroom of each module")
             fig.tight_layout()
             fig.savefig(path, format="png")
         finally:
             plt.close(fig)
         return path
+
+    @staticmethod
+    def _panel(ax: Any, rows: List[Dict[str, Any]], modules: Optional[Iterable[str]],
+               phase: str, colours: Dict[str, str]) -> None:
+        from matplotlib.ticker import MaxNLocator
+
+        wanted = None if modules is None else list(modules)
+        names: List[str] = []
+        for r in rows:
+            if r["module"] not in names and (wanted is None or r["module"] in wanted):
+                names.append(r["module"])
+        finite = [r["headroom"] for r in rows if math.isfinite(r["headroom"])]
+        low = min([0.0] + finite) - 1.0
+        for name in sorted(names, key=list(colours).index):
+            mine = [r for r in rows if r["module"] == name]
+            steps = [r["step"] for r in mine]
+            ys = [r["headroom"] if math.isfinite(r["headroom"]) else
+                  (low if r["headroom"] < 0 else math.nan) for r in mine]
+            (line,) = ax.plot(steps, ys, marker="o", label=name, color=colours[name])
+            bad = [(s, low) for s, r in zip(steps, mine) if r["headroom"] == -math.inf]
+            if bad:
+                ax.plot(*zip(*bad), marker="x", linestyle="none", color=line.get_color(),
+                        markersize=10)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("step")
+        ax.set_ylabel("log2(65504 / amax)")
+        what = {"forward": "outputs", "backward": "gradients w.r.t. the outputs",
+                "parameters": "parameters' gradients"}[phase]
+        ax.set_title(f"{phase}: {what}", fontsize="medium")
+        if names:
+            ax.legend(fontsize="small", ncol=min(len(names), 4))
 
 
 class PolicySuggestion:
@@ -540,7 +570,8 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
                         why = (f"{what} held {e['inf']} inf and {e['nan']} NaN in "
                                f"{e['dtype']}")
                     elif (e["dtype"] == low or phase == "parameters") and e["amax"] > limit:
-                        why = (f"{what} reached {e['amax']:.4g}, within {margin:g} bits of "
+                        bits = "bit" if margin == 1 else "bits"
+                        why = (f"{what} reached {e['amax']:.4g}, within {margin:g} {bits} of "
                                f"{low}'s largest number")
                     else:
                         continue

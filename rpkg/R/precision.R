@@ -148,8 +148,9 @@ precision_dtype <- function(value, rule, call) {
 #'     (`backward`) or parameters' gradients (`parameters`) held an inf or NaN
 #'     (`NA` where none did);
 #'   * `host_reads`: how many times the locator read to the host;
-#'   * `plot(path, modules = NULL)`: saves each module's forward headroom over
-#'     the steps as a PNG at `path`.
+#'   * `plot(path, modules = NULL, passes = "forward", title = NULL)`: saves
+#'     each module's headroom over the steps as a PNG at `path`, one panel per
+#'     pass (`"forward"`, `"backward"`, `"parameters"`).
 #' @seealso [suggest_policy()], [precision_policy()].
 #' @export
 #' @examples
@@ -212,10 +213,11 @@ locator_result <- function(locator, call) {
     summary = summary,
     first_nonfinite = first_nonfinite,
     host_reads = as.integer(locator$host_reads),
-    plot = function(path, modules = NULL) {
+    plot = function(path, modules = NULL, passes = "forward", title = NULL) {
       path <- arg_string(path, "path", call, example = "such as \"headroom.png\"")
       if (!is.null(modules)) modules <- as.list(as.character(modules))
-      invisible(call_python(locator$plot(path, modules = modules), call))
+      invisible(call_python(locator$plot(path, modules = modules, title = title,
+                                         passes = as.list(as.character(passes))), call))
     }
   ), class = "ampkit_overflow_locator")
 }

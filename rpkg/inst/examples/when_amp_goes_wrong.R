@@ -8,22 +8,36 @@
 # 3. The scale backs off to min_scale and overflows there: an error of class
 #    ampkit_scale_collapse, instead of a scale that silently falls towards zero.
 # 4. The fix the report points to (normalise the input) trains without a skip.
+# 5. overflow_locator() says where the inf is made: not in the forward pass (8 bits of float16
+#    headroom left), but in the parameters' gradients, first those of the last layer; the
+#    headroom plot is saved as a PNG (the path given, else in the temporary directory).
+# 6. suggest_policy() names the layers to keep in float32, with the reasons; under that
+#    precision_policy() the raw inputs train without a skip (at lr = 1e-5: with a raw feature in
+#    the hundreds, 1e-3 diverges even in float32).
 library(ampkit)
 stopifnot(ampkit_available())
 torch <- reticulate::import("torch")
 
-train <- function(x, y, steps = 12L) {
+make_model <- function() {
   torch$manual_seed(0L)
   nn <- torch$nn
-  model <- nn$Sequential(nn$Linear(8L, 32L), nn$ReLU(), nn$Linear(32L, 32L), nn$ReLU(),
-                         nn$Linear(32L, 1L))
-  opt <- torch$optim$SGD(model$named_parameters(), lr = 1e-3)  # named: the report uses them
+  nn$Sequential(nn$Linear(8L, 32L), nn$ReLU(), nn$Linear(32L, 32L), nn$ReLU(),
+                nn$Linear(32L, 1L))
+}
+
+mse <- function(output, target) torch$nn$functional$mse_loss(output$float(), target)
+
+train <- function(x, y, steps = 12L, lr = 1e-3, rules = NULL) {
+  model <- make_model()
+  policy <- if (!is.null(rules)) precision_policy(model, rules)
+  on.exit(if (!is.null(policy)) policy$remove())
+  opt <- torch$optim$SGD(model$named_parameters(), lr = lr)  # named: the report uses them
   sched <- torch$optim$lr_scheduler$StepLR(opt, step_size = 1L, gamma = 0.9)
   scaler <- amp_grad_scaler("cpu", min_scale = 2^10, track_overflow = TRUE)
   for (step in seq_len(steps) - 1L) {
     opt$zero_grad()
     loss <- with_autocast(device_type = "cpu", dtype = "float16", {
-      nn$functional$mse_loss(model(x)$float(), y)
+      mse(model(x), y)
     })
     scaler$scale(loss)$backward()
     scaler$step(opt)
@@ -52,6 +66,40 @@ train <- function(x, y, steps = 12L) {
   scaler
 }
 
+# Python's spelling of a number with 2 decimals ("-inf" for -Inf).
+fmt2 <- function(v) ifelse(is.infinite(v), ifelse(v > 0, "inf", "-inf"), sprintf("%.2f", v))
+
+locate <- function(x, y, plot_path, steps = 3L) {
+  model <- make_model()
+  opt <- torch$optim$SGD(model$parameters(), lr = 1e-3)
+  scaler <- amp_grad_scaler("cpu")
+  loc <- overflow_locator(model, {
+    for (i in seq_len(steps)) {
+      opt$zero_grad()
+      loss <- with_autocast(device_type = "cpu", dtype = "float16", mse(model(x), y))
+      scaler$scale(loss)$backward()
+      scaler$step(opt)
+      scaler$update()
+    }
+  })
+  rows <- loc$summary[loc$summary$module != "(model)", ]
+  none <- function(v) ifelse(is.na(v), "none", v)
+  for (i in seq_len(nrow(loc$first_nonfinite))) {
+    first <- loc$first_nonfinite[i, ]
+    cat(sprintf("locator step %d: first non-finite: forward=%s backward=%s parameters=%s\n",
+                first$step, none(first$forward), none(first$backward), none(first$parameters)))
+    for (phase in c("forward", "backward", "parameters")) {
+      mine <- rows[rows$step == first$step & rows$pass == phase, ]
+      cat(sprintf("locator step %d: headroom %s: %s\n", first$step, phase,
+                  paste(mine$module, fmt2(mine$headroom), collapse = ", ")))
+    }
+  }
+  cat(sprintf("locator: %d host reads for %d steps\n", loc$host_reads, steps))
+  loc$plot(plot_path, modules = c("0", "2", "4"), passes = c("forward", "backward"),
+           title = "float16 headroom of the Linear layers, raw inputs")
+  invisible(loc)
+}
+
 print_stats <- function(scaler) {
   s <- scaler$stats()
   cat(sprintf("stats: steps=%d skipped_steps=%d consecutive_skipped_steps=%d scale=%g\n",
@@ -68,3 +116,17 @@ print_stats(train(x, y))
 
 cat("\n== the same model, inputs normalised\n")
 print_stats(train(x$sub(x$mean(0L))$div(x$std(0L)), y, steps = 6L))
+
+cat("\n== where the inf is made: overflow_locator, raw inputs\n")
+args <- commandArgs(trailingOnly = TRUE)
+plot_path <- if (length(args) > 0L) args[[1]] else file.path(tempdir(), "when_amp_goes_wrong.png")
+locate(x, y, plot_path)
+cat(sprintf("headroom plot: %s\n", plot_path))
+
+cat("\n== suggest_policy, then the raw inputs under that precision_policy\n")
+suggestion <- suggest_policy(make_model(), list(list(x, y)), loss_fn = mse)
+for (name in unique(suggestion$reasons$module)) {
+  reasons <- suggestion$reasons$reason[suggestion$reasons$module == name]
+  cat(sprintf("keep %s in float32: %s\n", name, paste(reasons, collapse = "; ")))
+}
+print_stats(train(x, y, steps = 6L, lr = 1e-5, rules = suggestion$rules))
