@@ -146,6 +146,18 @@ ScalerEntry scale() {
       });
 }
 
+// Read after the options (from_state_dict sets those first): with a growth delay the tracker
+// restarts below zero, never further down than the delay.
+ScalerEntry growth_tracker() {
+  return make(
+      "_growth_tracker", false, Key::TorchAmp,
+      [](const ScalerState& s) { return SettingValue(s.counters.growth_tracker); },
+      [](ScalerState& s, const SettingValue& v) {
+        const auto minimum = static_cast<double>(-s.settings.growth_delay);
+        s.counters.growth_tracker = whole("_growth_tracker", v, minimum);
+      });
+}
+
 ScalerEntry counter(const char* name, int64_t ScalerCounters::*field, double minimum, Key key) {
   return make(
       name, false, key,

@@ -52,6 +52,8 @@ def deepspeed_options(config: Any) -> Dict[str, Any]:
     given = {**_DEEPSPEED_FP16_DEFAULTS, **{k: v for k, v in section.items()
                                            if k in _DEEPSPEED_FP16_DEFAULTS}}
     power = given["initial_scale_power"]
+    if isinstance(power, float) and power.is_integer():  # R's numbers are doubles
+        power = int(power)
     if isinstance(power, bool) or not isinstance(power, int):
         raise _C.ArgumentTypeError(
             f"In `config`: `initial_scale_power` must be an int, got {type(power).__name__}.")

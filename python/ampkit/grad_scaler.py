@@ -171,10 +171,11 @@ class GradScaler:
         self.__dict__.setdefault("_given", {}).update(given)
 
     def _reset_param_lists(self) -> None:
-        self._param_lists: "weakref.WeakKeyDictionary[Any, Tuple[tuple, _C.ParamList]]" = (
+        self._param_lists: "weakref.WeakKeyDictionary[Any, Tuple[tuple, _C.ParamList, int]]" = (
             weakref.WeakKeyDictionary()
         )
-        self._param_lists_strong: Dict[Any, Tuple[tuple, _C.ParamList]] = {}
+        self._param_lists_strong: Dict[Any, Tuple[tuple, _C.ParamList, int]] = {}
+        self._optimizers_met = 0  # each optimizer's number, in report names
 
     # torch.amp.GradScaler refuses float16 gradients in unscale_; its sharded variant accepts them.
     _ALLOW_FP16_GRADS = False
@@ -210,7 +211,7 @@ class GradScaler:
             cache = self._param_lists_strong
             cached = cache.get(optimizer)
         if cached is not None:
-            signature, params = cached
+            signature, params, number = cached
             if len(signature) == len(groups) and all(
                 lst is group["params"] and n == len(lst)
                 for (lst, n), group in zip(signature, groups)
@@ -222,13 +223,13 @@ class GradScaler:
         if bad is not None:
             raise _C.ArgumentTypeError(
                 f"`optimizer` has a parameter that is not a tensor: {type(bad).__name__}.")
-        names = _param_names(groups)
         if cached is not None:
-            params = cached[1]
-            params.reset(flat, names)  # same id: a stage recorded this iteration is kept
+            params.reset(flat, _param_names(groups, number))  # same id: its stage is kept
         else:
-            params = _C.ParamList(flat, names)
-        cache[optimizer] = (signature, params)
+            number = self._optimizers_met
+            self._optimizers_met += 1
+            params = _C.ParamList(flat, _param_names(groups, number))
+        cache[optimizer] = (signature, params, number)
         return params
 
     # ---- the iteration ---------------------------------------------------------------------------
@@ -408,10 +409,12 @@ class GradScaler:
         return self._core.stats()
 
     def overflow_report(self) -> List[Dict[str, Any]]:
-        """With ``track_overflow=True``: the parameters whose gradient held inf or NaN in the most
-        recent iteration, as ``{"name", "inf", "nan"}`` (element counts), in parameter order;
-        empty after a clean iteration. Names come from the optimizer's ``param_names`` (an
-        optimizer built from ``model.named_parameters()``), else ``"group{g}.param{i}"``.
+        """The parameters whose gradient held inf or NaN in the most recent iteration, as
+        ``{"name", "inf", "nan"}`` (element counts), in parameter order; empty after a clean
+        iteration. Needs ``track_overflow=True`` (else a StateError: an empty report would read
+        as "nothing overflowed"). Names come from the optimizer's ``param_names`` (an optimizer
+        built from ``model.named_parameters()``), else ``"group{g}.param{i}"``; a second
+        optimizer's are prefixed ``"optimizer1."``, and so on.
 
         A skipped step costs one more pass over the gradients; clean steps cost nothing (a
         ``fused=True`` optimizer's step reads its skip decision once).
@@ -693,7 +696,7 @@ class _PerOptimizerStates(abc.Mapping):
 
     def __init__(self, scaler: GradScaler) -> None:
         self._core = scaler._core
-        self._lists = [(o, p) for o, (_, p) in list(scaler._param_lists.items())
+        self._lists = [(o, p) for o, (_, p, _) in list(scaler._param_lists.items())
                        + list(scaler._param_lists_strong.items())]
 
     def _staged(self):
@@ -716,16 +719,19 @@ class _PerOptimizerStates(abc.Mapping):
         return sum(1 for _ in self._staged())
 
 
-def _param_names(groups: List[Dict[str, Any]]) -> List[str]:
+def _param_names(groups: List[Dict[str, Any]], optimizer: int) -> List[str]:
     """A name per parameter, for overflow reports: the group's ``param_names`` (torch fills it
-    for an optimizer built from ``named_parameters()``), else ``group{g}.param{i}``."""
+    for an optimizer built from ``named_parameters()``), else ``group{g}.param{i}``. The second
+    optimizer the scaler meets, and each after it, prefixes its names with
+    ``optimizer{k}.``, so that names stay unique across optimizers."""
+    prefix = f"optimizer{optimizer}." if optimizer else ""
     names: List[str] = []
     for g, group in enumerate(groups):
         given = group.get("param_names")
         if given is not None and len(given) == len(group["params"]):
-            names.extend(str(name) for name in given)
+            names.extend(prefix + str(name) for name in given)
         else:
-            names.extend(f"group{g}.param{i}" for i in range(len(group["params"])))
+            names.extend(f"{prefix}group{g}.param{i}" for i in range(len(group["params"])))
     return names
 
 

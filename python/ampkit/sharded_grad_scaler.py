@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from . import _C
-from .grad_scaler import GradScaler
+from .grad_scaler import _OPTIONS, GradScaler
 
 __all__ = ["ShardedGradScaler"]
 
@@ -128,11 +128,11 @@ class ShardedGradScaler(GradScaler):
     def __init__(
         self,
         device: str = "cuda",
-        init_scale: float = 2.0**16,
-        backoff_factor: float = 0.5,
-        growth_factor: float = 2.0,
-        growth_interval: int = 2000,
-        enabled: bool = True,
+        init_scale: float = _OPTIONS["init_scale"],
+        backoff_factor: float = _OPTIONS["backoff_factor"],
+        growth_factor: float = _OPTIONS["growth_factor"],
+        growth_interval: int = _OPTIONS["growth_interval"],
+        enabled: bool = _OPTIONS["enabled"],
         process_group: Optional[Any] = dist.group.WORLD,
         **policy: Any,
     ) -> None:

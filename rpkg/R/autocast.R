@@ -124,7 +124,7 @@ set_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enable
 
 # Resolves the request as torch.autocast does (the core), warns if the region is disabled, and
 # enters it; errors name `call`, the user's call. One crossing into Python when there is no
-# warning (python/ampkit/_r_glue.py).
+# warning (python/ampkit/r_glue.py).
 open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
   if (missing(device_type)) {
     abort("`device_type` must be given, e.g. device_type = \"cpu\".", call)
@@ -136,12 +136,12 @@ open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
     arg_flag(enabled, "enabled", call),
     arg_flag(cache_enabled, "cache_enabled", call, null_ok = TRUE)
   ), call)
-  if (inherits(token, "ampkit._C.AutocastRequest")) {
+  if (inherits(token, "ampkit.r_glue.DisabledRegion")) {
     # A disabled region: warn before entering, so that a warning turned into an error
     # (options(warn = 2)) leaves no region open.
     text <- reticulate::py_to_r(reticulate::py_get_attr(token, "warning"))
     rlang::warn(text, class = "ampkit_warning", call = call)
-    token <- call_python(py$enter_autocast(token), call)
+    token <- call_python(py$enter_region(reticulate::py_get_attr(token, "request")), call)
   }
   structure(
     list(token = token, device_type = device_type, dtype = dtype, enabled = enabled,
@@ -159,14 +159,14 @@ unset_autocast <- function(context) {
   }
   # The core restores the state the region found, and refuses a region exited twice or out of
   # order.
-  call_python(.py$exit_autocast(context$token))
+  call_python(.py$exit_region(context$token))
   invisible(NULL)
 }
 
 #' @export
 format.ampkit_autocast_context <- function(x, ...) {
   dtype <- if (inherits(x$dtype, "torch.dtype")) dtype_name(x$dtype) else x$dtype %||% "NULL"
-  open <- reticulate::py_to_r(reticulate::py_get_attr(x$token, "active"))
+  open <- .py$glue$region_is_open(x$token)
   sprintf(paste0("<autocast context: device_type = \"%s\", dtype = %s, enabled = %s, ",
                  "cache_enabled = %s, %s>"),
           x$device_type, dtype, x$enabled, format(x$cache_enabled %||% "NULL"),

@@ -4,15 +4,9 @@
 #' multiplied by a scale before `backward()` so that small float16 gradients
 #' do not flush to zero; `step()` divides the gradients by the scale and skips
 #' the optimizer step when one of them is inf or NaN; `update()` then backs off
-#' the scale, or grows it after `growth_interval` clean steps:
-#'
-#' ```
-#' scale(loss)  -> loss * S
-#' step(opt)    -> g <- g / S for each gradient; no g inf/NaN ? opt$step()
-#' update()     -> inf/NaN seen ? S <- S * backoff_factor, tracker <- 0
-#'                               : tracker <- tracker + 1; tracker == growth_interval ?
-#'                                 S <- S * growth_factor, tracker <- 0
-#' ```
+#' the scale, or grows it after `growth_interval` clean steps in a row. The
+#' update rule is stated once, in ampkit's C++ core
+#' (`core/include/ampkit/scale_policy.h` in the ampkit repository).
 #'
 #' The object is an R6 wrapper around a Python `ampkit.GradScaler`, whose state
 #' machine is ampkit's C++ core; R keeps no state of its own. Results are
@@ -33,16 +27,18 @@
 #' The package's test `test-distributed.R` runs two such ranks with gloo.
 #'
 #' @section Scale policy:
-#' Beyond torch.amp, a floor, a ceiling and hysteresis (the rule of Megatron-LM
-#' and DeepSpeed): on an overflow the scale backs off only once `hysteresis`
+#' Beyond torch.amp, a floor, a ceiling, hysteresis and a growth delay (the
+#' rules of Megatron-LM and DeepSpeed, which
+#' [amp_grad_scaler_from_deepspeed()] and [amp_grad_scaler_from_megatron()]
+#' reproduce step for step): the scale backs off only once `hysteresis`
 #' overflows have come since the last growth (or, with
 #' `consecutive_hysteresis = TRUE`, in a row), and never below `min_scale`; it
-#' grows never above `max_scale`. An overflow while the scale already equals
-#' `min_scale` is a collapse: `update()` raises an error of class
+#' grows never above `max_scale`. A back-off due while the scale already
+#' equals `min_scale` is a collapse: `update()` raises an error of class
 #' `ampkit_scale_collapse` (`on_min_scale = "raise"`), warns once per run of
-#' them (`"warn"`), or goes on (`"ignore"`). At the defaults the policy is
-#' torch.amp's, bit for bit. The update stays on the device: clean steps add
-#' no host read.
+#' them (`"warn"`, remembered in the state dict), or goes on (`"ignore"`). At
+#' the defaults the scaler is torch.amp's, bit for bit. The update stays on
+#' the device: clean steps add no host read.
 #'
 #' `cuda_amp_grad_scaler()` is R torch's constructor:
 #' `amp_grad_scaler("cuda", ...)`. A CUDA scaler on a machine without CUDA
@@ -74,11 +70,13 @@
 #'   \item{`$stats()`}{A named list: `steps` (iterations whose `update()` used
 #'     inf checks), `skipped_steps`, `consecutive_skipped_steps` and `scale`,
 #'     read from the device in one go.}
-#'   \item{`$overflow_report()`}{With `track_overflow = TRUE`: a data.frame
-#'     with columns `name`, `inf` and `nan` (element counts), a row for each
-#'     parameter whose gradient held inf or NaN in the most recent iteration;
-#'     no rows after a clean one. Names come from an optimizer built from
-#'     `model$named_parameters()`, else `"group{g}.param{i}"`.}
+#'   \item{`$overflow_report()`}{A data.frame with columns `name`, `inf` and
+#'     `nan` (element counts), a row for each parameter whose gradient held
+#'     inf or NaN in the most recent iteration; no rows after a clean one.
+#'     Needs `track_overflow = TRUE` (else an error: an empty report would read
+#'     as "nothing overflowed"). Names come from an optimizer built from
+#'     `model$named_parameters()`, else `"group{g}.param{i}"`; a second
+#'     optimizer's are prefixed `"optimizer1."`, and so on.}
 #'   \item{`$.scale`}{The scale tensor (read-only; `NULL` before the first
 #'     `scale()`), where R torch's scaler keeps it.}
 #'   \item{`$state_dict()`}{A named list with torch.amp's `scale`,
@@ -109,8 +107,7 @@
 #' @param device The device type of the scale: `"cuda"` or `"cpu"`.
 #' @param init_scale Initial scale, finite and > 0.
 #' @param growth_factor Factor applied after `growth_interval` clean steps, > 1.
-#' @param backoff_factor Factor applied after a step with inf/NaN gradients, in
-#'   (0, 1).
+#' @param backoff_factor Factor applied when a back-off is due, in (0, 1).
 #' @param growth_interval Clean steps between growths, a whole number >= 1.
 #' @param enabled `FALSE` makes every method a no-op and `step()` a plain
 #'   `optimizer$step()`.
@@ -122,7 +119,10 @@
 #'   number >= 1 (1: every overflow backs off, as torch.amp does).
 #' @param consecutive_hysteresis `TRUE`: only overflows in a row count towards
 #'   `hysteresis` (a clean step refills it).
-#' @param on_min_scale What an overflow at `min_scale` does: `"raise"`,
+#' @param growth_delay Clean steps added before the first growth after an
+#'   overflow or the start, a whole number >= 0 (DeepSpeed's schedule: 1; see
+#'   [amp_grad_scaler_from_deepspeed()]).
+#' @param on_min_scale What a back-off due at `min_scale` does: `"raise"`,
 #'   `"warn"` or `"ignore"`.
 #' @param track_overflow `TRUE` records, on a skipped step, which parameters
 #'   overflowed ([`$overflow_report()`][amp_grad_scaler]).
@@ -169,49 +169,102 @@
 amp_grad_scaler <- function(device = "cuda", init_scale = 2^16, growth_factor = 2,
                             backoff_factor = 0.5, growth_interval = 2000, enabled = TRUE,
                             min_scale = NULL, max_scale = NULL, hysteresis = 1,
-                            consecutive_hysteresis = FALSE, on_min_scale = "raise",
-                            track_overflow = FALSE, process_group = NULL) {
-  new_grad_scaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-                  min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
-                  track_overflow, sys.call(), process_group = process_group)
+                            consecutive_hysteresis = FALSE, growth_delay = 0,
+                            on_min_scale = "raise", track_overflow = FALSE,
+                            process_group = NULL) {
+  new_grad_scaler(device, environment(), sys.call())
 }
 
 #' @rdname amp_grad_scaler
 #' @export
-cuda_amp_grad_scaler <- function(init_scale = 2^16, growth_factor = 2, backoff_factor = 0.5,
-                                 growth_interval = 2000, enabled = TRUE, min_scale = NULL,
-                                 max_scale = NULL, hysteresis = 1,
-                                 consecutive_hysteresis = FALSE, on_min_scale = "raise",
-                                 track_overflow = FALSE, process_group = NULL) {
-  new_grad_scaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled,
-                  min_scale, max_scale, hysteresis, consecutive_hysteresis, on_min_scale,
-                  track_overflow, sys.call(), process_group = process_group)
+cuda_amp_grad_scaler <- amp_grad_scaler
+# amp_grad_scaler()'s arguments but `device`, which is "cuda".
+formals(cuda_amp_grad_scaler)$device <- NULL
+body(cuda_amp_grad_scaler) <- quote(new_grad_scaler("cuda", environment(), sys.call()))
+
+# The options and their defaults, by name, from the core's table (ampkit.r_glue.scaler_options):
+# the signature above spells them out for R users, and a test holds the two to the same names
+# and defaults. Each is converted by the kind of its default (a number, a number or NULL, a
+# flag, a string); the core judges it.
+new_grad_scaler <- function(device, args, call) {
+  py <- python_modules()
+  options <- list()
+  for (option in py$scaler_options) {
+    name <- option[[1L]]
+    options[[name]] <- option_value(get(name, envir = args), name, option[[2L]], call)
+  }
+  device <- arg_string(device, "device", call)
+  # A process group makes it torch's sharded scaler (found_inf agreed across the ranks); Python
+  # judges the group.
+  scaler <- with_python_warnings(call_python(
+    py$glue$new_scaler(device, reticulate::dict(options), args$process_group), call), call)
+  grad_scaler_class$new(scaler)
 }
 
-new_grad_scaler <- function(device, init_scale, growth_factor, backoff_factor, growth_interval,
-                            enabled, min_scale, max_scale, hysteresis, consecutive_hysteresis,
-                            on_min_scale, track_overflow, call, process_group = NULL) {
+option_value <- function(value, name, default, call) {
+  if (is.logical(default)) {
+    arg_flag(value, name, call)
+  } else if (is.character(default)) {
+    arg_string(value, name, call, example = "such as \"raise\", \"warn\" or \"ignore\"")
+  } else {
+    arg_number(value, name, call, null_ok = is.null(default))
+  }
+}
+
+#' Gradient scalers with DeepSpeed's and Megatron-LM's schedules
+#'
+#' `amp_grad_scaler_from_deepspeed()` builds a scaler whose scale follows
+#' DeepSpeed's `DynamicLossScaler` step for step, from a DeepSpeed config (or
+#' its `fp16` section) with DeepSpeed's keys and defaults:
+#' `initial_scale_power` (16), `loss_scale_window` (1000), `hysteresis` (2),
+#' `consecutive_hysteresis` (`FALSE`), `min_loss_scale` (1); `loss_scale`
+#' must be 0 (dynamic). Its first growth comes one clean step later than
+#' torch.amp's (`growth_delay = 1`), and a back-off due at `min_loss_scale`
+#' raises an `ampkit_scale_collapse` error.
+#' `amp_grad_scaler_from_megatron()` follows Megatron-LM's `DynamicGradScaler`
+#' (its arguments and defaults; numbers held as float32, as Megatron holds
+#' them; no back-off raises). Both are Python's `GradScaler.from_deepspeed()`
+#' and `GradScaler.from_megatron()`.
+#'
+#' @param config A DeepSpeed config as a named list (`list(fp16 = list(...))`)
+#'   or its `fp16` section.
+#' @param device The device type of the scale: `"cuda"` or `"cpu"`.
+#' @param initial_scale,min_scale,growth_factor,backoff_factor,growth_interval,hysteresis
+#'   Megatron-LM's `DynamicGradScaler` arguments.
+#' @return An `AmpGradScaler`, as [amp_grad_scaler()] returns.
+#' @export
+#' @examples
+#' if (ampkit_available()) {
+#'   ds <- amp_grad_scaler_from_deepspeed(list(fp16 = list(initial_scale_power = 12)), "cpu")
+#'   ds$get_scale()
+#'   mg <- amp_grad_scaler_from_megatron(initial_scale = 1024, device = "cpu")
+#'   mg$state_dict()$hysteresis
+#' }
+amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
+  call <- sys.call()
+  if (!is.list(config)) {
+    abort(sprintf("`config` must be a DeepSpeed config as a named list, got %s.",
+                  describe(config)), call)
+  }
   py <- python_modules()
-  args <- list(
-    device = arg_string(device, "device", call),
-    init_scale = arg_number(init_scale, "init_scale", call),
-    growth_factor = arg_number(growth_factor, "growth_factor", call),
-    backoff_factor = arg_number(backoff_factor, "backoff_factor", call),
-    growth_interval = arg_number(growth_interval, "growth_interval", call),
-    enabled = arg_flag(enabled, "enabled", call),
-    min_scale = arg_number(min_scale, "min_scale", call, null_ok = TRUE),
-    max_scale = arg_number(max_scale, "max_scale", call, null_ok = TRUE),
-    hysteresis = arg_number(hysteresis, "hysteresis", call),
-    consecutive_hysteresis = arg_flag(consecutive_hysteresis, "consecutive_hysteresis", call),
-    on_min_scale = arg_string(on_min_scale, "on_min_scale", call,
-                              example = "such as \"raise\", \"warn\" or \"ignore\""),
-    track_overflow = arg_flag(track_overflow, "track_overflow", call)
-  )
-  # A process group makes it torch's sharded scaler (found_inf agreed across the ranks); Python
-  # judges the group. Its constructor takes the same arguments by name.
-  constructor <- if (is.null(process_group)) py$ampkit$GradScaler else py$ampkit$ShardedGradScaler
-  if (!is.null(process_group)) args$process_group <- process_group
-  scaler <- with_python_warnings(call_python(do.call(constructor, args), call), call)
+  scaler <- call_python(py$glue$scaler_from_deepspeed(config, arg_string(device, "device", call)),
+                        call)
+  grad_scaler_class$new(scaler)
+}
+
+#' @rdname amp_grad_scaler_from_deepspeed
+#' @export
+amp_grad_scaler_from_megatron <- function(initial_scale = 2^32, min_scale = 1, growth_factor = 2,
+                                          backoff_factor = 0.5, growth_interval = 1000,
+                                          hysteresis = 2, device = "cuda") {
+  call <- sys.call()
+  py <- python_modules()
+  numbers <- list(initial_scale = initial_scale, min_scale = min_scale,
+                  growth_factor = growth_factor, backoff_factor = backoff_factor,
+                  growth_interval = growth_interval, hysteresis = hysteresis)
+  numbers <- Map(function(value, name) arg_number(value, name, call), numbers, names(numbers))
+  scaler <- call_python(do.call(py$glue$scaler_from_megatron,
+                                c(list(arg_string(device, "device", call)), numbers)), call)
   grad_scaler_class$new(scaler)
 }
 
@@ -326,7 +379,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler",
       if (!missing(value)) {
         abort("`$.scale` is read-only: change the scale with `$update(new_scale)`.")
       }
-      private$py$`_scale`
+      call_python(.py$glue$scale_tensor(private$py))
     }
   ),
   private = list(

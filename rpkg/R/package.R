@@ -88,7 +88,7 @@ keep_torch_blas <- function() {
   invisible()
 }
 
-# The modules (ampkit, core = ampkit._C, torch) imported on the first call, and the functions
+# The modules (ampkit, its R glue, torch) imported on the first call, and the functions
 # of the autocast hot path, looked up once: in reticulate an attribute lookup costs as much as a
 # call. A failure is not remembered: a later call tries again (the extension may have been
 # rebuilt meanwhile).
@@ -98,16 +98,18 @@ keep_torch_blas <- function() {
 python_modules <- function() {
   if (!.py$ready) {
     .py$ampkit <- tryCatch(reticulate::import("ampkit"), error = abort_unavailable)
-    # convert = FALSE: the core's tokens and requests stay Python objects, no conversion tried.
-    .py$core <- reticulate::import("ampkit._C", convert = FALSE)
     .py$torch <- reticulate::import("torch")
-    # The glue ships inside the Python package, versioned with the extension it calls.
-    glue <- reticulate::import("ampkit._r_glue", convert = FALSE)
-    .py$open_region <- glue$open_region
-    .py$enter_autocast <- .py$core$enter_autocast
-    .py$exit_autocast <- .py$core$exit_autocast
-    .py$is_autocast_enabled <- .py$ampkit$is_autocast_enabled
-    .py$get_autocast_dtype <- .py$ampkit$get_autocast_dtype
+    # ampkit.r_glue is R's whole interface to ampkit's Python side (no private name is read
+    # from R); it ships inside the Python package, versioned with the extension it calls.
+    .py$glue <- reticulate::import("ampkit.r_glue")
+    # convert = FALSE: tokens and requests stay Python objects, no conversion tried.
+    regions <- reticulate::import("ampkit.r_glue", convert = FALSE)
+    .py$open_region <- regions$open_region
+    .py$enter_region <- regions$enter_region
+    .py$exit_region <- regions$exit_region
+    .py$is_autocast_enabled <- .py$glue$is_autocast_enabled
+    .py$get_autocast_dtype <- .py$glue$get_autocast_dtype
+    .py$scaler_options <- .py$glue$scaler_options()
     .py$ready <- TRUE
     warn_foreign_blas()
   }

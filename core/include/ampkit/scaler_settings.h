@@ -112,6 +112,7 @@ ScalerEntry count(const char* name, int64_t ScalerSettings::*field, double minim
 ScalerEntry flag(const char* name, bool ScalerSettings::*field, Key key = Key::Ampkit);
 ScalerEntry on_min_scale();
 ScalerEntry scale();
+ScalerEntry growth_tracker();  // torch.amp's "_growth_tracker": >= -growth_delay
 ScalerEntry counter(const char* name, int64_t ScalerCounters::*field, double minimum,
                     Key key = Key::Ampkit);
 ScalerEntry counter_flag(const char* name, bool ScalerCounters::*field);
@@ -128,7 +129,7 @@ inline const std::vector<ScalerEntry>& scaler_table() {
       entry::number("growth_factor", &S::growth_factor, check_growth_factor, Key::TorchAmp),
       entry::number("backoff_factor", &S::backoff_factor, check_backoff_factor, Key::TorchAmp),
       entry::count("growth_interval", &S::growth_interval, 1, Key::TorchAmp),
-      entry::counter("_growth_tracker", &C::growth_tracker, -kMaxCount, Key::TorchAmp),
+      entry::growth_tracker(),
       entry::flag("enabled", &S::enabled, Key::None),
       entry::optional_number("min_scale", &S::min_scale, check_chosen_scale),
       entry::optional_number("max_scale", &S::max_scale, check_chosen_scale),

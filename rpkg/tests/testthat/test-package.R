@@ -45,7 +45,11 @@ fake_ampkit <- function(extension = TRUE) {
     writeLines(c("def enter_autocast(request):", "    return request",
                  "def exit_autocast(token):", "    return None"), file.path(pkg, "_C.py"))
   }
-  writeLines(c("def open_region(*args):", "    return None"), file.path(pkg, "_r_glue.py"))
+  writeLines(c("from ampkit import is_autocast_enabled, get_autocast_dtype",
+               "def open_region(*args):", "    return None",
+               "def enter_region(request):", "    return request",
+               "def exit_region(token):", "    return None",
+               "def scaler_options():", "    return []"), file.path(pkg, "r_glue.py"))
   dir
 }
 
