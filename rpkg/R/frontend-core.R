@@ -357,6 +357,26 @@ torch_uint8 <- function() torch_dtype_named("uint8")
 #' @export
 torch_bool <- function() torch_dtype_named("bool")
 
+#' @rdname torch_dtype
+#' @param x An object.
+#' @export
+is_torch_dtype <- function(x) inherits(x, "torch_dtype")
+
+#' @rdname torch_dtype
+#' @export
+torch_get_default_dtype <- function() {
+  dtype_from_py(torch_fn("get_default_dtype")())
+}
+
+#' @rdname torch_dtype
+#' @param dtype A floating `torch_dtype`: the dtype R doubles and
+#'   floating creation functions give.
+#' @export
+torch_set_default_dtype <- function(dtype) {
+  call_python(torch_fn("set_default_dtype")(as_py_dtype(dtype)))
+  invisible(NULL)
+}
+
 #' @export
 print.torch_dtype <- function(x, ...) {
   cat("torch_", .subset2(x, "name"), "\n", sep = "")
@@ -400,6 +420,8 @@ Ops.torch_dtype <- function(e1, e2) {
 #' whether PyTorch sees a CUDA GPU.
 #' @param type `"cpu"`, `"cuda"`, or a type with an index such as `"cuda:0"`.
 #' @param index Optional device ordinal (0-based, as in R torch and PyTorch).
+#' @param device For `cuda_synchronize()`: the device to wait for (`NULL`:
+#'   the current one). Without CUDA it does nothing.
 #' @return `torch_device()`: an object of class `torch_device`;
 #'   `cuda_is_available()`: `TRUE` or `FALSE`.
 #' @export
@@ -499,6 +521,26 @@ Ops.torch_device <- function(e1, e2) {
 cuda_is_available <- function() {
   reticulate::py_to_r(torch_py()$cuda$is_available())
 }
+
+#' @rdname torch_device
+#' @export
+cuda_device_count <- function() {
+  reticulate::py_to_r(torch_py()$cuda$device_count())
+}
+
+#' @rdname torch_device
+#' @export
+cuda_synchronize <- function(device = NULL) {
+  if (cuda_is_available()) {
+    call_python(torch_py()$cuda$synchronize(as_py_device(device)))
+  }
+  invisible(NULL)
+}
+
+#' @rdname torch_device
+#' @param x An object.
+#' @export
+is_torch_device <- function(x) inherits(x, "torch_device")
 
 #' Seed PyTorch's random number generators
 #'

@@ -570,10 +570,27 @@ with_enable_grad <- function(code) {
 }
 
 with_grad_mode <- function(enabled, code) {
+  local_grad_mode(enabled)
+  force(code)
+}
+
+#' @rdname with_no_grad
+#' @param .env The environment whose exit restores the mode before.
+#' @export
+local_no_grad <- function(.env = parent.frame()) {
+  local_grad_mode(FALSE, .env)
+}
+
+#' @rdname with_no_grad
+#' @export
+local_enable_grad <- function(.env = parent.frame()) {
+  local_grad_mode(TRUE, .env)
+}
+
+local_grad_mode <- function(enabled, .env = parent.frame()) {
   before <- reticulate::py_to_r(torch_fn("is_grad_enabled")())
   torch_fn("set_grad_enabled")(enabled)
-  on.exit(torch_fn("set_grad_enabled")(before))
-  force(code)
+  withr::defer(torch_fn("set_grad_enabled")(before), envir = .env)
 }
 
 #' @rdname with_no_grad

@@ -78,6 +78,9 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
   if (is.list(data) && length(data) > 0L && all(vapply(data, is_torch_tensor, NA))) {
     return(torch_stack(data)$to(dtype = dtype, device = device))
   }
+  if (is.null(data)) {
+    data <- logical()
+  }
   if (is.factor(data)) {
     data <- as.integer(data)
   }
@@ -205,6 +208,50 @@ arange_end <- function(end, step, py_dtype) {
   e <- torch$tensor(as.double(end), dtype = torch$float32)
   towards <- torch$tensor(as.double(end + sign(step)), dtype = torch$float32)
   reticulate::py_to_r(torch$nextafter(e, towards)$item())
+}
+
+#' @rdname torch_tensor
+#' @param value One number (or a one-element tensor).
+#' @export
+torch_scalar_tensor <- function(value, dtype = NULL, device = NULL, requires_grad = FALSE) {
+  call <- sys.call()
+  if (length(value) != 1L) {
+    abort(sprintf("`value` must be one number, got %s.", describe(value)), call,
+          class = "value_error")
+  }
+  x <- torch_tensor(value, dtype = dtype, device = device)$squeeze()
+  if (isTRUE(requires_grad)) x$requires_grad_(TRUE)
+  x
+}
+
+#' @rdname torch_tensor
+#' @param n,m `torch_eye()`'s numbers of rows and columns.
+#' @export
+torch_eye <- function(n, m = n, dtype = NULL, layout = NULL, device = NULL,
+                      requires_grad = FALSE) {
+  call <- sys.call()
+  create_sized("eye", whole_number(m, "m", call), dtype, device, requires_grad, call,
+               before = list(whole_number(n, "n", call)))
+}
+
+#' @rdname torch_tensor
+#' @param steps `torch_linspace()`'s number of values.
+#' @export
+torch_linspace <- function(start, end, steps = 100, dtype = NULL, layout = NULL, device = NULL,
+                           requires_grad = FALSE) {
+  call <- sys.call()
+  create_sized("linspace", whole_number(steps, "steps", call), dtype, device, requires_grad, call,
+               before = list(as.double(scalar_value(start, "start", call)),
+                             as.double(scalar_value(end, "end", call))))
+}
+
+#' @rdname torch_tensor
+#' @export
+torch_randperm <- function(n, dtype = torch_int64(), layout = NULL, device = NULL,
+                           requires_grad = FALSE) {
+  # 0-based, as R torch's (R torch's sampler adds 1)
+  call <- sys.call()
+  create_sized("randperm", whole_number(n, "n", call), dtype, device, requires_grad, call)
 }
 
 # One number (or a one-element tensor) for Python: doubles stay floats, integers ints.

@@ -6,9 +6,10 @@ column-major order; shapes are R's (first dimension first).
 
 import torch
 
-# R's storage type -> the dtype of its bytes and R torch's default tensor dtype.
+# R's storage type -> the dtype of its bytes and R torch's default tensor dtype (None: torch's
+# default floating dtype).
 _R_KINDS = {
-    "double": (torch.float64, torch.float32),
+    "double": (torch.float64, None),
     "integer": (torch.int32, torch.int64),
     "logical": (torch.int32, torch.bool),
 }
@@ -28,7 +29,9 @@ def from_r(raw, kind, shape, dtype=None, device=None, requires_grad=False):
             t = t.permute(*reversed(range(len(shape))))
     if kind == "logical":
         t = t != 0
-    t = t.to(dtype=default if dtype is None else dtype, device=device, copy=True)
+    if dtype is None:
+        dtype = torch.get_default_dtype() if default is None else default
+    t = t.to(dtype=dtype, device=device, copy=True)
     t = t.contiguous()
     if requires_grad:
         t.requires_grad_(True)

@@ -330,3 +330,53 @@ test_that("PyTorch's errors reach R as R torch's condition classes without a tra
                                                       py_torch()$randn(4L, 4L))))
   expect_false(grepl("Traceback", conditionMessage(err), fixed = TRUE))
 })
+
+test_that("more creation functions: scalar tensors, eye, linspace, randperm, NULL", {
+  skip_if_no_ampkit()
+  torch <- py_torch()
+  s <- torch_scalar_tensor(2.5)
+  expect_equal(dim(s), integer(0))
+  expect_equal(s$item(), 2.5)
+  expect_same_as_torch(torch_eye(3), torch$eye(3L))
+  expect_same_as_torch(torch_eye(2, 3), torch$eye(2L, 3L))
+  expect_same_as_torch(torch_linspace(0, 1, 5), torch$linspace(0, 1, 5L))
+  p <- torch_randperm(6)
+  expect_true(p$dtype == torch_long())
+  # 0-based, as R torch's
+  expect_setequal(as_array(p), 0:5)
+  e <- torch_tensor(NULL)
+  expect_true(e$dtype == torch_bool())
+  expect_equal(e$shape, 0L)
+  expect_error(e[1], "out of bounds")
+  expect_true(is_torch_dtype(torch_float()))
+  expect_true(is_torch_device(torch_device("cpu")))
+  expect_false(is_torch_tensor(1))
+  expect_equal(cuda_device_count(), reticulate::py_to_r(torch$cuda$device_count()))
+  expect_null(cuda_synchronize())
+})
+
+test_that("the default dtype is what R doubles become", {
+  skip_if_no_ampkit()
+  expect_true(torch_get_default_dtype() == torch_float32())
+  torch_set_default_dtype(torch_float64())
+  on.exit(torch_set_default_dtype(torch_float32()))
+  expect_true(torch_tensor(c(1, 2))$dtype == torch_float64())
+  expect_true(torch_randn(2)$dtype == torch_float64())
+  expect_true(torch_tensor(1:2)$dtype == torch_long())
+})
+
+test_that("local_no_grad and local_enable_grad last until the function returns", {
+  skip_if_no_ampkit()
+  w <- torch_ones(2, requires_grad = TRUE)
+  f <- function() {
+    local_no_grad()
+    w * 2
+  }
+  expect_false(f()$requires_grad)
+  expect_true((w * 2)$requires_grad)
+  g <- function() {
+    local_enable_grad()
+    w * 2
+  }
+  expect_true(with_no_grad(g())$requires_grad)
+})
