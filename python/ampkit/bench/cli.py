@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import measure, overhead, report
+from . import measure, overhead, precision, report
 from .r_runner import RSession, compare_rows, matmul_rows, r_table, r_unavailable
 from .training import IMPLEMENTATIONS, run_python_cells
 
@@ -25,17 +25,38 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load_suites(directory: str, names: Optional[List[str]],
-                device: str = "cpu") -> List[Dict[str, Any]]:
-    """The suites of `directory`: those named, else every suite for `device` (a suite with a
-    "devices" list, such as the seeds' GPU workloads, runs on those devices only, or by name)."""
+def all_suites(directory: str) -> List[Dict[str, Any]]:
+    """Every suite of `directory` (its JSON files), in name order."""
     suites = []
     for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
         with open(path) as f:
             suite = json.load(f)
         suite["path"] = os.path.abspath(path)
-        if (suite["name"] in names) if names else (device in suite.get("devices", [device])):
-            suites.append(suite)
+        suites.append(suite)
+    return suites
+
+
+def _suite_list(directory: str) -> str:
+    lines = []
+    for suite in all_suites(directory):
+        devices = suite.get("devices")
+        where = f" ({', '.join(devices)} only)" if devices else ""
+        lines.append(f"  {suite['name']}{where}")
+    return "suites (--only NAME ...):\n" + "\n".join(lines)
+
+
+def load_suites(directory: str, names: Optional[List[str]],
+                device: str = "cpu") -> List[Dict[str, Any]]:
+    """The suites of `directory`: those named, else every suite for `device` (a suite with a
+    "devices" list, such as the seeds' GPU workloads, runs on those devices only, or by name)."""
+    every = all_suites(directory)
+    unknown = sorted(set(names or ()) - {suite["name"] for suite in every})
+    if unknown:
+        raise SystemExit(f"unknown suite(s) {', '.join(unknown)}; the suites are: "
+                         f"{', '.join(suite['name'] for suite in every)}")
+    suites = [suite for suite in every
+              if ((suite["name"] in names) if names
+                  else (device in suite.get("devices", [device])))]
     if not suites:
         raise SystemExit(f"no benchmark suites found in {directory!r} (names: {names})")
     # Overhead first: its microsecond timings suffer from the OpenMP threads a training workload
@@ -64,7 +85,9 @@ def run_features(size: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ampkit bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ampkit bench", description=__doc__,
+                                     epilog=_suite_list(SUITES_DIR),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--size", default=None, help="size set in the suites: cpu, cuda or tiny "
                         "(default: the device's)")
@@ -89,6 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     training: List[Dict[str, Any]] = []
     overheads: List[Dict[str, Any]] = []
     features: List[Dict[str, Any]] = []
+    precision_rows: List[Dict[str, Any]] = []
     # The R runner: one Rscript process, started after the overhead timings (which it would
     # disturb), whose steps take turns with the Python runner's.
     r_session: Optional[RSession] = None
@@ -98,6 +122,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if suite["kind"] == "overhead":
             overheads += run_overhead(suite, size)
             features += run_features(size)
+            continue
+        if suite["kind"] == "precision":
+            precision_rows += precision.run(suite, size, args.device)
             continue
         if r_missing is None and r_session is None:
             r_session = RSession(args.device)
@@ -138,10 +165,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n" + report.overhead_table(overheads))
     if features:
         print("\n" + report.feature_table(features))
+    if precision_rows:
+        print("\n" + precision.table(precision_rows))
     json_path = os.path.join(args.out, "results.json")
     png_path = os.path.join(args.out, "results.png")
     report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
                                   "overhead": overheads, "features": features,
+                                  "precision": precision_rows,
                                   "r_against_python": {"training": r_rows,
                                                        "matmul": matmul},
                                   "seconds": time.time() - started})

@@ -1,0 +1,35 @@
+"""`python -m ampkit`: its help lists the commands, and the benchmark's lists the suites."""
+
+import subprocess
+import sys
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "ampkit", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_help_lists_the_commands_and_exits_0():
+    out = _run("--help")
+    assert out.returncode == 0
+    assert "commands:" in out.stdout and "bench" in out.stdout
+
+
+def test_no_or_an_unknown_command_exits_2_listing_the_commands():
+    for args in ((), ("benchmark",)):
+        out = _run(*args)
+        assert out.returncode == 2
+        assert "bench" in out.stderr and "commands:" in out.stderr
+
+
+def test_bench_help_and_an_unknown_suite_list_the_suites():
+    from ampkit.bench.cli import SUITES_DIR, all_suites
+    names = [suite["name"] for suite in all_suites(SUITES_DIR)]
+    assert "recipe_mlp" in names
+    out = _run("bench", "--help")
+    assert out.returncode == 0
+    assert all(name in out.stdout for name in names)
+    out = _run("bench", "--only", "nosuch", "--no-r")
+    assert out.returncode != 0
+    assert "unknown suite(s) nosuch" in out.stderr
+    assert all(name in out.stderr for name in names)
