@@ -206,3 +206,31 @@ def test_r_glue_regions_and_scalers():
     assert r_glue.scale_tensor(scaler).item() == 8.0
     assert r_glue.scaler_from_deepspeed({"initial_scale_power": 3}, "cpu").get_scale() == 8.0
     assert r_glue.scaler_from_megatron("cpu", initial_scale=4.0).get_scale() == 4.0
+
+
+# ---- the binding's stub ----------------------------------------------------------------------
+
+def _stub_names():
+    import ast
+    import pathlib
+    stub = pathlib.Path(ampkit.__file__).with_name("_C.pyi")
+    tree = ast.parse(stub.read_text())
+    top, members = set(), {}
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            top.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                members[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)
+                                      } | {n.target.id for n in node.body
+                                           if isinstance(n, ast.AnnAssign)}
+        elif isinstance(node, ast.AnnAssign):
+            top.add(node.target.id)
+    return top, members
+
+
+def test_the_shipped_stub_declares_what_the_extension_has():
+    top, members = _stub_names()
+    assert top == {name for name in dir(_C) if not name.startswith("__")}
+    for cls in ("GradScaler", "AutocastRegion", "ParamList", "FusedStepArgs"):
+        public = {name for name in dir(getattr(_C, cls)) if not name.startswith("_")}
+        assert members[cls] - {"__init__", "__enter__", "__exit__"} == public, cls
