@@ -4,11 +4,11 @@
 # coro package, which is not installed here (see CONFORMANCE.md); the loop it runs is written
 # with dataloader_make_iter() and dataloader_next() instead.
 
-Dataset <- R6::R6Class(
+Dataset <- R6::R6Class( # nolint: object_name_linter. (R torch's name)
   classname = "dataset",
   lock_objects = FALSE,
   public = list(
-    initialize = function(...) {},
+    initialize = function(...) invisible(NULL),
     .getitem = function(index) {
       abort("The dataset has no .getitem() method: define one in dataset().",
             class = "not_implemented_error")
@@ -68,7 +68,7 @@ dataset <- function(name = NULL, inherit = Dataset, ..., private = NULL, active 
     args = rlang::fn_fmls(init),
     body = rlang::expr(d$new(!!!rlang::fn_fmls_syms(init)))
   )
-  attr(f, "Dataset") <- d
+  attr(f, "Dataset") <- d # nolint: object_name_linter.
   class(f) <- c("dataset_generator", class(f))
   f
 }
@@ -272,7 +272,7 @@ load_batch <- function(dl, indices) {
 }
 
 # R torch's collation of a list of items into a batch.
-default_collate <- function(items) {
+default_collate <- function(items) { # nolint: cyclocomp_linter. (one branch per kind)
   first <- items[[1L]]
   if (is_torch_tensor(first)) {
     return(new_torch_tensor(call_python(torch_py()$stack(lapply(items, unwrap), 0L),

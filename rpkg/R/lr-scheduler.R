@@ -1,7 +1,7 @@
 # R torch's learning-rate schedulers over torch.optim.lr_scheduler: lr_step(), lr_lambda(),
 # lr_one_cycle(), each with `$step()`.
 
-LrScheduler <- R6::R6Class(
+lr_scheduler_class <- R6::R6Class(
   classname = "lr_scheduler",
   lock_objects = FALSE,
   public = list(
@@ -36,14 +36,14 @@ LrScheduler <- R6::R6Class(
 )
 
 #' @export
-unwrap.lr_scheduler <- function(x) {
+unwrap.lr_scheduler <- function(x) { # nolint: object_name_linter.
   .subset2(x, ".__enclos_env__")$private$py_
 }
 
 new_scheduler <- function(classname, py, optimizer) {
   cls <- scheduler_classes[[classname]]
   if (is.null(cls)) {
-    cls <- R6::R6Class(classname = classname, inherit = LrScheduler, lock_objects = FALSE)
+    cls <- R6::R6Class(classname = classname, inherit = lr_scheduler_class, lock_objects = FALSE)
     scheduler_classes[[classname]] <- cls
   }
   cls$new(py, optimizer)

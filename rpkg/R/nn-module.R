@@ -41,11 +41,12 @@ as_nn_parameter <- function(py) {
   p
 }
 
+# nolint start: object_name_linter, cyclocomp_linter. (R torch's name; one R6 class)
 nn_Module <- R6::R6Class(
   classname = "nn_Module",
   lock_objects = FALSE,
   public = list(
-    initialize = function() {},
+    initialize = function() invisible(NULL),
     forward = function(...) {
       abort("Forward method is not implemented.", class = "not_implemented_error")
     },
@@ -55,8 +56,8 @@ nn_Module <- R6::R6Class(
     register_module = function(name, module) {
       name <- module_key(name)
       if (inherits(module, "nn_module_generator")) {
-        abort(sprintf("Module \"%s\" must be initialized: call the generator, e.g. `nn_linear(10, 1)`.",
-                      name), class = "value_error")
+        abort(sprintf(paste0("Module \"%s\" must be initialized: call the generator, e.g. ",
+                             "`nn_linear(10, 1)`."), name), class = "value_error")
       }
       if (!is_nn_module(module)) {
         abort(sprintf("`module` must be an nn_module, got %s.", describe(module)),
@@ -281,6 +282,7 @@ nn_Module <- R6::R6Class(
     }
   )
 )
+# nolint end
 
 # list(child = list(a = p1), list(w = p2)) -> list(child.a = p1, w = p2): R torch's names.
 unlist_named <- function(x) {
@@ -297,7 +299,7 @@ unlist_named <- function(x) {
   out
 }
 
-module_key <- function(name) {
+module_key <- function(name) { # nolint: cyclocomp_linter.
   if (is.numeric(name) && length(name) == 1L && !is.na(name)) {
     name <- as.character(name)
   }
@@ -502,7 +504,7 @@ nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL
   e <- new.env(parent = parent_env)
   e$inherit <- inherit
   classes <- c(classname, get_inherited_classes(inherit), "nn_module")
-  Module <- R6::R6Class(
+  Module <- R6::R6Class( # nolint: object_name_linter.
     classname = classname,
     inherit = inherit,
     lock_objects = FALSE,
@@ -543,7 +545,7 @@ create_nn_module_callable <- function(instance) {
 }
 
 #' @export
-`$<-.nn_module` <- function(x, name, value) {
+`$<-.nn_module` <- function(x, name, value) { # nolint: object_name_linter.
   module <- attr(x, "module")
   module[[name]] <- value
   invisible(x)
@@ -553,7 +555,7 @@ create_nn_module_callable <- function(instance) {
 `[[<-.nn_module` <- `$<-.nn_module`
 
 #' @export
-`$.nn_Module` <- function(x, name) {
+`$.nn_Module` <- function(x, name) { # nolint: object_name_linter.
   x[[name]]
 }
 
@@ -605,7 +607,7 @@ create_nn_module_callable <- function(instance) {
 }
 
 #' @export
-`$<-.nn_Module` <- function(x, name, value) {
+`$<-.nn_Module` <- function(x, name, value) { # nolint: object_name_linter.
   x[[name]] <- value
   invisible(x)
 }
@@ -622,11 +624,11 @@ names.nn_module <- function(x) {
 }
 
 #' @export
-unwrap.nn_module <- function(x) {
+unwrap.nn_module <- function(x) { # nolint: object_name_linter.
   attr(x, "module")$.py_module()
 }
 
 #' @export
-unwrap.nn_Module <- function(x) {
+unwrap.nn_Module <- function(x) { # nolint: object_name_linter.
   x$.py_module()
 }

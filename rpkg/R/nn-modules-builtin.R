@@ -3,7 +3,7 @@
 # class name. Sizes may be R doubles; they must be whole numbers.
 
 # One whole number (a size, a count) as an R integer, which reticulate hands over as a Python int.
-int_arg <- function(x, name, null_ok = FALSE) {
+int_arg <- function(x, name, null_ok = FALSE) { # nolint: cyclocomp_linter.
   if (null_ok && is.null(x)) {
     return(NULL)
   }
@@ -15,7 +15,7 @@ int_arg <- function(x, name, null_ok = FALSE) {
 }
 
 # A whole number or a vector of them (kernel sizes, strides): an int or a Python list of ints.
-int_or_ints_arg <- function(x, name, null_ok = FALSE, strings = character()) {
+int_or_ints_arg <- function(x, name, null_ok = FALSE, strings = character()) { # nolint: cyclocomp_linter, line_length_linter.
   if (null_ok && is.null(x)) {
     return(NULL)
   }
@@ -293,14 +293,15 @@ batch_norm_module <- function(classname, python_name) {
     classname,
     initialize = function(num_features, eps = 1e-5, momentum = 0.1, affine = TRUE,
                           track_running_stats = TRUE) {
-      self$.set_py(call_python(do.call("$", list(torch_nn(), python_name))(
+      batch_norm <- do.call("$", list(torch_nn(), python_name))
+      self$.set_py(call_python(batch_norm( # nolint: object_usage_linter.
         int_arg(num_features, "num_features"), eps = arg_number(eps, "eps"),
         momentum = num_arg(momentum, "momentum", null_ok = TRUE),
         affine = arg_flag(affine, "affine"),
         track_running_stats = arg_flag(track_running_stats, "track_running_stats")),
         call = NULL))
     },
-    forward = function(input) private$.forward_py(input)
+    forward = function(input) private$.forward_py(input) # nolint: object_usage_linter.
   )
 }
 
@@ -391,9 +392,12 @@ simple_loss <- function(classname, python_name) {
   nn_module(
     classname,
     initialize = function(reduction = "mean") {
-      self$.set_py(do.call("$", list(torch_nn(), python_name))(reduction = reduction_arg(reduction)))
+      loss <- do.call("$", list(torch_nn(), python_name))
+      self$.set_py(loss(reduction = reduction_arg(reduction))) # nolint: object_usage_linter.
     },
-    forward = function(input, target) private$.forward_py(input, target)
+    forward = function(input, target) {
+      private$.forward_py(input, target) # nolint: object_usage_linter.
+    }
   )
 }
 

@@ -172,9 +172,11 @@ nnf_nll_loss <- function(input, target, weight = NULL, ignore_index = -100,
 
 #' @rdname nnf_losses
 #' @export
+# nolint start: object_length_linter. (R torch's name)
 nnf_binary_cross_entropy_with_logits <- function(input, target, weight = NULL,
                                                  reduction = "mean", pos_weight = NULL) {
   nnf_call("binary_cross_entropy_with_logits", tensor_arg(input, "input", FALSE),
            tensor_arg(target, "target", FALSE), weight = tensor_arg(weight, "weight"),
            reduction = reduction_arg(reduction), pos_weight = tensor_arg(pos_weight, "pos_weight"))
 }
+# nolint end

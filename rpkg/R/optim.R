@@ -4,7 +4,7 @@
 
 # An R value tree as Python: tensors unwrapped, named lists as dicts (in order), unnamed lists
 # as lists, scalars as Python scalars, longer vectors as lists, NULL as None.
-r_to_py_tree <- function(x) {
+r_to_py_tree <- function(x) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(x)) {
     return(unwrap(x))
   }
@@ -34,7 +34,7 @@ py_tree_to_r <- function(py) {
 
 # `params` (a tensor, a list of tensors, or a list of parameter groups: lists with an element
 # `params`) as what torch.optim takes.
-optimizer_params <- function(params, call = NULL) {
+optimizer_params <- function(params, call = NULL) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(params)) {
     params <- list(params)
   }
@@ -59,10 +59,8 @@ optimizer_params <- function(params, call = NULL) {
       if (is_torch_tensor(ps)) ps <- list(ps)
       if (!all(vapply(ps, is_torch_tensor, logical(1)))) bad()
       g$params <- lapply(unname(ps), unwrap)
-      r_to_py_tree(lapply(g, function(v) if (is.numeric(v) && length(v) > 1L) {
-        do.call(reticulate::tuple, as.list(v))
-      } else {
-        v
+      r_to_py_tree(lapply(g, function(v) {
+        if (is.numeric(v) && length(v) > 1L) do.call(reticulate::tuple, as.list(v)) else v
       }))
     })
     return(reticulate::r_to_py(groups, convert = FALSE))
@@ -70,7 +68,7 @@ optimizer_params <- function(params, call = NULL) {
   bad()
 }
 
-TorchOptimizer <- R6::R6Class(
+torch_optimizer_class <- R6::R6Class( # nolint: cyclocomp_linter.
   classname = "torch_optimizer",
   lock_objects = FALSE,
   public = list(
@@ -164,8 +162,8 @@ group_to_r <- function(group) {
   params <- wrap(group$get("params"))
   rest <- wrap(nn_py()$group_options(group))
   rest <- lapply(rest, function(v) {
-    if (is.list(v) && length(v) > 0L && all(vapply(v, function(e) is.numeric(e) &&
-                                                     length(e) == 1L, logical(1)))) {
+    scalars <- function(e) is.numeric(e) && length(e) == 1L
+    if (is.list(v) && length(v) > 0L && all(vapply(v, scalars, logical(1)))) {
       unlist(v)
     } else {
       v
@@ -175,14 +173,14 @@ group_to_r <- function(group) {
 }
 
 #' @export
-unwrap.torch_optimizer <- function(x) {
+unwrap.torch_optimizer <- function(x) { # nolint: object_name_linter.
   .subset2(x, ".__enclos_env__")$private$py_
 }
 
 new_optimizer <- function(classname, py) {
   cls <- optimizer_classes[[classname]]
   if (is.null(cls)) {
-    cls <- R6::R6Class(classname = classname, inherit = TorchOptimizer, lock_objects = FALSE)
+    cls <- R6::R6Class(classname = classname, inherit = torch_optimizer_class, lock_objects = FALSE)
     optimizer_classes[[classname]] <- cls
   }
   cls$new(py)

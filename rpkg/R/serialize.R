@@ -4,7 +4,7 @@
 
 #' @rdname torch_save
 #' @export
-torch_save.nn_module <- function(obj, path, ...) {
+torch_save.nn_module <- function(obj, path, ...) { # nolint: object_name_linter.
   abort(paste0("`obj` is an nn_module, whose R code cannot be saved in PyTorch's format: ",
                "save its state dict, `torch_save(model$state_dict(), path)`, and load it into a ",
                "new module with `model$load_state_dict(torch_load(path))`."),
@@ -13,7 +13,7 @@ torch_save.nn_module <- function(obj, path, ...) {
 
 #' @rdname torch_save
 #' @export
-torch_save.torch_optimizer <- function(obj, path, ...) {
+torch_save.torch_optimizer <- function(obj, path, ...) { # nolint: object_name_linter.
   abort(paste0("`obj` is an optimizer: save its state dict, ",
                "`torch_save(opt$state_dict(), path)`, and load it with ",
                "`opt$load_state_dict(torch_load(path))`."), class = "value_error")

@@ -13,14 +13,14 @@ same_tensor <- function(a, b) {
     reticulate::py_to_r(pt()$equal(a, b))
 }
 
-expect_same_tensor <- function(a, b) expect_true(same_tensor(a, b))
+expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
 
 # The R error message carries no Python traceback and no Python private names.
 # Calls a Python callable (a torch module) on Python arguments.
 pycall <- function(f, ...) reticulate::py_call(f, ...)
 
 expect_r_words <- function(cnd) {
-  expect_false(grepl("Traceback|Detailed traceback|File \"", conditionMessage(cnd)))
+  testthat::expect_false(grepl("Traceback|Detailed traceback|File \"", conditionMessage(cnd)))
 }
 
 test_that("nn_linear is torch.nn.Linear: class, seeded weights, forward, sizes as doubles", {
@@ -246,21 +246,21 @@ test_that("conv2d, max_pool2d, flatten: PyTorch's numbers, 1-based dims and indi
 
 test_that("activations, dropout, normalization layers agree with PyTorch", {
   skip_if_no_ampkit()
-  F <- pt()$nn$functional
+  fnl <- pt()$nn$functional
   x <- torch_randn(6, 4)
-  expect_same_tensor(nn_relu()(x), F$relu(unwrap(x)))
-  expect_same_tensor(nn_gelu()(x), F$gelu(unwrap(x)))
-  expect_same_tensor(nn_gelu(approximate = "tanh")(x), F$gelu(unwrap(x), approximate = "tanh"))
+  expect_same_tensor(nn_relu()(x), fnl$relu(unwrap(x)))
+  expect_same_tensor(nn_gelu()(x), fnl$gelu(unwrap(x)))
+  expect_same_tensor(nn_gelu(approximate = "tanh")(x), fnl$gelu(unwrap(x), approximate = "tanh"))
   expect_same_tensor(nn_tanh()(x), pt()$tanh(unwrap(x)))
   expect_same_tensor(nn_sigmoid()(x), pt()$sigmoid(unwrap(x)))
-  expect_same_tensor(nn_softmax(dim = 1)(x), F$softmax(unwrap(x), dim = 0L))
-  expect_same_tensor(nn_log_softmax(dim = -1)(x), F$log_softmax(unwrap(x), dim = -1L))
+  expect_same_tensor(nn_softmax(dim = 1)(x), fnl$softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nn_log_softmax(dim = -1)(x), fnl$log_softmax(unwrap(x), dim = -1L))
   expect_same_tensor(nn_identity()(x), x)
   drop <- nn_dropout(p = 0.5)
   torch_manual_seed(9)
   d1 <- drop(x)
   pt()$manual_seed(9L)
-  expect_same_tensor(d1, F$dropout(unwrap(x), p = 0.5, training = TRUE))
+  expect_same_tensor(d1, fnl$dropout(unwrap(x), p = 0.5, training = TRUE))
   drop$eval()
   expect_same_tensor(drop(x), x)
   bn <- nn_batch_norm1d(4)
@@ -275,7 +275,7 @@ test_that("activations, dropout, normalization layers agree with PyTorch", {
   bn2 <- nn_batch_norm2d(3)
   expect_identical(bn2(torch_randn(2, 3, 4, 4))$shape, c(2L, 3L, 4L, 4L))
   ln <- nn_layer_norm(4)
-  expect_same_tensor(ln(x), F$layer_norm(unwrap(x), list(4L)))
+  expect_same_tensor(ln(x), fnl$layer_norm(unwrap(x), list(4L)))
   expect_identical(names(nn_layer_norm(c(3, 4))$parameters), c("weight", "bias"))
 })
 
@@ -298,66 +298,66 @@ test_that("nn_embedding takes 1-based indices and a 1-based padding_idx", {
 
 test_that("losses and nnf losses: 1-based class labels, PyTorch's numbers", {
   skip_if_no_ampkit()
-  F <- pt()$nn$functional
+  fnl <- pt()$nn$functional
   logits <- torch_randn(5, 3)
   y <- torch_tensor(c(1L, 3L, 2L, 3L, 1L))
   y0 <- unwrap(y)$sub(1L)
-  expect_same_tensor(nnf_cross_entropy(logits, y), F$cross_entropy(unwrap(logits), y0))
-  expect_same_tensor(nn_cross_entropy_loss()(logits, y), F$cross_entropy(unwrap(logits), y0))
+  expect_same_tensor(nnf_cross_entropy(logits, y), fnl$cross_entropy(unwrap(logits), y0))
+  expect_same_tensor(nn_cross_entropy_loss()(logits, y), fnl$cross_entropy(unwrap(logits), y0))
   lp <- nnf_log_softmax(logits, dim = 2)
-  expect_same_tensor(nnf_nll_loss(lp, y), F$nll_loss(unwrap(lp), y0))
-  expect_same_tensor(nn_nll_loss()(lp, y), F$nll_loss(unwrap(lp), y0))
+  expect_same_tensor(nnf_nll_loss(lp, y), fnl$nll_loss(unwrap(lp), y0))
+  expect_same_tensor(nn_nll_loss()(lp, y), fnl$nll_loss(unwrap(lp), y0))
   # ignore_index is a label in the same (1-based) terms.
   expect_same_tensor(nnf_cross_entropy(logits, y, ignore_index = 3),
-                     F$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
+                     fnl$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
   expect_same_tensor(nn_cross_entropy_loss(ignore_index = 3)(logits, y),
-                     F$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
+                     fnl$cross_entropy(unwrap(logits), y0, ignore_index = 2L))
   # Class probabilities are taken as they are.
   probs <- nnf_softmax(torch_randn(5, 3), dim = 2)
   expect_same_tensor(nnf_cross_entropy(logits, probs),
-                     F$cross_entropy(unwrap(logits), unwrap(probs)))
+                     fnl$cross_entropy(unwrap(logits), unwrap(probs)))
   expect_error(nnf_cross_entropy(logits, torch_tensor(c(1L, 4L, 1L, 1L, 1L))),
                class = "index_error")
   a <- torch_randn(4, 2)
   b <- torch_randn(4, 2)
-  expect_same_tensor(nnf_mse_loss(a, b), F$mse_loss(unwrap(a), unwrap(b)))
+  expect_same_tensor(nnf_mse_loss(a, b), fnl$mse_loss(unwrap(a), unwrap(b)))
   expect_same_tensor(nn_mse_loss(reduction = "sum")(a, b),
-                     F$mse_loss(unwrap(a), unwrap(b), reduction = "sum"))
-  expect_same_tensor(nn_l1_loss()(a, b), F$l1_loss(unwrap(a), unwrap(b)))
+                     fnl$mse_loss(unwrap(a), unwrap(b), reduction = "sum"))
+  expect_same_tensor(nn_l1_loss()(a, b), fnl$l1_loss(unwrap(a), unwrap(b)))
   expect_same_tensor(nnf_l1_loss(a, b, reduction = "none"),
-                     F$l1_loss(unwrap(a), unwrap(b), reduction = "none"))
+                     fnl$l1_loss(unwrap(a), unwrap(b), reduction = "none"))
   t01 <- torch_rand(4, 2)
   expect_same_tensor(nn_bce_with_logits_loss()(a, t01),
-                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
+                     fnl$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
   pw <- torch_ones(2) * 3
   expect_same_tensor(nn_bce_with_logits_loss(pos_weight = pw)(a, t01),
-                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01),
+                     fnl$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01),
                                                         pos_weight = unwrap(pw)))
   expect_same_tensor(nnf_binary_cross_entropy_with_logits(a, t01),
-                     F$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
+                     fnl$binary_cross_entropy_with_logits(unwrap(a), unwrap(t01)))
   expect_same_tensor(nn_bce_loss()(nnf_sigmoid(a), t01),
-                     F$binary_cross_entropy(pt()$sigmoid(unwrap(a)), unwrap(t01)))
+                     fnl$binary_cross_entropy(pt()$sigmoid(unwrap(a)), unwrap(t01)))
 })
 
 test_that("nnf activations take 1-based dims", {
   skip_if_no_ampkit()
-  F <- pt()$nn$functional
+  fnl <- pt()$nn$functional
   x <- torch_randn(3, 4)
-  expect_same_tensor(nnf_softmax(x, dim = 1), F$softmax(unwrap(x), dim = 0L))
-  expect_same_tensor(nnf_softmax(x, dim = 2), F$softmax(unwrap(x), dim = 1L))
-  expect_same_tensor(nnf_softmax(x, dim = -1), F$softmax(unwrap(x), dim = -1L))
-  expect_same_tensor(nnf_log_softmax(x, dim = 1), F$log_softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nnf_softmax(x, dim = 1), fnl$softmax(unwrap(x), dim = 0L))
+  expect_same_tensor(nnf_softmax(x, dim = 2), fnl$softmax(unwrap(x), dim = 1L))
+  expect_same_tensor(nnf_softmax(x, dim = -1), fnl$softmax(unwrap(x), dim = -1L))
+  expect_same_tensor(nnf_log_softmax(x, dim = 1), fnl$log_softmax(unwrap(x), dim = 0L))
   expect_same_tensor(nnf_softmax(x, dim = 2, dtype = torch_float64()),
-                     F$softmax(unwrap(x), dim = 1L, dtype = pt()$float64))
-  expect_same_tensor(nnf_relu(x), F$relu(unwrap(x)))
-  expect_same_tensor(nnf_gelu(x), F$gelu(unwrap(x)))
+                     fnl$softmax(unwrap(x), dim = 1L, dtype = pt()$float64))
+  expect_same_tensor(nnf_relu(x), fnl$relu(unwrap(x)))
+  expect_same_tensor(nnf_gelu(x), fnl$gelu(unwrap(x)))
   expect_same_tensor(nnf_tanh(x), pt()$tanh(unwrap(x)))
   expect_same_tensor(nnf_sigmoid(x), pt()$sigmoid(unwrap(x)))
   expect_same_tensor(nnf_dropout(x, training = FALSE), x)
   torch_manual_seed(4)
   d <- nnf_dropout(x, p = 0.3)
   pt()$manual_seed(4L)
-  expect_same_tensor(d, F$dropout(unwrap(x), p = 0.3))
+  expect_same_tensor(d, fnl$dropout(unwrap(x), p = 0.3))
   expect_error(nnf_softmax(x), "`dim` must be given", class = "value_error")
   expect_error(nnf_softmax(x, dim = 0), "1-based", class = "value_error")
   expect_error(nnf_relu(1), "`input` must be a tensor", class = "value_error")

@@ -1,0 +1,250 @@
+# The front end's optimizers and learning-rate schedulers, against torch.optim run from Python
+# on a copy of the same model; torch_save/torch_load of state dicts.
+
+pt <- function() reticulate::import("torch", convert = FALSE)
+
+same_tensor <- function(a, b) {
+  a <- if (inherits(a, "torch_tensor")) unwrap(a) else a
+  b <- if (inherits(b, "torch_tensor")) unwrap(b) else b
+  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
+    reticulate::py_to_r(pt()$equal(a, b))
+}
+
+# A front-end MLP and a deep copy of its torch.nn.Module, trained side by side: R with the
+# front end, Python with torch.optim directly.
+twin_models <- function(seed = 1) {
+  torch_manual_seed(seed)
+  net <- nn_sequential(nn_linear(3, 5), nn_tanh(), nn_linear(5, 2))
+  copy <- reticulate::import("copy", convert = FALSE)
+  list(net = net, py = copy$deepcopy(unwrap(net)))
+}
+
+train_both <- function(make_r, make_py, steps = 4, seed = 1) {
+  m <- twin_models(seed)
+  opt <- make_r(m$net$parameters)
+  py_opt <- make_py(m$py$parameters())
+  for (i in seq_len(steps)) {
+    x <- torch_randn(4, 3)
+    y <- torch_randn(4, 2)
+    loss <- nnf_mse_loss(m$net(x), y)
+    loss$backward()
+    opt$step()
+    opt$zero_grad()
+    py_loss <- pt()$nn$functional$mse_loss(reticulate::py_call(m$py, unwrap(x)), unwrap(y))
+    py_loss$backward()
+    py_opt$step()
+    py_opt$zero_grad()
+  }
+  list(r = m$net, py = m$py, opt = opt, py_opt = py_opt)
+}
+
+expect_same_parameters <- function(res) {
+  py_params <- wrap(reticulate::import_builtins(convert = FALSE)$list(res$py$parameters()))
+  r_params <- unname(res$r$parameters)
+  testthat::expect_identical(length(r_params), length(py_params))
+  for (i in seq_along(r_params)) testthat::expect_true(same_tensor(r_params[[i]], py_params[[i]]))
+}
+
+test_that("optim_sgd, optim_adam and optim_adamw step as torch.optim does", {
+  skip_if_no_ampkit()
+  res <- train_both(function(p) optim_sgd(p, lr = 0.1, momentum = 0.9, weight_decay = 1e-3),
+                    function(p) pt()$optim$SGD(p, lr = 0.1, momentum = 0.9, weight_decay = 1e-3))
+  expect_identical(class(res$opt), c("optim_sgd", "torch_optimizer", "R6"))
+  expect_true(is_optimizer(res$opt))
+  expect_true(inherits(unwrap(res$opt), "torch.optim.sgd.SGD"))
+  expect_same_parameters(res)
+  res <- train_both(function(p) optim_adam(p, lr = 0.01, betas = c(0.8, 0.99)),
+                    function(p) pt()$optim$Adam(p, lr = 0.01, betas = reticulate::tuple(0.8, 0.99)))
+  expect_identical(class(res$opt)[[1]], "optim_adam")
+  expect_same_parameters(res)
+  res <- train_both(function(p) optim_adamw(p, lr = 0.01, amsgrad = TRUE),
+                    function(p) pt()$optim$AdamW(p, lr = 0.01, amsgrad = TRUE))
+  expect_identical(class(res$opt)[[1]], "optim_adamw")
+  expect_same_parameters(res)
+})
+
+test_that("param_groups: read as R lists, options assigned as in R torch", {
+  skip_if_no_ampkit()
+  net <- nn_linear(2, 1)
+  opt <- optim_adam(net$parameters, lr = 0.01)
+  groups <- opt$param_groups
+  expect_length(groups, 1L)
+  expect_identical(groups[[1]]$lr, 0.01)
+  expect_identical(groups[[1]]$betas, c(0.9, 0.999))
+  expect_length(groups[[1]]$params, 2L)
+  expect_true(same_tensor(groups[[1]]$params[[1]], net$weight))
+  opt$param_groups[[1]]$lr <- 0.5
+  opt$param_groups[[1]]$betas <- c(0.5, 0.9)
+  py_group <- reticulate::py_get_item(unwrap(opt)$param_groups, 0L)
+  expect_identical(reticulate::py_to_r(py_group$get("lr")), 0.5)
+  expect_true(inherits(py_group$get("betas"), "python.builtin.tuple"))
+  expect_identical(opt$param_groups[[1]]$betas, c(0.5, 0.9))
+  # Parameter groups with options of their own.
+  m <- nn_sequential(nn_linear(2, 2), nn_linear(2, 1))
+  opt2 <- optim_sgd(list(list(params = m[[1]]$parameters, lr = 0.5),
+                         list(params = m[[2]]$parameters)), lr = 0.1)
+  expect_identical(vapply(opt2$param_groups, function(g) g$lr, numeric(1)), c(0.5, 0.1))
+  expect_output(print(opt2), "<optim_sgd> with 2 parameter group")
+})
+
+test_that("zero_grad zeroes (or sets to NULL), step takes a closure", {
+  skip_if_no_ampkit()
+  net <- nn_linear(2, 1)
+  opt <- optim_sgd(net$parameters, lr = 0.1)
+  nnf_mse_loss(net(torch_ones(3, 2)), torch_zeros(3, 1))$backward()
+  opt$zero_grad()
+  expect_equal(net$weight$grad$abs()$sum()$item(), 0)
+  opt$zero_grad(set_to_none = TRUE)
+  expect_null(net$weight$grad)
+  w0 <- net$weight$detach()$clone()
+  loss <- opt$step(function() {
+    opt$zero_grad()
+    l <- nnf_mse_loss(net(torch_ones(3, 2)), torch_zeros(3, 1))
+    l$backward()
+    l
+  })
+  expect_true(inherits(loss, "torch_tensor"))
+  expect_false(same_tensor(w0, net$weight$detach()))
+})
+
+test_that("optimizer errors are R errors naming the argument", {
+  skip_if_no_ampkit()
+  net <- nn_linear(2, 1)
+  expect_error(optim_sgd(net$parameters), "`lr` must be given", class = "value_error")
+  expect_error(optim_sgd(list(1, 2), lr = 0.1), "`params` must be a list of tensors",
+               class = "value_error")
+  expect_error(optim_sgd(list(), lr = 0.1), "empty list", class = "value_error")
+  expect_error(optim_adam(net$parameters, betas = 0.9), "`betas` must be two numbers",
+               class = "value_error")
+  expect_error(optim_sgd(net$parameters, lr = "fast"), "`lr` must be a number")
+  e <- expect_error(optim_sgd(net$parameters, lr = -1), class = "value_error")
+  expect_match(conditionMessage(e), "Invalid learning rate")
+  opt <- optim_sgd(net$parameters, lr = 0.1)
+  e <- expect_error(opt$load_state_dict(list(state = list())), "`state` and `param_groups`",
+                    class = "value_error")
+  expect_error(opt$load_state_dict("x"), "optimizer's state dict", class = "value_error")
+  expect_error(opt$step("not a function"), "`closure` must be a function",
+               class = "value_error")
+})
+
+test_that("state_dict() round-trips through torch_save/torch_load and resumes identically", {
+  skip_if_no_ampkit()
+  res <- train_both(function(p) optim_adam(p, lr = 0.01), function(p) pt()$optim$Adam(p, lr = 0.01))
+  sd <- res$opt$state_dict()
+  expect_identical(names(sd), c("state", "param_groups"))
+  expect_identical(names(sd$state), c("0", "1", "2", "3"))
+  expect_true(inherits(sd$state[["0"]]$exp_avg, "torch_tensor"))
+  dir <- withr::local_tempdir()
+  torch_save(sd, file.path(dir, "opt.pt"))
+  torch_save(res$r$state_dict(), file.path(dir, "model.pt"))
+  # Python reads R's files as PyTorch's own.
+  py_sd <- pt()$load(file.path(dir, "opt.pt"), weights_only = TRUE)
+  expect_true(inherits(py_sd, "python.builtin.dict"))
+  # A fresh model and optimizer resume from the files; one more step equals the original's.
+  torch_manual_seed(99)
+  net2 <- nn_sequential(nn_linear(3, 5), nn_tanh(), nn_linear(5, 2))
+  net2$load_state_dict(torch_load(file.path(dir, "model.pt")))
+  opt2 <- optim_adam(net2$parameters, lr = 0.01)
+  opt2$load_state_dict(torch_load(file.path(dir, "opt.pt")))
+  x <- torch_randn(4, 3)
+  y <- torch_randn(4, 2)
+  for (pair in list(list(res$r, res$opt), list(net2, opt2))) {
+    nnf_mse_loss(pair[[1]](x), y)$backward()
+    pair[[2]]$step()
+  }
+  for (key in names(net2$state_dict())) {
+    expect_true(same_tensor(net2$state_dict()[[key]], res$r$state_dict()[[key]]))
+  }
+  # A state saved by Python loads into the R optimizer.
+  pt()$save(res$py_opt$state_dict(), file.path(dir, "py_opt.pt"))
+  opt2$load_state_dict(torch_load(file.path(dir, "py_opt.pt")))
+  expect_identical(opt2$param_groups[[1]]$lr, 0.01)
+  expect_error(torch_save(net2, file.path(dir, "m.pt")), "save its state dict",
+               class = "value_error")
+  expect_error(torch_save(opt2, file.path(dir, "o.pt")), "save its state dict",
+               class = "value_error")
+})
+
+# The learning rates a PyTorch scheduler gives over `n` steps (one optimizer step each).
+py_lrs <- function(make, n, lr = 1, momentum = 0.9) {
+  p <- pt()$nn$Parameter(pt()$zeros(1L))
+  opt <- pt()$optim$SGD(list(p), lr = lr, momentum = momentum)
+  sched <- make(opt)
+  vapply(seq_len(n), function(i) {
+    opt$step()
+    sched$step()
+    reticulate::py_to_r(reticulate::py_get_item(opt$param_groups, 0L)$get("lr"))
+  }, numeric(1))
+}
+
+r_lrs <- function(make, n, lr = 1, momentum = 0.9) {
+  opt <- optim_sgd(list(nn_parameter(torch_zeros(1))), lr = lr, momentum = momentum)
+  sched <- make(opt)
+  vapply(seq_len(n), function(i) {
+    opt$step()
+    sched$step()
+    opt$param_groups[[1]]$lr
+  }, numeric(1))
+}
+
+test_that("lr_step, lr_lambda and lr_one_cycle follow PyTorch's schedules", {
+  skip_if_no_ampkit()
+  sched <- pt()$optim$lr_scheduler
+  expect_identical(r_lrs(function(o) lr_step(o, step_size = 2, gamma = 0.5), 6),
+                   py_lrs(function(o) sched$StepLR(o, step_size = 2L, gamma = 0.5), 6))
+  expect_identical(r_lrs(function(o) lr_lambda(o, function(epoch) 0.9^epoch), 5),
+                   py_lrs(function(o) sched$LambdaLR(o, reticulate::py_eval("lambda e: 0.9 ** e")),
+                          5))
+  expect_identical(
+    r_lrs(function(o) lr_one_cycle(o, max_lr = 0.1, total_steps = 10), 9),
+    py_lrs(function(o) sched$OneCycleLR(o, max_lr = 0.1, total_steps = 10L), 9))
+  expect_identical(
+    r_lrs(function(o) {
+      lr_one_cycle(o, max_lr = 0.1, epochs = 2, steps_per_epoch = 5, anneal_strategy = "linear")
+    }, 9),
+    py_lrs(function(o) {
+      sched$OneCycleLR(o, max_lr = 0.1, epochs = 2L, steps_per_epoch = 5L,
+                       anneal_strategy = "linear")
+    }, 9))
+  opt <- optim_sgd(list(nn_parameter(torch_zeros(1))), lr = 1)
+  s <- lr_step(opt, step_size = 1)
+  expect_identical(class(s), c("lr_step", "lr_scheduler", "R6"))
+  expect_identical(s$last_epoch, 0L)
+  opt$step()
+  s$step()
+  expect_equal(s$get_last_lr(), 0.1)
+  expect_error(lr_step("opt", 1), "`optimizer` must be a torch_optimizer", class = "value_error")
+  expect_error(lr_lambda(opt, 3), "`lr_lambda` must be a function", class = "value_error")
+  expect_error(lr_one_cycle(opt, max_lr = 1, anneal_strategy = "cosine"), "anneal_strategy")
+  expect_error(lr_one_cycle(opt, max_lr = 1), class = "value_error") # no length given
+})
+
+test_that("the grad scaler takes the front end's optimizers", {
+  skip_if_no_ampkit()
+  torch_manual_seed(1)
+  net <- nn_linear(3, 1)
+  opt <- optim_sgd(net$parameters, lr = 0.1)
+  scaler <- amp_grad_scaler("cpu", init_scale = 2^8)
+  loss <- with_autocast(device_type = "cpu", dtype = "bfloat16", {
+    nnf_mse_loss(net(torch_randn(4, 3)), torch_zeros(4, 1))
+  })
+  scaler$scale(loss)$backward()
+  scaler$step(opt)
+  scaler$update()
+  expect_identical(scaler$get_scale(), 2^8)
+  dir <- withr::local_tempdir()
+  torch_save(scaler$state_dict(), file.path(dir, "scaler.pt"))
+  fresh <- amp_grad_scaler("cpu")
+  fresh$load_state_dict(torch_load(file.path(dir, "scaler.pt")))
+  expect_identical(fresh$get_scale(), 2^8)
+})
+
+test_that("the examples of the optimizer help pages run", {
+  skip_if_no_ampkit()
+  for (topic in c("optimizers", "lr_schedulers", "torch_save")) {
+    expect_error(utils::capture.output(utils::example(topic, package = "ampkit",
+                                                      character.only = TRUE, ask = FALSE,
+                                                      echo = FALSE)),
+                 NA, label = topic)
+  }
+})
