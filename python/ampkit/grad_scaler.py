@@ -402,7 +402,6 @@ class GradScaler:
         The counters live on the scale's device; this reads them and the scale in one go.
 
         Example:
-            >>> import ampkit
             >>> ampkit.GradScaler("cpu").stats()
             {'steps': 0, 'skipped_steps': 0, 'consecutive_skipped_steps': 0, 'scale': 65536.0}
         """
@@ -507,27 +506,19 @@ class GradScaler:
         """The current scale as a Python float (reads it to the host); 1.0 when disabled.
 
         Example:
-            >>> import ampkit
             >>> ampkit.GradScaler("cpu").get_scale()
             65536.0
         """
         return self._core.get_scale()
 
     def get_growth_factor(self) -> float:
-        """The growth factor.
-
-        Example:
-            >>> import ampkit
-            >>> ampkit.GradScaler("cpu").get_growth_factor()
-            2.0
-        """
+        """The growth factor."""
         return self._core.get_growth_factor()
 
     def set_growth_factor(self, new_factor: float) -> None:
         """Set the growth factor (a finite number > 1).
 
         Example:
-            >>> import ampkit
             >>> s = ampkit.GradScaler("cpu"); s.set_growth_factor(4.0); s.get_growth_factor()
             4.0
         """
@@ -535,20 +526,13 @@ class GradScaler:
         self._remember_given(growth_factor=new_factor)
 
     def get_backoff_factor(self) -> float:
-        """The backoff factor.
-
-        Example:
-            >>> import ampkit
-            >>> ampkit.GradScaler("cpu").get_backoff_factor()
-            0.5
-        """
+        """The backoff factor."""
         return self._core.get_backoff_factor()
 
     def set_backoff_factor(self, new_factor: float) -> None:
         """Set the backoff factor (in (0, 1)).
 
         Example:
-            >>> import ampkit
             >>> s = ampkit.GradScaler("cpu"); s.set_backoff_factor(0.25); s.get_backoff_factor()
             0.25
         """
@@ -556,33 +540,20 @@ class GradScaler:
         self._remember_given(backoff_factor=new_factor)
 
     def get_growth_interval(self) -> int:
-        """The growth interval.
-
-        Example:
-            >>> import ampkit
-            >>> ampkit.GradScaler("cpu").get_growth_interval()
-            2000
-        """
+        """The growth interval."""
         return self._core.get_growth_interval()
 
     def set_growth_interval(self, new_interval: int) -> None:
         """Set the growth interval (a whole number >= 1).
 
         Example:
-            >>> import ampkit
             >>> s = ampkit.GradScaler("cpu"); s.set_growth_interval(10); s.get_growth_interval()
             10
         """
         self._core.set_growth_interval(_number("new_interval", new_interval))
 
     def is_enabled(self) -> bool:
-        """Whether the scaler scales (False when built disabled, or for CUDA without CUDA).
-
-        Example:
-            >>> import ampkit
-            >>> ampkit.GradScaler("cpu", enabled=False).is_enabled()
-            False
-        """
+        """Whether the scaler scales (False when built disabled, or for CUDA without CUDA)."""
         return self._core.is_enabled()
 
     def state_dict(self) -> Dict[str, Any]:
