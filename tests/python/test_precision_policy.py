@@ -379,3 +379,22 @@ def test_distributed_policy_equals_the_hand_edit_on_every_rank(kind, tmp_path):
         for step, (a, b) in enumerate(zip(record["policy"], record["hand"])):
             assert len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b)), \
                 f"rank {rank} step {step}"
+
+
+# -- the benchmark's rows --------------------------------------------------------------------
+
+def test_the_precision_benchmark_suite_gives_its_rows_at_tiny_size():
+    """Rows, not timings: the three comparisons, positive times, the locator's reads."""
+    import json
+
+    from ampkit.bench import precision
+    from ampkit.bench.cli import SUITES_DIR
+
+    with open(f"{SUITES_DIR}/precision.json") as f:
+        suite = json.load(f)
+    rows = precision.run(suite, suite["sizes"]["tiny"], "cpu")
+    assert [r["variant"] for r in rows] == ["policy, no change", "policy, layer 0 float32",
+                                            "locator"]
+    assert all(r["variant_s"] > 0 and r["reference_s"] > 0 for r in rows)
+    assert 0 < rows[-1]["host_reads_per_step"] <= 1
+    assert "locator:" in precision.table(rows)
