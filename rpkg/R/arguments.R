@@ -59,10 +59,14 @@ arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   as.double(x)
 }
 
-# A torch dtype: NULL, a torch.dtype object, or its name ("bfloat16", "half", "torch.float16").
+# A torch dtype: NULL, a torch.dtype object, the front end's torch_dtype (torch_float16()), or
+# a name ("bfloat16", "half", "torch.float16").
 arg_dtype <- function(x, torch, call = NULL) {
   if (is.null(x) || inherits(x, "torch.dtype")) {
     return(x)
+  }
+  if (inherits(x, "torch_dtype")) {
+    return(unwrap(x))
   }
   dtype <- dtype_named(x, torch)
   if (is.null(dtype)) {

@@ -532,6 +532,87 @@ torch_cross <- function(self, ...) fe_method_call("cross", self, list(...), sys.
 
 #' @rdname torch-functions
 #' @export
+torch_diff <- function(self, ...) fe_method_call("diff", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_logit <- function(self, ...) fe_method_call("logit", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_bernoulli <- function(self, ...) fe_method_call("bernoulli", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_sinh <- function(self, ...) fe_method_call("sinh", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_cosh <- function(self, ...) fe_method_call("cosh", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_tan <- function(self, ...) fe_method_call("tan", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_asin <- function(self, ...) fe_method_call("asin", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_acos <- function(self, ...) fe_method_call("acos", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_atan <- function(self, ...) fe_method_call("atan", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_atan2 <- function(self, ...) fe_method_call("atan2", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_hypot <- function(self, ...) fe_method_call("hypot", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_frac <- function(self, ...) fe_method_call("frac", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_exp2 <- function(self, ...) fe_method_call("exp2", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_mv <- function(self, ...) fe_method_call("mv", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_kron <- function(self, ...) fe_method_call("kron", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_trace <- function(self, ...) fe_method_call("trace", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_det <- function(self, ...) fe_method_call("det", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @export
+torch_inverse <- function(self, ...) fe_method_call("inverse", self, list(...), sys.call())
+
+#' @rdname torch-functions
+#' @param equation `torch_einsum()`'s subscripts, such as `"ij,jk->ik"`.
+#' @export
+torch_einsum <- function(equation, tensors) {
+  call <- sys.call()
+  arg_string(equation, "equation", call, example = "such as \"ij,jk->ik\"")
+  new_torch_tensor(call_python(torch_fn("einsum")(equation, tensor_list(tensors, call)), call))
+}
+
+#' @rdname torch-functions
+#' @export
 is_torch_tensor <- function(x) inherits(x, "torch_tensor")
 
 # ---- autograd ----------------------------------------------------------------------------------

@@ -89,6 +89,11 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
     abort(sprintf(paste0("`data` must be an R numeric, integer or logical vector, matrix or ",
                          "array, got %s."), describe(data)), call, class = "value_error")
   }
+  if (kind != "double" && anyNA(data)) {
+    abort(sprintf(paste0("`data` must not contain NA: integer and boolean tensors have no NA ",
+                         "(doubles' NA becomes NaN), got %s."), describe(data)), call,
+          class = "value_error")
+  }
   shape <- if (is.null(dim(data))) length(data) else dim(data)
   raw <- writeBin(as.vector(data), raw())
   py <- call_python(fe_helpers()$from_r(raw, kind, as.list(as.integer(shape)), opts$dtype,

@@ -38,6 +38,9 @@ def from_r(raw, kind, shape, dtype=None, device=None, requires_grad=False):
     return t
 
 
+_INT_MAX = 2**31 - 1
+
+
 def to_r(t):
     """(bytes in column-major order, R storage kind, shape) of a tensor, as R torch converts:
     floating -> double, integer -> integer (int64 -> int32), bool -> logical."""
@@ -49,6 +52,9 @@ def to_r(t):
     if t.dtype == torch.bool:
         kind, stored = "logical", torch.int32
     elif t.is_floating_point():
+        kind, stored = "double", torch.float64
+    elif t.numel() and (int(t.max()) > _INT_MAX or int(t.min()) < -_INT_MAX):
+        # beyond R's integers (whose smallest value is NA): doubles, exact up to 2^53.
         kind, stored = "double", torch.float64
     else:
         kind, stored = "integer", torch.int32

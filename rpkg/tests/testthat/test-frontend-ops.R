@@ -154,3 +154,16 @@ test_that("torch_where chooses elementwise, or gives 1-based positions", {
   expect_identical(as_array(pos[[2]]), c(1L, 3L))
   expect_identical(which(as_array(x) > 4, arr.ind = TRUE)[, "row"], as_array(pos[[1]]))
 })
+
+test_that("more torch_* functions: diff with a 1-based dim, einsum, trigonometry", {
+  skip_if_no_ampkit()
+  torch <- py_torch()
+  x <- torch_randn(3, 4)
+  p <- py_of(x)
+  expect_same_as_torch(torch_diff(x, dim = 1), torch$diff(p, dim = 0L))
+  expect_same_as_torch(torch_einsum("ij,kj->ik", list(x, x)), torch$einsum("ij,kj->ik", p, p),
+                       tolerance = 1e-6)
+  expect_same_as_torch(torch_atan2(x, x$abs() + 1), torch$atan2(p, p$abs()$add(1)))
+  expect_same_as_torch(torch_sinh(x), torch$sinh(p))
+  expect_same_as_torch(torch_trace(x), torch$trace(p))
+})

@@ -380,3 +380,13 @@ test_that("local_no_grad and local_enable_grad last until the function returns",
   }
   expect_true(with_no_grad(g())$requires_grad)
 })
+
+test_that("NA and integers beyond R's range", {
+  skip_if_no_ampkit()
+  expect_true(is.nan(as_array(torch_tensor(c(1, NA)))[2]))
+  expect_error(torch_tensor(c(1L, NA)), class = "value_error")
+  expect_error(torch_tensor(c(TRUE, NA)), class = "value_error")
+  big <- torch_tensor(2^40, dtype = torch_long())
+  expect_identical(as_array(big), 2^40)
+  expect_identical(as_array(torch_tensor(5L)), 5L)
+})
