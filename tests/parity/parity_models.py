@@ -56,6 +56,9 @@ DEFAULTS: Dict[str, Any] = {
     "checkpoint_at": None,  # a step k: the checkpoint tests train [0, k) with one library or
     #                         language, save, and resume [k, steps) with another (runners
     #                         ignore it)
+    "preset": None,  # {"deepspeed": <config>} or {"megatron": <DynamicGradScaler arguments>}:
+    #                  ampkit's scalers are built with GradScaler.from_deepspeed/from_megatron (R:
+    #                  amp_grad_scaler_from_*); the other runners with the options they stand for
     "named_parameters": False,  # optimizers built from model.named_parameters(): overflow
     #                             reports then name the parameters ("0.weight")
     "scaler_options": {},  # ampkit's options beyond torch.amp, keys of SCALER_OPTIONS; only the
@@ -90,7 +93,34 @@ def load_scenario(path: str) -> Dict[str, Any]:
     out = dict(DEFAULTS)
     out.update(spec)
     out["path"] = str(path)
+    if out["preset"] is not None:
+        out.update(_preset_settings(out["preset"], options))
     return out
+
+
+def build_preset(preset: Dict[str, Any], device: str = "cpu"):
+    """ampkit's scaler for a scenario's preset, from the public constructors."""
+    (peer, arguments), = preset.items()
+    if peer == "deepspeed":
+        return ampkit.GradScaler.from_deepspeed(arguments, device)
+    if peer == "megatron":
+        return ampkit.GradScaler.from_megatron(**arguments, device=device)
+    raise ValueError(f"unknown preset {peer!r}")
+
+
+def _preset_settings(preset: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario keys a preset stands for (for torch.amp's runner and the Reference), read
+    from the state dict of the preset's scaler; a scenario's own scaler_options may not
+    contradict them."""
+    state = build_preset(preset).state_dict()
+    settings = {key: state[key] for key in SCALER_OPTIONS if key in state}
+    clash = sorted(key for key in options if key in settings)
+    if clash:
+        raise ValueError(f"scaler_options {clash} contradict the preset's")
+    return {"init_scale": state["scale"], "growth_factor": state["growth_factor"],
+            "backoff_factor": state["backoff_factor"],
+            "growth_interval": state["growth_interval"],
+            "scaler_options": {**settings, **options}}
 
 
 def scaler_options(spec: Dict[str, Any]) -> Dict[str, Any]:

@@ -40,11 +40,17 @@ run_scenario <- function(path, start = 0L, stop = NULL, resume_from = NULL, save
   opts <- built[[2]]
   params <- built[[3]]
   # ampkit's options beyond torch.amp: those the scenario sets, by name, as in Python.
-  scaler <- do.call(amp_grad_scaler, c(
-    list("cpu", init_scale = s$init_scale, growth_factor = s$growth_factor,
-         backoff_factor = s$backoff_factor, growth_interval = s$growth_interval,
-         enabled = s$scaler),
-    s$scaler_options))
+  scaler <- if (!is.null(s$preset$deepspeed)) {
+    amp_grad_scaler_from_deepspeed(s$preset$deepspeed, "cpu")
+  } else if (!is.null(s$preset$megatron)) {
+    do.call(amp_grad_scaler_from_megatron, c(s$preset$megatron, list(device = "cpu")))
+  } else {
+    do.call(amp_grad_scaler, c(
+      list("cpu", init_scale = s$init_scale, growth_factor = s$growth_factor,
+           backoff_factor = s$backoff_factor, growth_interval = s$growth_interval,
+           enabled = s$scaler),
+      s$scaler_options))
+  }
   if (!is.null(resume_from)) {
     # The scaler state comes back as an R list and loads through the R package's conversion.
     scaler$load_state_dict(pm$restore(resume_from, model, opts))

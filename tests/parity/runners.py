@@ -37,11 +37,14 @@ def run(spec: Dict[str, Any], library: str, start: int = 0, stop: Optional[int] 
     model, opts, params = pm.build(spec)
     model.to(device)  # in place: the optimizers keep the same Parameter objects
     options = dict(spec["scaler_options"]) if library == "ampkit" else {}
-    scaler = GradScaler(device, init_scale=float(spec["init_scale"]),
-                        growth_factor=float(spec["growth_factor"]),
-                        backoff_factor=float(spec["backoff_factor"]),
-                        growth_interval=int(spec["growth_interval"]), enabled=spec["scaler"],
-                        **options)
+    if library == "ampkit" and spec["preset"] is not None:
+        scaler = pm.build_preset(spec["preset"], device)
+    else:
+        scaler = GradScaler(device, init_scale=float(spec["init_scale"]),
+                            growth_factor=float(spec["growth_factor"]),
+                            backoff_factor=float(spec["backoff_factor"]),
+                            growth_interval=int(spec["growth_interval"]),
+                            enabled=spec["scaler"], **options)
     # torch.amp with a policy it does not have: the Reference decides the scale.
     policy = None
     if library == "torch.amp" and spec["scaler"] and pm.uses_policy(spec):
