@@ -78,6 +78,18 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
   if (is.list(data) && length(data) > 0L && all(vapply(data, is_torch_tensor, NA))) {
     return(torch_stack(data)$to(dtype = dtype, device = device))
   }
+  data <- tensor_data(data, call)
+  kind <- typeof(data)
+  shape <- if (is.null(dim(data))) length(data) else dim(data)
+  raw <- writeBin(as.vector(data), raw())
+  py <- call_python(fe_helpers()$from_r(raw, kind, as.list(as.integer(shape)), opts$dtype,
+                                        opts$device, opts$requires_grad), call)
+  new_torch_tensor(py)
+}
+
+# `data` for torch_tensor(): an R vector, matrix or array of doubles, integers or logicals
+# (NULL: an empty logical, factors: their codes), without NA except in doubles (NaN there).
+tensor_data <- function(data, call) {
   if (is.null(data)) {
     data <- logical()
   }
@@ -94,11 +106,7 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
                          "(doubles' NA becomes NaN), got %s."), describe(data)), call,
           class = "value_error")
   }
-  shape <- if (is.null(dim(data))) length(data) else dim(data)
-  raw <- writeBin(as.vector(data), raw())
-  py <- call_python(fe_helpers()$from_r(raw, kind, as.list(as.integer(shape)), opts$dtype,
-                                        opts$device, opts$requires_grad), call)
-  new_torch_tensor(py)
+  data
 }
 
 # A creation function of PyTorch's with a size and the options.
