@@ -60,27 +60,48 @@ def _tensors(value: Any) -> List[torch.Tensor]:
     return []
 
 
+_BOUNDS: Dict[tuple, torch.Tensor] = {}
+
+
+def _bounds(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The bucket edges of |x| in its dtype: 0 | (0, 2**-25] flushes to zero | normal |
+    [65520, max] overflows | inf | (NaN, which searchsorted puts past the last edge)."""
+    key = (dtype, device)
+    edges = _BOUNDS.get(key)
+    if edges is None:
+        ovf = torch.nextafter(torch.tensor(_OVF, dtype=dtype), torch.tensor(0.0, dtype=dtype))
+        edges = torch.tensor([0.0, _FTZ, ovf.item(), torch.finfo(dtype).max, math.inf],
+                             dtype=dtype, device=device)
+        _BOUNDS[key] = edges
+    return edges
+
+
 def _stats(tensors: List[torch.Tensor]) -> Optional[torch.Tensor]:
     """[amax, inf, nan, underflow count, overflow count] of the tensors, on their device, in
-    float64 (float32 where the device has no float64); None when there is nothing to measure."""
+    float64 (float32 where the device has no float64); None when there is nothing to measure.
+    Three passes over each tensor besides its abs: the amax, a bucket index per element
+    (searchsorted over _bounds) and the buckets' counts (no host read on any device)."""
     parts = []
     for t in tensors:
         if t.numel() == 0:
             continue
         a = t.detach().abs()
-        if a.dtype in _LOW:
+        if a.dtype not in (torch.float32, torch.float64):
             a = a.float()
-        nan = torch.isnan(a)
-        inf = torch.isinf(a)
-        amax = torch.where(nan, torch.zeros((), dtype=a.dtype, device=a.device), a).amax()
-        finite = ~(nan | inf)
-        ftz = ((a <= _FTZ) & (a > 0)).sum()
-        ovf = ((a >= _OVF) & finite).sum()
-        parts.append((amax, inf.sum(), nan.sum(), ftz, ovf))
+        amax = torch.nan_to_num(a, nan=0.0, posinf=math.inf).amax()
+        index = torch.searchsorted(_bounds(a.dtype, a.device), a.reshape(-1))
+        if index.device.type == "cpu":
+            counts = torch.bincount(index, minlength=6)
+        else:  # bincount reads its maximum to the host there
+            counts = torch.zeros(6, dtype=torch.int64, device=index.device).scatter_add_(
+                0, index, torch.ones((), dtype=torch.int64, device=index.device).expand_as(
+                    index))
+        parts.append((amax, counts))
     if not parts:
         return None
     dtype = torch.float32 if parts[0][0].device.type == "mps" else torch.float64
-    rows = torch.stack([torch.stack([p.to(dtype) for p in part]) for part in parts])
+    rows = torch.stack([torch.cat([amax.reshape(1).to(dtype), counts[[4, 5, 1, 3]].to(dtype)])
+                        for amax, counts in parts])
     if len(parts) == 1:
         return rows[0]
     return torch.cat([rows[:, :1].amax(0), rows[:, 1:].sum(0)])
