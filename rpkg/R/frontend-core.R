@@ -30,6 +30,7 @@ torch_py <- function() {
     .fe$builtins <- reticulate::import_builtins(convert = FALSE)
     .fe$Tensor <- torch$Tensor
     .fe$shape <- .fe$helpers$shape
+    .fe$strides <- .fe$helpers$strides
     .fe$torch <- torch
   }
   torch

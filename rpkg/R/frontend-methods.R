@@ -229,9 +229,46 @@ tensor_r_members <- list(
   int = function(self) function(...) tensor_to(self, dtype = torch_int()),
   bool = function(self) function(...) tensor_to(self, dtype = torch_bool()),
   item = function(self) function() wrap(tensor_method("item")(tpy(self))),
+  stride = function(self) {
+    function(dim) {
+      strides <- as.double(reticulate::py_to_r(.fe$strides(tpy(self))))
+      if (missing(dim)) {
+        return(strides)
+      }
+      strides[[as_py_dim(dim, call = sys.call()) %% length(strides) + 1L]]
+    }
+  },
+  max = function(self) {
+    function(dim, other, keepdim = FALSE) {
+      tensor_extreme(self, "max", dim, other, keepdim, sys.call())
+    }
+  },
+  min = function(self) {
+    function(dim, other, keepdim = FALSE) {
+      tensor_extreme(self, "min", dim, other, keepdim, sys.call())
+    }
+  },
   numel = function(self) function() reticulate::py_to_r(tensor_method("numel")(tpy(self))),
   print = function(self) function(...) print.torch_tensor(self, ...)
 )
+
+# `$max()`/`$min()` as R torch's: the whole tensor's, along `dim` (values and 1-based indices),
+# or elementwise against `other` (a tensor or R values), not both.
+tensor_extreme <- function(self, name, dim, other, keepdim, call) {
+  f <- tensor_method(name)
+  if (!missing(dim) && !missing(other)) {
+    abort(sprintf("`$%s()` takes `dim` or `other`, not both.", name), call,
+          class = "value_error")
+  }
+  if (!missing(other)) {
+    other <- if (is_torch_tensor(other)) tpy(other) else tpy(torch_tensor(other))
+    return(new_torch_tensor(call_python(f(tpy(self), other), call)))
+  }
+  if (missing(dim)) {
+    return(new_torch_tensor(call_python(f(tpy(self)), call)))
+  }
+  call_by_spec(f, tpy(self), list(dim = dim, keepdim = keepdim), method_specs[[name]], call)
+}
 
 # `$to()`: R torch's to(dtype, device, other, non_blocking, copy); a device may come first.
 tensor_to <- function(self, dtype = NULL, device = NULL, other = NULL, non_blocking = FALSE,
@@ -316,6 +353,13 @@ NULL
   if (kind == "method") {
     f <- .fe_method[[name]]
     spec <- method_specs[[name]]
+    if (endsWith(name, "_")) {
+      # in place: PyTorch returns the tensor itself, R torch the same R object.
+      return(function(...) {
+        call_by_spec(f, .subset2(x, "py"), list(...), spec, sys.call())
+        x
+      })
+    }
     function(...) call_by_spec(f, .subset2(x, "py"), list(...), spec, sys.call())
   } else if (kind == "field") {
     wrap(reticulate::py_get_attr(.subset2(x, "py"), name))

@@ -24,7 +24,8 @@ check_no_names <- function(names, call) {
 #'
 #' R torch's creation functions. `torch_tensor()` converts an R vector,
 #' matrix or array with R torch's rules: doubles become `torch_float32()`,
-#' integers `torch_long()`, logicals `torch_bool()` unless `dtype` says
+#' integers `torch_long()`, logicals `torch_bool()`, raw vectors
+#' `torch_uint8()` unless `dtype` says
 #' otherwise, and a matrix or array keeps R's layout (`x[1, ]` is R's first
 #' row). A single number is a tensor of shape `1`, as in R torch. The others
 #' take sizes as numbers or vectors (`torch_randn(64, 10)`,
@@ -97,11 +98,11 @@ tensor_data <- function(data, call) {
     data <- as.integer(data)
   }
   kind <- typeof(data)
-  if (!kind %in% c("double", "integer", "logical") || !is.atomic(data)) {
-    abort(sprintf(paste0("`data` must be an R numeric, integer or logical vector, matrix or ",
-                         "array, got %s."), describe(data)), call, class = "value_error")
+  if (!kind %in% c("double", "integer", "logical", "raw") || !is.atomic(data)) {
+    abort(sprintf(paste0("`data` must be an R numeric, integer, logical or raw vector, matrix ",
+                         "or array, got %s."), describe(data)), call, class = "value_error")
   }
-  if (kind != "double" && anyNA(data)) {
+  if (kind %in% c("integer", "logical") && anyNA(data)) {
     abort(sprintf(paste0("`data` must not contain NA: integer and boolean tensors have no NA ",
                          "(doubles' NA becomes NaN), got %s."), describe(data)), call,
           class = "value_error")
@@ -360,7 +361,8 @@ torch_randint_like <- function(input, low, high, dtype = NULL, layout = NULL, de
 #' Convert tensors to R
 #'
 #' As R torch converts: floating tensors become doubles, integer tensors
-#' integers (`torch_long()` included), boolean tensors logicals; a tensor of
+#' integers (`torch_long()` included; values beyond R's integers give
+#' doubles), boolean tensors logicals, `torch_uint8()` tensors raw vectors; a tensor of
 #' one or no dimension becomes a plain vector, others arrays (matrices for
 #' two dimensions) in R's layout. Tensors on a GPU are copied to the CPU.
 #' @param x A `torch_tensor`.
@@ -388,8 +390,11 @@ as_array <- function(x) {
   kind <- parts[[2L]]
   shape <- as.integer(unlist(parts[[3L]]))
   n <- prod(shape)
-  values <- readBin(parts[[1L]], if (kind == "double") "double" else "integer", n = n,
-                    size = if (kind == "double") 8L else 4L)
+  values <- switch(kind,
+    raw = parts[[1L]],
+    double = readBin(parts[[1L]], "double", n = n, size = 8L),
+    readBin(parts[[1L]], "integer", n = n, size = 4L)
+  )
   if (kind == "logical") {
     values <- as.logical(values)
   }
@@ -401,10 +406,7 @@ as_array <- function(x) {
 
 #' @rdname as_array
 #' @export
-as.array.torch_tensor <- function(x, ...) {
-  out <- as_array(x)
-  if (is.null(dim(out))) array(out, dim = length(out)) else out
-}
+as.array.torch_tensor <- function(x, ...) as_array(x)
 
 #' @rdname as_array
 #' @export
@@ -455,8 +457,9 @@ print.torch_tensor <- function(x, n = 30, ...) {
   if (length(shape) == 0L) {
     cat(format_values(values), "\n", sep = "")
   } else if (length(shape) == 1L) {
+    if (n < 0) n <- length(values)
     shown <- values[seq_len(min(n, length(values)))]
-    cat(paste0(format_values(shown), collapse = "\n"), "\n", sep = "")
+    cat(paste0(" ", format_values(shown), collapse = "\n"), "\n", sep = "")
     if (length(values) > n) cat("... [the output was truncated (use n=-1 to disable)]\n")
   } else if (length(shape) == 2L) {
     print_matrix(values)

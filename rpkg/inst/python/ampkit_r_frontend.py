@@ -12,6 +12,7 @@ _R_KINDS = {
     "double": (torch.float64, None),
     "integer": (torch.int32, torch.int64),
     "logical": (torch.int32, torch.bool),
+    "raw": (torch.uint8, torch.uint8),
 }
 
 
@@ -51,6 +52,8 @@ def to_r(t):
         raise TypeError("complex tensors cannot be converted to R arrays")
     if t.dtype == torch.bool:
         kind, stored = "logical", torch.int32
+    elif t.dtype == torch.uint8:
+        kind, stored = "raw", torch.uint8
     elif t.is_floating_point():
         kind, stored = "double", torch.float64
     elif t.numel() and (int(t.max()) > _INT_MAX or int(t.min()) < -_INT_MAX):
@@ -273,3 +276,7 @@ def setitem(t, items, value):
 
 def shape(t):
     return list(t.shape)
+
+
+def strides(t):
+    return list(t.stride())

@@ -42,7 +42,8 @@ test_that("tensors convert back to R as R torch converts them", {
   expect_identical(as.numeric(torch_tensor(c(1.5, 2))), c(1.5, 2))
   expect_identical(as.logical(torch_tensor(c(TRUE, FALSE))), c(TRUE, FALSE))
   expect_identical(as_array(torch_tensor(2.5)$sum()), 2.5)
-  expect_identical(dim(as.array(torch_tensor(1:3))), 3L)
+  # as R torch: as.array() is as_array(), a plain vector for one dimension
+  expect_identical(as.array(torch_tensor(1:3)), 1:3)
   expect_identical(as_array(torch_tensor(c(1, 2), dtype = torch_float16())), c(1, 2))
   expect_identical(as_array(torch_tensor(c(1, 2), dtype = torch_bfloat16())), c(1, 2))
   expect_equal(length(torch_zeros(2, 3)), 6L)
@@ -135,7 +136,19 @@ test_that("tensors print as R torch prints them", {
   expect_output(print(torch_tensor(matrix(1:6, nrow = 2))),
                 "torch_tensor\n 1 3 5\n 2 4 6\n[ CPULongType{2,3} ]", fixed = TRUE)
   expect_output(print(torch_tensor(c(0.5, 1.25))),
-                "torch_tensor\n0.5000\n1.2500\n[ CPUFloatType{2} ]", fixed = TRUE)
+                "torch_tensor\n 0.5000\n 1.2500\n[ CPUFloatType{2} ]", fixed = TRUE)
+  # R torch's snapshots (tests/testthat/_snaps/tensor.md)
+  expect_output(print(torch_tensor(c(1, 2, 3))), "torch_tensor\n 1\n 2\n 3\n[ CPUFloatType{3} ]",
+                fixed = TRUE)
+  expect_output(print(torch_log(torch_tensor(c(1, 2, 3), requires_grad = TRUE))),
+                paste0("torch_tensor\n 0.0000\n 0.6931\n 1.0986\n",
+                       "[ CPUFloatType{3} ][ grad_fn = <LogBackward0> ]"), fixed = TRUE)
+  out <- capture.output(print(torch_arange(0, 99)))
+  expect_identical(out[c(1, 2, 31, 32, 33)],
+                   c("torch_tensor", "  0", " 29",
+                     "... [the output was truncated (use n=-1 to disable)]",
+                     "[ CPUFloatType{100} ]"))
+  expect_length(capture.output(print(torch_arange(0, 99), n = -1)), 102L)
   expect_output(print(torch_ones(2, requires_grad = TRUE)), "[ requires_grad = TRUE ]",
                 fixed = TRUE)
   expect_output(print(torch_ones(2, requires_grad = TRUE) * 2), "grad_fn = <MulBackward0>",
@@ -389,4 +402,30 @@ test_that("NA and integers beyond R's range", {
   big <- torch_tensor(2^40, dtype = torch_long())
   expect_identical(as_array(big), 2^40)
   expect_identical(as_array(torch_tensor(5L)), 5L)
+})
+
+test_that("R torch's own tests: stride, max/min with other, in-place identity, raw", {
+  skip_if_no_ampkit()
+  x <- torch_randn(10, 10)
+  expect_identical(x$stride(), c(10, 1))
+  expect_identical(x$stride(1), 10)
+  expect_identical(x$stride(-1), 1)
+  y <- torch_tensor(1:10)
+  expect_identical(as_array(y$min()), 1L)
+  expect_identical(as_array(y$max(other = 2L))[1], 2L)
+  expect_identical(as_array(y$min(other = 9L))[10], 9L)
+  z <- torch_tensor(rbind(c(1, 5, 0), c(2, 7, 9), c(5, 1, 4)))
+  expect_identical(as_array(z$min(dim = 2)[[2]]), c(3L, 1L, 2L))
+  expect_identical(as_array(z$max(dim = 2)[[2]]), c(2L, 3L, 1L))
+  expect_equal(dim(z$min(dim = 2, keepdim = TRUE)[[2]]), c(3L, 1L))
+  expect_error(z$min(dim = 1, other = 2), class = "value_error")
+  expect_equal(as_array(torch_tensor(c(1, 2))$max(other = c(2, 1))), c(2, 2))
+  v <- torch_tensor(-0.5)
+  w <- v$abs_()$abs_()
+  expect_identical(rlang::obj_address(v), rlang::obj_address(w))
+  r <- charToRaw("hello world")
+  b <- torch_tensor(r)
+  expect_identical(b$dtype$.type(), "Byte")
+  expect_identical(as_array(b), r)
+  expect_identical(rawToChar(as.array(b)), "hello world")
 })
