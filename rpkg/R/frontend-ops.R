@@ -159,6 +159,18 @@ Summary.torch_tensor <- function(..., na.rm = FALSE) { # nolint: object_name_lin
   new_torch_tensor(result)
 }
 
+# `%*%` dispatches on S3 classes from R 4.3 on (as in R torch, registered only there).
+#' @rawNamespace if (getRversion() >= "4.3.0") S3method("%*%", torch_tensor)
+`%*%.torch_tensor` <- function(x, y) { # nolint: object_name_linter.
+  if (!is_torch_tensor(y)) {
+    y <- torch_tensor(y, device = tpy(x)$device)
+  }
+  if (!is_torch_tensor(x)) {
+    x <- torch_tensor(x, device = tpy(y)$device)
+  }
+  torch_matmul(x, y)
+}
+
 #' @rdname tensor-ops
 #' @export
 mean.torch_tensor <- function(x, ...) {
