@@ -2,7 +2,17 @@
 # only what is missing: Debian packages, the .venv, the extension, the R package.
 SHELL := /bin/bash
 VENV ?= .venv
+# TORCH=system builds against the torch of the interpreter PYTHON, in that interpreter's own
+# environment (a venv or conda Python you may install into; no torch is installed, nor the
+# frameworks pinned to torch 2.13; $(VENV) then holds only setup's stamps): `make setup
+# TORCH=system PYTHON=/path/to/python3`. Switching TORCH needs `make clean` first.
+TORCH ?= 2.13.0
+PYTHON ?= python3
+ifeq ($(TORCH),system)
+PY := $(shell command -v $(PYTHON))
+else
 PY := $(abspath $(VENV))/bin/python
+endif
 PIP := $(PY) -m pip
 BUILD_DIR = $(firstword $(wildcard build/cp*))
 export RETICULATE_PYTHON := $(PY)
@@ -16,16 +26,9 @@ BUILD_DEPS := $(shell python3 -c "import tomllib; print(' '.join(repr(r) for r i
 # versions that keep torch 2.13.0 (installed on the same pip line as torch's pin).
 FRAMEWORK_DEPS := lightning==2.6.6 accelerate==1.15.0 transformers==5.23.0
 # expecttest: PyTorch's own test helpers import it (tools/torch_own_tests runs PyTorch's tests).
-# TORCH=system builds against the torch of the interpreter PYTHON (the .venv sees its packages;
-# no torch is installed, nor the frameworks pinned to torch 2.13): `make setup TORCH=system
-# PYTHON=/path/to/python3`. Switching TORCH in an existing .venv needs `make clean` first.
-TORCH ?= 2.13.0
-PYTHON ?= python3
 ifeq ($(TORCH),system)
-VENV_FLAGS := --system-site-packages
 TORCH_DEPS :=
 else
-VENV_FLAGS :=
 TORCH_DEPS := torch==$(TORCH) $(FRAMEWORK_DEPS)
 endif
 PY_DEPS := $(TORCH_DEPS) numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
@@ -48,8 +51,8 @@ $(VENV)/.system: tools/setup_system.sh
 	@mkdir -p $(VENV) && touch $@
 
 $(VENV)/.deps: $(VENV)/.system Makefile
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
-	@echo "setup: Python packages into $(VENV)"
+	@test -x "$(PY)" || $(PYTHON) -m venv $(VENV)
+	@echo "setup: Python packages for $(PY)"
 	@$(PIP) install -q --disable-pip-version-check $(PY_DEPS)
 	@touch $@
 
