@@ -372,11 +372,68 @@ test_that("autocast sees the front end's modules: linear runs in bfloat16 inside
   expect_true(fc(x)$dtype == torch_float32())
 })
 
+test_that("nn_init_* fill in place from torch's generator, as torch.nn.init does", {
+  skip_if_no_ampkit()
+  init <- pt()$nn$init
+  w <- torch_empty(3, 4)
+  ref <- pt()$empty(3L, 4L)
+  torch_manual_seed(2)
+  expect_identical(nn_init_xavier_uniform_(w), w)
+  pt()$manual_seed(2L)
+  init$xavier_uniform_(ref)
+  expect_same_tensor(w, ref)
+  torch_manual_seed(2)
+  nn_init_kaiming_normal_(w, mode = "fan_out", nonlinearity = "relu")
+  pt()$manual_seed(2L)
+  init$kaiming_normal_(ref, mode = "fan_out", nonlinearity = "relu")
+  expect_same_tensor(w, ref)
+  torch_manual_seed(2)
+  nn_init_normal_(w, mean = 1, std = 2)
+  pt()$manual_seed(2L)
+  init$normal_(ref, mean = 1, std = 2)
+  expect_same_tensor(w, ref)
+  torch_manual_seed(2)
+  nn_init_uniform_(w, -1, 1)
+  pt()$manual_seed(2L)
+  init$uniform_(ref, -1, 1)
+  expect_same_tensor(w, ref)
+  torch_manual_seed(2)
+  nn_init_xavier_normal_(w)
+  nn_init_kaiming_uniform_(w)
+  nn_init_constant_(w, 3)
+  expect_equal(w$sum()$item(), 36)
+  fc <- nn_linear(4, 2)
+  nn_init_zeros_(fc$bias)
+  nn_init_ones_(fc$weight)
+  expect_equal(fc(torch_ones(1, 4))$sum()$item(), 8) # the module's own parameters changed
+  expect_error(nn_init_zeros_(1), "`tensor` must be a tensor", class = "value_error")
+})
+
+test_that("nn_utils_clip_grad_norm_ and _value_ clip as torch.nn.utils does", {
+  skip_if_no_ampkit()
+  torch_manual_seed(1)
+  net <- nn_linear(3, 2)
+  copy <- reticulate::import("copy", convert = FALSE)$deepcopy(unwrap(net))
+  x <- torch_randn(5, 3)
+  nnf_mse_loss(net(x), torch_ones(5, 2) * 10)$backward()
+  fnl <- pt()$nn$functional
+  fnl$mse_loss(pycall(copy, unwrap(x)), pt()$ones(5L, 2L)$mul(10L))$backward()
+  total <- nn_utils_clip_grad_norm_(net$parameters, max_norm = 1)
+  ref_total <- pt()$nn$utils$clip_grad_norm_(copy$parameters(), 1)
+  expect_same_tensor(total, ref_total)
+  expect_same_tensor(net$weight$grad, copy$weight$grad)
+  nn_utils_clip_grad_value_(net$parameters, 0.05)
+  pt()$nn$utils$clip_grad_value_(copy$parameters(), 0.05)
+  expect_same_tensor(net$bias$grad, copy$bias$grad)
+  expect_error(nn_utils_clip_grad_norm_(list(1), 1), "`parameters` must be a tensor",
+               class = "value_error")
+})
+
 test_that("the examples of the nn help pages run", {
   skip_if_no_ampkit()
   for (topic in c("nn_module", "nn_parameter", "nn_layers", "nn_activations",
                   "nn_normalization", "nn_losses", "nn_containers", "nnf_activations",
-                  "nnf_losses")) {
+                  "nnf_losses", "nn_init", "nn_utils_clip")) {
     expect_error(utils::capture.output(utils::example(topic, package = "ampkit",
                                                       character.only = TRUE, ask = FALSE,
                                                       echo = FALSE)),
