@@ -7,9 +7,10 @@
 #' Python's torch (`torch <- reticulate::import("torch")`).
 #'
 #' @section Finding Python:
-#' ampkit uses the Python that reticulate selects: the one in the environment
-#' variable `RETICULATE_PYTHON` when it is set (`make setup` in the ampkit
-#' repository writes it to `~/.Renviron`). Python starts on the first call that
+#' ampkit uses the Python in the environment variable `RETICULATE_PYTHON` when
+#' it is set, else the Python it was installed against (`make setup` in the
+#' ampkit repository installs it against its `.venv`, and writes nothing
+#' global such as `~/.Renviron`). Python starts on the first call that
 #' needs it, not at `library(ampkit)`. When the Python module `ampkit` cannot
 #' be imported, that call fails with one error (of class `ampkit_unavailable`)
 #' saying what is missing and how to install it; [ampkit_available()] asks the
@@ -58,6 +59,7 @@
     return(invisible())
   }
   setHook(py_init_hook, keep_torch_blas)
+  prefer_installed_python()
   # "ampkit" first: reticulate prefers, when RETICULATE_PYTHON is unset, a Python that has the
   # first delay-loaded module.
   .py$ampkit <- reticulate::import("ampkit", delay_load = TRUE)
@@ -156,8 +158,9 @@ abort_unavailable <- function(cause) {
     "torch), but it could not be imported.\n",
     "  ", where, " (", selected, ")\n",
     "  Python said: ", strip_traceback(conditionMessage(cause)), "\n",
+    installed_python_note(),
     "Install it with `make setup` in the ampkit repository (it builds the extension into .venv ",
-    "and writes RETICULATE_PYTHON to ~/.Renviron), or into a Python that has torch with ",
+    "and installs this package against it), or into a Python that has torch with ",
     "`python -m pip install --no-build-isolation /path/to/ampkit`; then start R with ",
     "RETICULATE_PYTHON set to that Python."
   )

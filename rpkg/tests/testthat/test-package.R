@@ -178,3 +178,15 @@ test_that("library(ampkit) sets the reticulate.onPyInit hook once, and unloading
   ), some_python())
   expect_match(out, "hooks: 1 0", fixed = TRUE)
 })
+
+test_that("the package knows the Python it was installed against, and says when it is gone", {
+  recorded <- ampkit:::installed_python
+  skip_if(!nzchar(recorded), "installed without AMPKIT_PYTHON (R CMD check's own install)")
+  expect_true(file.exists(recorded))
+  out <- run_r(c(
+    "library(ampkit)",
+    "assignInNamespace('installed_python', '/gone/bin/python', 'ampkit')",
+    "cat(ampkit:::installed_python_note())"
+  ), some_python())
+  expect_match(out, "installed against /gone/bin/python, which no longer exists", fixed = TRUE)
+})

@@ -1,0 +1,26 @@
+# Which Python ampkit uses. The package records the Python it was installed against:
+# tools/install_rpkg.sh sets AMPKIT_PYTHON while R CMD INSTALL evaluates this file, and the value
+# is kept in the installed package (no ~/.Renviron, nothing global). RETICULATE_PYTHON, when set,
+# wins; a recorded Python that is gone is said so in the "unavailable" error, not at
+# library(ampkit).
+installed_python <- Sys.getenv("AMPKIT_PYTHON")
+
+# Asks reticulate for the recorded Python, before it starts one, unless the user chose one.
+prefer_installed_python <- function() {
+  if (nzchar(Sys.getenv("RETICULATE_PYTHON")) || !nzchar(installed_python) ||
+      !file.exists(installed_python) || reticulate::py_available(initialize = FALSE)) {
+    return(invisible(FALSE))
+  }
+  reticulate::use_python(installed_python, required = TRUE)
+  invisible(TRUE)
+}
+
+# A line for the "unavailable" error when the recorded Python no longer exists.
+installed_python_note <- function() {
+  if (nzchar(installed_python) && !file.exists(installed_python)) {
+    paste0("  ampkit was installed against ", installed_python, ", which no longer exists: ",
+           "reinstall it (make setup) or set RETICULATE_PYTHON.\n")
+  } else {
+    ""
+  }
+}
