@@ -253,7 +253,8 @@ nn_Module <- R6::R6Class(
       pars <- lapply(private$modules_, function(x) x$parameters)
       pars <- append(pars, list(private$parameters_))
       pars <- unlist_named(pars)
-      pars[!duplicated(pars)]
+      # Shared parameters once (a tied weight is one Python Parameter in two modules).
+      pars[!duplicated(vapply(pars, function(p) reticulate::py_id(unwrap(p)), ""))]
     },
     buffers = function(value) {
       if (!missing(value)) {
@@ -262,7 +263,7 @@ nn_Module <- R6::R6Class(
       bufs <- lapply(private$modules_, function(x) x$buffers)
       bufs <- append(bufs, list(private$buffers_))
       bufs <- unlist_named(bufs)
-      bufs[!duplicated(bufs)]
+      bufs[!duplicated(vapply(bufs, function(p) reticulate::py_id(unwrap(p)), ""))]
     },
     modules = function(value) {
       if (!missing(value)) {

@@ -114,6 +114,24 @@ test_that("nn_module: classes, registered parameters, buffers and nested modules
   expect_error(m$parameters <- list(), class = "runtime_error")
 })
 
+test_that("a tied weight is one parameter, listed once, as in PyTorch", {
+  skip_if_no_ampkit()
+  tied <- nn_module(
+    initialize = function() {
+      self$enc <- nn_linear(3, 3)
+      self$dec <- nn_linear(3, 3)
+      self$dec$weight <- self$enc$weight
+    },
+    forward = function(x) self$dec(self$enc(x))
+  )()
+  expect_identical(names(tied$parameters), c("enc.weight", "enc.bias", "dec.bias"))
+  expect_length(tied$parameters, 3L)
+  opt <- optim_sgd(tied$parameters, lr = 0.1)
+  tied(torch_randn(2, 3))$sum()$backward()
+  opt$step()
+  expect_same_tensor(tied$enc$weight, tied$dec$weight)
+})
+
 test_that("train(), eval() and $training reach every submodule, as in PyTorch", {
   skip_if_no_ampkit()
   m <- net_gen(2, 3)
