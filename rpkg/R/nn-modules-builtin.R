@@ -287,31 +287,41 @@ nn_dropout <- nn_module(
 #' }
 NULL
 
-batch_norm_module <- function(classname, python_name) {
-  force(python_name)
-  nn_module(
-    classname,
-    initialize = function(num_features, eps = 1e-5, momentum = 0.1, affine = TRUE,
-                          track_running_stats = TRUE) {
-      batch_norm <- do.call("$", list(torch_nn(), python_name))
-      self$.set_py(call_python(batch_norm( # nolint: object_usage_linter.
-        int_arg(num_features, "num_features"), eps = arg_number(eps, "eps"),
-        momentum = num_arg(momentum, "momentum", null_ok = TRUE),
-        affine = arg_flag(affine, "affine"),
-        track_running_stats = arg_flag(track_running_stats, "track_running_stats")),
-        call = NULL))
-    },
-    forward = function(input) private$.forward_py(input) # nolint: object_usage_linter.
-  )
+# The batch norms' initialize (`python_name`: PyTorch's class).
+batch_norm_py <- function(python_name, num_features, eps, momentum, affine,
+                          track_running_stats) {
+  batch_norm <- do.call("$", list(torch_nn(), python_name))
+  call_python(batch_norm(
+    int_arg(num_features, "num_features"), eps = arg_number(eps, "eps"),
+    momentum = num_arg(momentum, "momentum", null_ok = TRUE),
+    affine = arg_flag(affine, "affine"),
+    track_running_stats = arg_flag(track_running_stats, "track_running_stats")),
+    call = NULL)
 }
 
 #' @rdname nn_normalization
 #' @export
-nn_batch_norm1d <- batch_norm_module("nn_batch_norm1d", "BatchNorm1d")
+nn_batch_norm1d <- nn_module(
+  "nn_batch_norm1d",
+  initialize = function(num_features, eps = 1e-5, momentum = 0.1, affine = TRUE,
+                        track_running_stats = TRUE) {
+    self$.set_py(batch_norm_py("BatchNorm1d", num_features, eps, momentum, affine,
+                               track_running_stats))
+  },
+  forward = function(input) private$.forward_py(input)
+)
 
 #' @rdname nn_normalization
 #' @export
-nn_batch_norm2d <- batch_norm_module("nn_batch_norm2d", "BatchNorm2d")
+nn_batch_norm2d <- nn_module(
+  "nn_batch_norm2d",
+  initialize = function(num_features, eps = 1e-5, momentum = 0.1, affine = TRUE,
+                        track_running_stats = TRUE) {
+    self$.set_py(batch_norm_py("BatchNorm2d", num_features, eps, momentum, affine,
+                               track_running_stats))
+  },
+  forward = function(input) private$.forward_py(input)
+)
 
 #' @rdname nn_normalization
 #' @export
@@ -387,27 +397,25 @@ nn_flatten <- nn_module(
 #' }
 NULL
 
-simple_loss <- function(classname, python_name) {
-  force(python_name)
-  nn_module(
-    classname,
-    initialize = function(reduction = "mean") {
-      loss <- do.call("$", list(torch_nn(), python_name))
-      self$.set_py(loss(reduction = reduction_arg(reduction))) # nolint: object_usage_linter.
-    },
-    forward = function(input, target) {
-      private$.forward_py(input, target) # nolint: object_usage_linter.
-    }
-  )
-}
+#' @rdname nn_losses
+#' @export
+nn_mse_loss <- nn_module(
+  "nn_mse_loss",
+  initialize = function(reduction = "mean") {
+    self$.set_py(torch_nn()$MSELoss(reduction = reduction_arg(reduction)))
+  },
+  forward = function(input, target) private$.forward_py(input, target)
+)
 
 #' @rdname nn_losses
 #' @export
-nn_mse_loss <- simple_loss("nn_mse_loss", "MSELoss")
-
-#' @rdname nn_losses
-#' @export
-nn_l1_loss <- simple_loss("nn_l1_loss", "L1Loss")
+nn_l1_loss <- nn_module(
+  "nn_l1_loss",
+  initialize = function(reduction = "mean") {
+    self$.set_py(torch_nn()$L1Loss(reduction = reduction_arg(reduction)))
+  },
+  forward = function(input, target) private$.forward_py(input, target)
+)
 
 #' @rdname nn_losses
 #' @export
