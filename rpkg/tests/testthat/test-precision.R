@@ -163,3 +163,13 @@ test_that("the audit shows the ops a policy keeps in float32", {
   expect_identical(attr(audit, "fp32_matmuls_outside_autocast"), 0L)
   expect_identical(attr(audit, "policy_fp32_matmuls"), 1L)
 })
+
+test_that("the documented examples run", {
+  skip_if_no_ampkit()
+  for (topic in c("precision_policy", "overflow_locator", "suggest_policy")) {
+    expect_no_error(suppressMessages(utils::capture.output(
+      utils::example(topic, package = "ampkit", character.only = TRUE, echo = FALSE,
+                     ask = FALSE, local = new.env())
+    )))
+  }
+})
