@@ -5,7 +5,25 @@
 # rlang's abort() with the class every ampkit error has; `class` adds subclasses before it and
 # `...` adds fields (python_type, cause).
 abort <- function(message, call = NULL, ..., class = NULL) {
-  rlang::abort(message, class = c(class, "ampkit_error"), ..., call = call)
+  rlang::abort(message, class = c(class, "ampkit_error"), ..., call = call,
+               trace = user_trace())
+}
+
+# The backtrace down to the user's call into ampkit and no further: rlang prints backtraces of
+# uncaught errors under Rscript, and ampkit's own frames (argument checks, the Python call,
+# condition handlers) would only show its internals.
+user_trace <- function() {
+  ns <- topenv(environment(user_trace))
+  n <- sys.nframe() - 1L
+  bottom <- NULL
+  for (i in seq_len(n)) {
+    fn <- sys.function(i)
+    if (!is.primitive(fn) && identical(topenv(environment(fn)), ns)) {
+      bottom <- sys.frame(i)
+      break
+    }
+  }
+  rlang::trace_back(bottom = bottom)
 }
 
 # Evaluates `expr`, a call into Python. A Python exception becomes an ampkit_error whose message

@@ -429,3 +429,24 @@ test_that("R torch's own tests: stride, max/min with other, in-place identity, r
   expect_identical(as_array(b), r)
   expect_identical(rawToChar(as.array(b)), "hello world")
 })
+
+test_that("an uncaught error under Rscript shows no backtrace into ampkit's internals", {
+  skip_if_no_ampkit()
+  script <- withr::local_tempfile(fileext = ".R")
+  writeLines(c(
+    "library(ampkit)",
+    "f <- function(x) x$sum(dim = 0)",
+    "tryCatch(f(torch_randn(2)), error = function(e) print(e))",
+    "torch_mm(torch_randn(2, 3), torch_randn(2, 3))"
+  ), script)
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), shQuote(script),
+                                  stdout = TRUE, stderr = TRUE))
+  expect_true(any(grepl("`dim` is 1-based", out, fixed = TRUE)))
+  expect_true(any(grepl("mat1 and mat2 shapes cannot be multiplied", out, fixed = TRUE)))
+  # the user's calls only: no ampkit internals, no rlang, no Python traceback
+  expect_true(any(grepl("ampkit::torch_mm(", out, fixed = TRUE)))
+  expect_false(any(grepl("ampkit:::", out, fixed = TRUE)))
+  expect_false(any(grepl("rlang::", out, fixed = TRUE)))
+  expect_false(any(grepl("tryCatchOne", out, fixed = TRUE)))
+  expect_false(any(grepl("Traceback", out, fixed = TRUE)))
+})
