@@ -513,6 +513,37 @@ print_matrix <- function(values) {
   cat(paste0(" ", lines, collapse = "\n"), "\n", sep = "")
 }
 
+#' First and last elements along the first dim
+#'
+#' `head(x, n)` and `tail(x, n)` on tensors, as R torch: the first or last `n`
+#' entries along the first dim (rows of a matrix).
+#' @param x A tensor.
+#' @param n How many.
+#' @param ... Unused.
+#' @return A tensor.
+#' @name tensor-head
+#' @importFrom utils head tail
+#' @examples
+#' if (ampkit_available()) {
+#'   head(torch_tensor(1:10), 3)
+#'   tail(torch_tensor(matrix(1:20, 10)), 2)
+#' }
+NULL
+
+#' @rdname tensor-head
+#' @export
+head.torch_tensor <- function(x, n = 6L, ...) {
+  size <- tensor_shape(x)[[1L]]
+  x$index_select(1L, seq_len(min(n, size)))
+}
+
+#' @rdname tensor-head
+#' @export
+tail.torch_tensor <- function(x, n = 6L, ...) {
+  size <- tensor_shape(x)[[1L]]
+  x$index_select(1L, seq.int(max(1L, size - n + 1L), size))
+}
+
 #' @export
 str.torch_tensor <- function(object, ...) {
   cat(dtype_from_py(tpy(object)$dtype)$.type(), " [",

@@ -193,3 +193,14 @@ test_that("assignment keeps autograd's rules", {
   })
   expect_equal(as_array(w), c(1, 0, 0))
 })
+
+test_that("head and tail take rows, as R torch's", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(1:10)
+  expect_identical(as_array(head(x)), 1:6)
+  expect_identical(as_array(tail(x)), 5:10)
+  m <- torch_stack(list(x, x), dim = 2)
+  expect_identical(as_array(head(m, n = 3)), cbind(1:3, 1:3))
+  expect_identical(as_array(tail(m, n = 4)), cbind(7:10, 7:10))
+  expect_identical(as_array(head(x, 20)), 1:10)
+})
