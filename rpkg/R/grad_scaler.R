@@ -46,6 +46,9 @@
 #' `optimizer$step()`), as in torch.amp.
 #'
 #' @section Methods:
+#' Tensors, modules and optimizers may be ampkit's R torch front end's
+#' (`torch_tensor`, [optim_sgd()], ...) or PyTorch's through reticulate;
+#' `$scale()` returns a tensor of the kind it was given.
 #' \describe{
 #'   \item{`$scale(outputs)`}{`outputs` times the scale: a tensor, or a list of
 #'     tensors (nested lists too), scaled element by element; returns a tensor
@@ -287,15 +290,17 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler",
         # would reach Python as a dict).
         return(lapply(outputs, self$scale))
       }
-      # Anything else as it is: Python judges what is not a tensor, with Python's message.
-      call_python(private$fn$scale(outputs))
+      # The front end's tensors (R torch's) come back as such; Python's as Python's. Anything
+      # else as it is: Python judges what is not a tensor, with Python's message.
+      scaled <- call_python(private$fn$scale(unwrap(outputs)))
+      if (inherits(outputs, "torch_tensor")) new_torch_tensor(scaled) else scaled
     },
     unscale_ = function(optimizer) {
-      call_python(private$fn$unscale_(optimizer))
+      call_python(private$fn$unscale_(unwrap(optimizer)))
       invisible(NULL)
     },
     step = function(optimizer, ...) {
-      invisible(call_python(private$fn$step(optimizer, ...)))
+      invisible(wrap(call_python(private$fn$step(unwrap(optimizer), ...))))
     },
     update = function(new_scale = NULL) {
       if (is.null(new_scale) && private$warns) {
@@ -348,7 +353,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler",
       invisible(NULL)
     },
     step_was_skipped = function(optimizer = NULL) {
-      call_python(private$py$step_was_skipped(optimizer))
+      call_python(private$py$step_was_skipped(unwrap(optimizer)))
     },
     stats = function() {
       call_python(private$py$stats())

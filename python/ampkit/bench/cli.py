@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from . import measure, overhead, precision, report
-from .r_runner import RSession, compare_rows, matmul_rows, r_table, r_unavailable
+from .r_runner import RSession, compare_rows, matmul_rows, op_rows, r_table, r_unavailable
 from .training import IMPLEMENTATIONS, run_python_cells
 
 GOALS = {"autocast": 0.4, "scaler": 0.35, "feature": 1.05}
@@ -41,6 +41,7 @@ def _suite_list(directory: str) -> str:
     for suite in all_suites(directory):
         devices = suite.get("devices")
         where = f" ({', '.join(devices)} only)" if devices else ""
+        where += "" if suite.get("default", True) else " (by name only)"
         lines.append(f"  {suite['name']}{where}")
     return "suites (--only NAME ...):\n" + "\n".join(lines)
 
@@ -54,9 +55,10 @@ def load_suites(directory: str, names: Optional[List[str]],
     if unknown:
         raise SystemExit(f"unknown suite(s) {', '.join(unknown)}; the suites are: "
                          f"{', '.join(suite['name'] for suite in every)}")
+    # A suite with "default": false (minutes long) runs by name only.
     suites = [suite for suite in every
               if ((suite["name"] in names) if names
-                  else (device in suite.get("devices", [device])))]
+                  else (device in suite.get("devices", [device]) and suite.get("default", True)))]
     if not suites:
         raise SystemExit(f"no benchmark suites found in {directory!r} (names: {names})")
     # Overhead first: its microsecond timings suffer from the OpenMP threads a training workload
@@ -139,6 +141,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         r_session.close()
         _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
         matmul = matmul_rows(args.device)
+        _progress(f"[{time.time() - started:6.1f}s] one tensor op, Python and R ...")
+        matmul += op_rows(args.device)
     report.add_ratios(training)
     r_rows = compare_rows(training)
 

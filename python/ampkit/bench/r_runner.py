@@ -190,10 +190,41 @@ def matmul_rows(device: str, repeats: int = 7, number: int = 5) -> List[Dict[str
     return rows
 
 
+def op_rows(device: str, repeats: int = 7, number: int = 2000) -> List[Dict[str, Any]]:
+    """One small tensor op (x + x, 8x8 float32) from Python, from R's front end (R torch's
+    `x + x` on torch_tensor objects) and from R through reticulate alone (`torch$add(x, x)`):
+    microseconds per op (median over repeats of `number` ops each), and R's time over
+    Python's. What an R user pays per op is the crossing, not ampkit's work."""
+    x = torch.randn(8, 8, device=device)
+    python_us: List[float] = []
+    r_us: Dict[str, List[float]] = {"front_end": [], "reticulate": []}
+    with RSession(device) as r:
+        r.request("op", 100)  # warm-up
+        for _ in range(repeats):
+            measure.settle()
+            start = time.perf_counter()
+            for _ in range(number):
+                x + x
+            python_us.append((time.perf_counter() - start) / number * 1e6)
+            measure.settle()
+            answer = r.request("op", number)
+            for key in r_us:
+                r_us[key].append(answer[key] * 1e6)
+    rows = []
+    for key, what in (("front_end", "x + x, R front end (torch_tensor)"),
+                      ("reticulate", "x + x, R via reticulate (torch$add)")):
+        pairs = [q / p for p, q in zip(python_us, r_us[key])]
+        rows.append({"what": what, "python_ms": statistics.median(python_us) / 1e3,
+                     "r_ms": statistics.median(r_us[key]) / 1e3, **_spread(pairs),
+                     "per_op": True})
+    return rows
+
+
 def r_table(compared: List[Dict[str, Any]], matmul: List[Dict[str, Any]]) -> str:
     """The R runner against Python: training throughput ratios with their spread over paired
     repeats, and the float32 product's time ratio (goal <= 1.10)."""
-    width = max([len("R against Python")] + [len(r["what"]) for r in compared + matmul])
+    width = max([len("R against Python"), len("one tensor op (per op)")]
+                + [len(r["what"]) for r in compared + matmul])
     lines = []
     if compared:
         header = f"{'R against Python':<{width}} {'R/py':>6} {'quartiles':>13}  note"
@@ -204,12 +235,22 @@ def r_table(compared: List[Dict[str, Any]], matmul: List[Dict[str, Any]]) -> str
                          f"{r['low']:>6.3f}-{r['high']:<6.3f}  {note}".rstrip())
         lines.append("R/py: steps/s of the R loop over the Python loop (>1: R faster), median "
                      "over repeats run side by side")
-    if matmul:
+    products = [r for r in matmul if not r.get("per_op")]
+    if products:
         header = (f"{'float32 matmul':<{width}} {'py ms':>7} {'R ms':>7} {'R/py':>6} "
                   f"{'quartiles':>13}  ok (R/py time <= 1.10)")
         lines += ["", header, "-" * len(header)]
-        for r in matmul:
+        for r in products:
             lines.append(f"{r['what']:<{width}} {r['python_ms']:>7.2f} {r['r_ms']:>7.2f} "
                          f"{r['ratio']:>6.3f} {r['low']:>6.3f}-{r['high']:<6.3f}  "
                          f"{'yes' if r['ratio'] <= 1.10 else 'NO'}")
+    ops = [r for r in matmul if r.get("per_op")]
+    if ops:
+        header = (f"{'one tensor op (per op)':<{width}} {'py us':>7} {'R us':>7} {'R/py':>6} "
+                  f"{'quartiles':>13}")
+        lines += ["", header, "-" * len(header)]
+        for r in ops:
+            lines.append(f"{r['what']:<{width}} {r['python_ms'] * 1e3:>7.2f} "
+                         f"{r['r_ms'] * 1e3:>7.2f} {r['ratio']:>6.1f} "
+                         f"{r['low']:>6.1f}-{r['high']:<6.1f}")
     return "\n".join(lines)

@@ -10,6 +10,8 @@
 #                               (the Python runner takes turns with it, step by step)
 #   loss                        the loss of the last step: {"loss": x}
 #   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
+#   op NUMBER                   NUMBER timed `x + x` (8x8 float32) with the R torch front end
+#                               and through reticulate: {"front_end": s, "reticulate": s} per op
 #   quit
 # The workload (model, data, optimizer) is built by ampkit.bench.workloads, so R trains the very
 # same model on the very same data as the Python runner; the training loop itself runs in R,
@@ -82,12 +84,31 @@ answer <- function(value) {
 
 cell <- NULL
 
+# A suite with "r_front_end": R torch's article loop as an R torch user writes it, with ampkit's
+# front end: the model is nn_sequential(!!!layers) of nn_linear/nn_relu built after
+# torch_manual_seed(seed) (libtorch's generator: the weights of Python's model), the loss
+# nn_mse_loss(), the optimizer optim_sgd(net$parameters); the data are Python's, as tensors.
+front_end_workload <- function(suite, size, w) {
+  torch_manual_seed(0)  # workloads.build's seed
+  layers <- list()
+  for (i in seq_len(size$layers - 1)) {
+    layers <- c(layers, list(nn_linear(size$width, size$width), nn_relu()))
+  }
+  layers <- c(layers, list(nn_linear(size$width, size$width)))
+  net <- nn_sequential(!!!layers)$to(device = device)
+  list(model = net, loss_fn = nn_mse_loss(),
+       optimizer = optim_sgd(net$parameters, lr = suite$optimizer$lr),
+       inputs = lapply(w$inputs, ampkit:::new_torch_tensor),
+       targets = lapply(w$targets, ampkit:::new_torch_tensor), dtype = w$dtype)
+}
+
 new_cell <- function(suite_path, size_name, mode) {
   suite <- jsonlite::fromJSON(suite_path, simplifyVector = FALSE)
   size <- suite$sizes[[size_name]]
   cell <<- NULL
   invisible(gc())  # the previous cell's tensors, held by R until collected
   w <- workloads$build(suite, size, device)
+  if (isTRUE(suite$r_front_end)) w <- front_end_workload(suite, size, w)
   scaler <- amp_grad_scaler(device, enabled = identical(mode, "autocast+scaler"))
   use_autocast <- !identical(mode, "fp32")
   loss <- train_steps(w, size$warmup, use_autocast, scaler)
@@ -120,6 +141,18 @@ matmul <- function(m, k, n, number) {
   list(seconds = as.list(seconds))
 }
 
+op <- function(number) {
+  x <- torch_randn(8, 8, device = device)
+  xp <- ampkit:::unwrap(x)
+  add <- torch$add
+  per_op <- function(f) {
+    start <- now()
+    for (i in seq_len(number)) f()
+    (now() - start) / number
+  }
+  list(front_end = per_op(function() x + x), reticulate = per_op(function() add(xp, xp)))
+}
+
 answer(list(ready = TRUE, threads = torch$get_num_threads()))
 input <- file("stdin", "r")
 repeat {
@@ -131,6 +164,7 @@ repeat {
     step = answer(timed_step()),
     loss = answer(list(loss = cell$loss$detach()$float()$item())),
     matmul = answer(do.call(matmul, as.list(as.integer(words[2:5])))),
+    op = answer(op(as.integer(words[[2L]]))),
     quit = break,
     stop("unknown command: ", line)
   )
