@@ -45,9 +45,9 @@ void GradScaler::lazy_init(const c10::Device& device) {
   device_state_.scale = at::full({}, pending_.scale, on.dtype(at::kFloat));
   device_state_.growth_tracker = at::full({}, pending_.growth_tracker, on.dtype(at::kInt));
   device_state_.hysteresis_left = at::full({}, pending_.hysteresis_left, on.dtype(at::kInt));
-  device_state_.counters = at::tensor(
-      std::vector<int64_t>{pending_.steps, pending_.skipped_steps, pending_.consecutive_skipped_steps},
-      on.dtype(at::kLong));
+  device_state_.counters = at::tensor(std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
+                                                           pending_.consecutive_skipped_steps},
+                                      on.dtype(at::kLong));
 }
 
 GradScaler::OptimizerState& GradScaler::state_for(const ParamList& params) {
@@ -405,10 +405,9 @@ void GradScaler::adopt(const ScalerState& state) {
     d.scale.fill_(pending_.scale);
     d.growth_tracker.fill_(pending_.growth_tracker);
     d.hysteresis_left.fill_(pending_.hysteresis_left);
-    d.counters.copy_(at::tensor(
-        std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
-                             pending_.consecutive_skipped_steps},
-        d.counters.options().device(c10::kCPU)));
+    d.counters.copy_(at::tensor(std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
+                                                     pending_.consecutive_skipped_steps},
+                                d.counters.options().device(c10::kCPU)));
   }
 }
 

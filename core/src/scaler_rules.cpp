@@ -11,7 +11,7 @@
 namespace ampkit {
 namespace {
 
-constexpr double kMaxFloat = std::numeric_limits<float>::max();    // the scale is float32
+constexpr double kMaxFloat = std::numeric_limits<float>::max();  // the scale is float32
 
 [[noreturn]] void refuse(const char* name, const std::string& rule, double value) {
   throw ArgumentError(must_be(name, rule, format_number(value)));

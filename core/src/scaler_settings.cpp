@@ -14,8 +14,7 @@ std::string kind_name(const SettingValue& value) {
   return names[value.index()];
 }
 
-[[noreturn]] void wrong_kind(const std::string& name, const char* rule,
-                             const SettingValue& value) {
+[[noreturn]] void wrong_kind(const std::string& name, const char* rule, const SettingValue& value) {
   throw ArgumentTypeError(must_be(name, rule, kind_name(value)));
 }
 
@@ -74,8 +73,7 @@ namespace entry {
 
 ScalerEntry number(const char* name, double ScalerSettings::*field, Check check, Key key) {
   return make(
-      name, true, key,
-      [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
+      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
       [name, field, check](ScalerState& s, const SettingValue& v) {
         const double value = to_number(name, v);
         check(value, name);
@@ -107,8 +105,7 @@ ScalerEntry optional_number(const char* name, std::optional<double> ScalerSettin
 
 ScalerEntry count(const char* name, int64_t ScalerSettings::*field, double minimum, Key key) {
   return make(
-      name, true, key,
-      [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
+      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
       [name, field, minimum](ScalerState& s, const SettingValue& v) {
         s.settings.*field = whole(name, v, minimum);
       });
@@ -116,8 +113,7 @@ ScalerEntry count(const char* name, int64_t ScalerSettings::*field, double minim
 
 ScalerEntry flag(const char* name, bool ScalerSettings::*field, Key key) {
   return make(
-      name, true, key,
-      [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
+      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
       [name, field](ScalerState& s, const SettingValue& v) {
         s.settings.*field = flag_value(name, v);
       });
@@ -137,7 +133,8 @@ ScalerEntry on_min_scale() {
 
 ScalerEntry scale() {
   return make(
-      "scale", false, Key::TorchAmp, [](const ScalerState& s) { return SettingValue(s.counters.scale); },
+      "scale", false, Key::TorchAmp,
+      [](const ScalerState& s) { return SettingValue(s.counters.scale); },
       [](ScalerState& s, const SettingValue& v) {
         const double value = to_number("scale", v);
         // Repeated backoff underflows to 0 and growth overflows to inf: a checkpoint may hold both.
@@ -160,8 +157,7 @@ ScalerEntry growth_tracker() {
 
 ScalerEntry counter(const char* name, int64_t ScalerCounters::*field, double minimum, Key key) {
   return make(
-      name, false, key,
-      [field](const ScalerState& s) { return SettingValue(s.counters.*field); },
+      name, false, key, [field](const ScalerState& s) { return SettingValue(s.counters.*field); },
       [name, field, minimum](ScalerState& s, const SettingValue& v) {
         s.counters.*field = whole(name, v, minimum);
       });

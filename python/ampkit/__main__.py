@@ -2,7 +2,6 @@
 
 import sys
 
-
 COMMANDS = {"bench": "the benchmark suite: ampkit against torch.amp, from Python and R "
                     "(python -m ampkit bench --help)"}
 USAGE = "usage: python -m ampkit COMMAND [ARGS ...]\n\ncommands:\n" + "".join(

@@ -7,8 +7,8 @@ the peers' own classes (tests/python/test_scaler_presets.py) with the same overf
 
 from __future__ import annotations
 
-from collections import abc
 import contextlib
+from collections import abc
 from typing import Any, Dict, Iterator
 
 import torch

@@ -72,11 +72,10 @@ bool argument_type_error(PyObject* device_type, PyObject* dtype, PyObject* enabl
   if (!PyUnicode_Check(device_type)) {
     // torch.autocast raises ValueError with this text; ampkit's class is also a TypeError.
     PyObject* type_repr = PyObject_Str(reinterpret_cast<PyObject*>(Py_TYPE(device_type)));
-    const std::string message = "Expected `device_type` of type `str`, got: `" +
-                                std::string(type_repr ? PyUnicode_AsUTF8(type_repr) : "?") +
-                                "`: " +
-                                must_be("device_type", "a str such as 'cpu' or 'cuda'",
-                                        type_name(device_type));
+    const std::string message =
+        "Expected `device_type` of type `str`, got: `" +
+        std::string(type_repr ? PyUnicode_AsUTF8(type_repr) : "?") +
+        "`: " + must_be("device_type", "a str such as 'cpu' or 'cuda'", type_name(device_type));
     Py_XDECREF(type_repr);
     PyErr_SetString(g_device_type_type_error, message.c_str());
     return true;
@@ -323,8 +322,8 @@ PYBIND11_MODULE(_C, m) {
       "__init__", reinterpret_cast<PyCFunction>(&init_region), METH_VARARGS | METH_KEYWORDS,
       "__init__($self, /, device_type, dtype=None, enabled=True, cache_enabled=None)\n--\n\n"
       "Builds the region unless __new__ did (a subclass's super().__init__ does)."};
-  g_region_init = PyDescr_NewMethod(
-      reinterpret_cast<PyTypeObject*>(region_class.ptr()), &region_init_def);
+  g_region_init =
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(region_class.ptr()), &region_init_def);
   m.add_object("region_init", py::handle(g_region_init));
 
   // ---- grad scaler ----

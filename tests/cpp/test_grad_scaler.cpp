@@ -9,10 +9,10 @@
 #include "ampkit/grad_scaler.h"
 
 using ampkit::GradScaler;
-using ampkit::ScalerSettings;
-using ampkit::SettingValue;
 using ampkit::OptimizerStage;
 using ampkit::ParamList;
+using ampkit::ScalerSettings;
+using ampkit::SettingValue;
 
 namespace {
 

@@ -81,8 +81,8 @@ TEST(ScalePolicy, AGrowthDelayPostponesOnlyTheFirstGrowth) {
   state.growth_tracker.fill_(-1);
   const at::Tensor clean = at::zeros({}), inf = at::ones({});
   std::vector<float> scales;
-  for (const auto& found : {clean, clean, clean, clean, clean, clean, clean, inf, clean, clean,
-                            clean, clean}) {
+  for (const auto& found :
+       {clean, clean, clean, clean, clean, clean, clean, inf, clean, clean, clean, clean}) {
     ampkit::apply_update(state, found, settings);
     scales.push_back(state.scale.item<float>());
   }

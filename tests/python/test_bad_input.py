@@ -130,7 +130,8 @@ ROWS: List[Row] = [
     Row("GradScaler", "growth_delay", -1, ValueError, "must be a whole number >= 0, got -1"),
     Row("GradScaler", "growth_delay", 0.5, ValueError, "must be a whole number >= 0, got 0.5"),
     Row("GradScaler", "growth_delay", "1", TypeError, "must be a number, got str"),
-    Row("GradScaler", "enabled", torch.tensor(True), TypeError, "must be True or False, got Tensor"),
+    Row("GradScaler", "enabled", torch.tensor(True), TypeError,
+        "must be True or False, got Tensor"),
     Row("GradScaler", "hysteresis", "2", TypeError, "must be a number, got str"),
     # the peers' constructors: each of their arguments by its own name
     Row("from_deepspeed", "config", [16], TypeError, "must be a DeepSpeed config dict"),

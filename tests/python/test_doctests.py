@@ -5,10 +5,9 @@ import doctest
 import importlib
 import pkgutil
 
+import ampkit
 import pytest
 import torch
-
-import ampkit
 
 # Modules whose examples need more than the package (R embedded; a training framework).
 SKIP = {"ampkit.r_eval", "ampkit.__main__"}

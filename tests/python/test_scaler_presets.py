@@ -18,10 +18,9 @@ import tarfile
 import types
 import zipfile
 
+import ampkit
 import pytest
 import torch
-
-import ampkit
 
 PEERS = pathlib.Path(__file__).resolve().parents[2] / ".venv" / "peers"
 SEQUENCES = 300  # per preset

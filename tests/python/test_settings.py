@@ -8,10 +8,9 @@ from __future__ import annotations
 import inspect
 import warnings
 
+import ampkit
 import pytest
 import torch
-
-import ampkit
 from ampkit import _C, r_glue
 
 
@@ -146,7 +145,8 @@ def _matmul(x):
 @pytest.mark.parametrize("make, oracle", [
     (lambda: CpuAutocast(), lambda: TorchCpuAutocast()),
     (lambda: CpuAutocast(enabled=False), lambda: TorchCpuAutocast(enabled=False)),
-    (lambda: PlainSubclass("cpu", dtype=torch.float16), lambda: torch.autocast("cpu", torch.float16)),
+    (lambda: PlainSubclass("cpu", dtype=torch.float16),
+     lambda: torch.autocast("cpu", torch.float16)),
 ])
 def test_subclasses_work_as_torch_autocasts_do(make, oracle):
     x = torch.randn(4, 4)

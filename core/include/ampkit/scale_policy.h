@@ -2,7 +2,8 @@
 // inf/NaN result changes the scaler's device state.
 //
 // On overflow:   tracker = -growth_delay; hysteresis_left -= 1;
-//                if hysteresis_left <= 0 (a back-off is due): S = max(S * backoff_factor, min_scale)
+//                if hysteresis_left <= 0 (a back-off is due): S = max(S * backoff_factor,
+//                min_scale)
 // On a clean step: tracker += 1; if consecutive_hysteresis: hysteresis_left = hysteresis
 //                if tracker == growth_interval:
 //                    tracker = 0; hysteresis_left = hysteresis

@@ -1,7 +1,7 @@
 // The rules for the grad scaler's numbers: the one place that says what a valid init_scale,
 // growth_factor, backoff_factor, count or scale is, and the rules between them. The table of
-// options (scaler_settings.h) names, for each, the rule here that judges it. Python and R hand numbers
-// over as doubles and these functions judge them, so the rule and its message exist once.
+// options (scaler_settings.h) names, for each, the rule here that judges it. Python and R hand
+// numbers over as doubles and these functions judge them, so the rule and its message exist once.
 //
 // Every check throws ArgumentError naming `name` (the argument as the caller spelt it:
 // "growth_factor", "new_factor", "new_scale") and the rule, with the value received.
