@@ -32,6 +32,7 @@ fe_method_call <- function(name, self, args, call) {
 #' @param dim The dim along which to join (1-based).
 #' @param condition A boolean tensor.
 #' @param other The values where `condition` is `FALSE` (a tensor or a number).
+#' @param x `is_torch_tensor()`: any R object.
 #' @return A tensor, a list of tensors (`torch_max(x, dim = )`, `torch_sort()`,
 #'   `torch_split()`, ...), or `TRUE`/`FALSE` (`torch_equal()`,
 #'   `torch_allclose()`).

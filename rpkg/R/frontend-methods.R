@@ -389,6 +389,7 @@ NULL
   invisible(x)
 }
 
+#' @importFrom utils .DollarNames
 #' @export
 .DollarNames.torch_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
   candidates <- c(names(tensor_r_members), names(method_specs), "shape", "dtype", "device",

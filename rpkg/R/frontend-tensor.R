@@ -47,6 +47,8 @@ check_no_names <- function(names, call) {
 #' @param fill_value The value `torch_full()` fills with.
 #' @param start,end,step `torch_arange()`'s range; `end` is included.
 #' @param low,high `torch_randint()`'s range: from `low` to `high - 1`.
+#' @param generator Accepted for R torch's signature; must stay `NULL`
+#'   (PyTorch's default generator, seeded by [torch_manual_seed()], is used).
 #' @param input A tensor whose shape (and, by default, dtype and device) the
 #'   `_like` functions copy.
 #' @return A `torch_tensor`.
@@ -184,6 +186,10 @@ torch_full <- function(size, fill_value, names = NULL, dtype = NULL, layout = NU
 torch_randint <- function(low, high, size, generator = NULL, dtype = NULL, layout = NULL,
                           device = NULL, requires_grad = FALSE, memory_format = NULL) {
   call <- sys.call()
+  if (!is.null(generator)) {
+    abort("`generator` is not supported by ampkit's front end; leave it NULL.", call,
+          class = "value_error")
+  }
   if (is.null(dtype)) {
     dtype <- torch_float32()
   }
@@ -367,6 +373,7 @@ torch_randint_like <- function(input, low, high, dtype = NULL, layout = NULL, de
 #' two dimensions) in R's layout. Tensors on a GPU are copied to the CPU.
 #' @param x A `torch_tensor`.
 #' @param ... Unused.
+#' @param mode As in [as.vector()].
 #' @return An R vector, matrix or array.
 #' @name as_array
 #' @examples
