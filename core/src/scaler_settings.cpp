@@ -55,6 +55,31 @@ ScalerEntry make(const char* name, bool option, Key key,
   return {name, option, key, std::move(get), std::move(set)};
 }
 
+// A row over one field of the state (`part`: its settings or its counters): the value as it
+// is, and `convert` (name, value) -> the field's type, which judges it.
+template <class Part, class T, class Convert>
+ScalerEntry field_entry(const char* name, bool option, Key key, Part ScalerState::*part,
+                        T Part::*field, Convert convert) {
+  return make(
+      name, option, key,
+      [part, field](const ScalerState& s) { return SettingValue((s.*part).*field); },
+      [name, part, field, convert](ScalerState& s, const SettingValue& v) {
+        (s.*part).*field = convert(name, v);
+      });
+}
+
+auto number_from(entry::Check check) {
+  return [check](const char* name, const SettingValue& v) {
+    const double value = to_number(name, v);
+    check(value, name);
+    return value;
+  };
+}
+
+auto whole_from(double minimum) {
+  return [minimum](const char* name, const SettingValue& v) { return whole(name, v, minimum); };
+}
+
 }  // namespace
 
 std::string on_min_scale_name(OnMinScale value) {
@@ -72,13 +97,7 @@ std::string on_min_scale_name(OnMinScale value) {
 namespace entry {
 
 ScalerEntry number(const char* name, double ScalerSettings::*field, Check check, Key key) {
-  return make(
-      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
-      [name, field, check](ScalerState& s, const SettingValue& v) {
-        const double value = to_number(name, v);
-        check(value, name);
-        s.settings.*field = value;
-      });
+  return field_entry(name, true, key, &ScalerState::settings, field, number_from(check));
 }
 
 ScalerEntry optional_number(const char* name, std::optional<double> ScalerSettings::*field,
@@ -104,19 +123,11 @@ ScalerEntry optional_number(const char* name, std::optional<double> ScalerSettin
 }
 
 ScalerEntry count(const char* name, int64_t ScalerSettings::*field, double minimum, Key key) {
-  return make(
-      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
-      [name, field, minimum](ScalerState& s, const SettingValue& v) {
-        s.settings.*field = whole(name, v, minimum);
-      });
+  return field_entry(name, true, key, &ScalerState::settings, field, whole_from(minimum));
 }
 
 ScalerEntry flag(const char* name, bool ScalerSettings::*field, Key key) {
-  return make(
-      name, true, key, [field](const ScalerState& s) { return SettingValue(s.settings.*field); },
-      [name, field](ScalerState& s, const SettingValue& v) {
-        s.settings.*field = flag_value(name, v);
-      });
+  return field_entry(name, true, key, &ScalerState::settings, field, flag_value);
 }
 
 ScalerEntry on_min_scale() {
@@ -131,16 +142,10 @@ ScalerEntry on_min_scale() {
       });
 }
 
+// Repeated backoff underflows to 0 and growth overflows to inf: a checkpoint may hold both.
 ScalerEntry scale() {
-  return make(
-      "scale", false, Key::TorchAmp,
-      [](const ScalerState& s) { return SettingValue(s.counters.scale); },
-      [](ScalerState& s, const SettingValue& v) {
-        const double value = to_number("scale", v);
-        // Repeated backoff underflows to 0 and growth overflows to inf: a checkpoint may hold both.
-        check_reachable_scale(value, "scale");
-        s.counters.scale = value;
-      });
+  return field_entry("scale", false, Key::TorchAmp, &ScalerState::counters, &ScalerCounters::scale,
+                     number_from(check_reachable_scale));
 }
 
 // Read after the options (from_state_dict sets those first): with a growth delay the tracker
@@ -156,20 +161,11 @@ ScalerEntry growth_tracker() {
 }
 
 ScalerEntry counter(const char* name, int64_t ScalerCounters::*field, double minimum, Key key) {
-  return make(
-      name, false, key, [field](const ScalerState& s) { return SettingValue(s.counters.*field); },
-      [name, field, minimum](ScalerState& s, const SettingValue& v) {
-        s.counters.*field = whole(name, v, minimum);
-      });
+  return field_entry(name, false, key, &ScalerState::counters, field, whole_from(minimum));
 }
 
 ScalerEntry counter_flag(const char* name, bool ScalerCounters::*field) {
-  return make(
-      name, false, Key::Ampkit,
-      [field](const ScalerState& s) { return SettingValue(s.counters.*field); },
-      [name, field](ScalerState& s, const SettingValue& v) {
-        s.counters.*field = flag_value(name, v);
-      });
+  return field_entry(name, false, Key::Ampkit, &ScalerState::counters, field, flag_value);
 }
 
 }  // namespace entry
