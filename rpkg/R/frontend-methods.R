@@ -371,7 +371,14 @@ NULL
 
 #' @rdname tensor-methods
 #' @export
-`[[.torch_tensor` <- function(x, name) `$.torch_tensor`(x, name)
+`[[.torch_tensor` <- function(x, name) {
+  if (!is.character(name) || length(name) != 1L) {
+    abort(sprintf(paste0("`[[` on a tensor takes the name of a method or field, got %s; ",
+                         "index elements with `[`, e.g. x[1]."), describe(name)), sys.call(),
+          class = "value_error")
+  }
+  `$.torch_tensor`(x, name)
+}
 
 #' @rdname tensor-methods
 #' @export

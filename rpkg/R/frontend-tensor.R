@@ -499,6 +499,10 @@ print.torch_tensor <- function(x, n = 30, ...) {
 # Values as libtorch prints them: whole floats without decimals, others with 4 decimals (in
 # scientific notation for very large or small magnitudes).
 format_values <- function(values) {
+  if (is.logical(values)) {
+    # libtorch prints booleans as 1 and 0
+    values <- as.integer(values)
+  }
   if (!is.double(values)) {
     return(format(values))
   }

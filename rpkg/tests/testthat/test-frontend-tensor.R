@@ -154,6 +154,9 @@ test_that("tensors print as R torch prints them", {
   expect_output(print(torch_ones(2, requires_grad = TRUE) * 2), "grad_fn = <MulBackward0>",
                 fixed = TRUE)
   expect_output(print(torch_zeros(2, 1, 2)), "(2,.,.) =", fixed = TRUE)
+  # booleans print as 1 and 0, as libtorch prints them
+  expect_output(print(torch_tensor(c(TRUE, FALSE))), "torch_tensor\n 1\n 0\n[ CPUBoolType{2} ]",
+                fixed = TRUE)
   expect_output(str(torch_zeros(2, 3)), "Float [1:2, 1:3]", fixed = TRUE)
 })
 
@@ -178,6 +181,8 @@ test_that("$ fields: shape, dtype, device, requires_grad, is_leaf, grad", {
   expect_false(x$requires_grad)
   expect_error(x$shape <- 1, class = "value_error")
   expect_error(x$no_such_method(), class = "value_error")
+  expect_true(x[["requires_grad"]] == x$requires_grad)
+  expect_error(x[[1]], class = "value_error")
 })
 
 test_that("$ methods with 1-based dims match PyTorch's with 0-based dims", {
