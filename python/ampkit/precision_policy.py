@@ -171,6 +171,12 @@ class PrecisionPolicy:
         modules: a dict, qualified module name -> dtype name, of the modules the policy wraps,
             in the model's order.
         device_type: the device type of the policy's regions.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+        >>> with ampkit.precision_policy(model, {"0": torch.float32}) as policy:
+        ...     policy.modules
+        {'0': 'float32'}
     """
 
     def __init__(self, model: torch.nn.Module, device_type: str,
