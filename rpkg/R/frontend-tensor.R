@@ -499,12 +499,9 @@ print.torch_tensor <- function(x, n = 30, ...) {
 # Values as libtorch prints them: whole floats without decimals, others with 4 decimals (in
 # scientific notation for very large or small magnitudes).
 format_values <- function(values) {
-  if (is.logical(values)) {
-    # libtorch prints booleans as 1 and 0
-    values <- as.integer(values)
-  }
   if (!is.double(values)) {
-    return(format(values))
+    # libtorch prints booleans as 1 and 0
+    return(format(if (is.logical(values)) as.integer(values) else values))
   }
   finite <- values[is.finite(values)]
   if (length(finite) == 0L || all(finite == trunc(finite)) && max(abs(finite)) < 1e9) {
