@@ -188,9 +188,16 @@ new_optimizer <- function(classname, py) {
 
 optimizer_classes <- new.env(parent = emptyenv())
 
-check_lr <- function(lr, missing_lr) {
+# optim_sgd()'s `lr`: required, unless every parameter group has its own.
+check_lr <- function(lr, missing_lr, params) {
   if (missing_lr) {
-    abort("`lr` must be given: optim_sgd() has no default learning rate.", class = "value_error")
+    own <- is.list(params) && length(params) > 0L &&
+      all(vapply(params, function(g) is.list(g) && !is.null(g$lr), logical(1)))
+    if (!own) {
+      abort(paste0("`lr` must be given: optim_sgd() has no default learning rate (or give ",
+                   "each parameter group its own `lr`)."), class = "value_error")
+    }
+    lr <- params[[1L]]$lr
   }
   arg_number(lr, "lr")
 }
@@ -243,7 +250,7 @@ NULL
 #' @export
 optim_sgd <- function(params, lr, momentum = 0, dampening = 0, weight_decay = 0,
                       nesterov = FALSE) {
-  lr <- check_lr(if (!missing(lr)) lr, missing(lr))
+  lr <- check_lr(if (!missing(lr)) lr, missing(lr), params)
   py <- call_python(torch_py()$optim$SGD(
     optimizer_params(params), lr = lr, momentum = arg_number(momentum, "momentum"),
     dampening = arg_number(dampening, "dampening"),

@@ -21,7 +21,8 @@ test_that("R torch's AMP article runs with library(ampkit)", {
   lines <- readLines(script)
   lines <- sub("knitr::knit_code$get(\"sizes\")", "sizes_chunk", lines, fixed = TRUE)
   assign("sizes_chunk", sizes, envir = env)
-  out <- utils::capture.output(eval(parse(text = lines), envir = env))
+  out <- utils::capture.output(source(exprs = parse(text = lines), local = env,
+                                      print.eval = TRUE))
   # The small sizes, the model and the three trainings of the benchmark ran.
   expect_identical(env$batch_size, 64)
   expect_identical(env$data[[1]]$shape, c(64L, 256L))

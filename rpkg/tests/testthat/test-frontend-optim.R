@@ -84,6 +84,10 @@ test_that("param_groups: read as R lists, options assigned as in R torch", {
   opt2 <- optim_sgd(list(list(params = m[[1]]$parameters, lr = 0.5),
                          list(params = m[[2]]$parameters)), lr = 0.1)
   expect_identical(vapply(opt2$param_groups, function(g) g$lr, numeric(1)), c(0.5, 0.1))
+  # Without `lr` when every group has one (R torch's optim_required()).
+  opt3 <- optim_sgd(list(list(params = m[[1]]$parameters, lr = 0.5),
+                         list(params = m[[2]]$parameters, lr = 0.2)))
+  expect_identical(vapply(opt3$param_groups, function(g) g$lr, numeric(1)), c(0.5, 0.2))
   expect_output(print(opt2), "<optim_sgd> with 2 parameter group")
 })
 
