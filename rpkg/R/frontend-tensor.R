@@ -499,19 +499,25 @@ print.torch_tensor <- function(x, n = 30, ...) {
 # Values as libtorch prints them: whole floats without decimals, others with 4 decimals (in
 # scientific notation for very large or small magnitudes).
 format_values <- function(values) {
-  if (!is.double(values)) {
+  if (is.logical(values)) {
     # libtorch prints booleans as 1 and 0
-    return(format(if (is.logical(values)) as.integer(values) else values))
+    return(format(as.integer(values)))
+  }
+  if (!is.double(values)) {
+    return(format(values))
   }
   finite <- values[is.finite(values)]
   if (length(finite) == 0L || all(finite == trunc(finite)) && max(abs(finite)) < 1e9) {
     return(format(values, scientific = FALSE))
   }
+  format(formatC(values, format = float_format(finite), digits = 4), justify = "right")
+}
+
+# "e" (scientific) for very large or small magnitudes, else "f" (fixed).
+float_format <- function(finite) {
   nonzero <- abs(finite[finite != 0])
-  if (length(nonzero) && (max(nonzero) >= 1e5 || min(nonzero) < 1e-4)) {
-    return(format(formatC(values, format = "e", digits = 4), justify = "right"))
-  }
-  format(formatC(values, format = "f", digits = 4), justify = "right")
+  wide <- length(nonzero) > 0L && (max(nonzero) >= 1e5 || min(nonzero) < 1e-4)
+  if (wide) "e" else "f"
 }
 
 print_matrix <- function(values) {
