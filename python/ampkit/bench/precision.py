@@ -15,18 +15,23 @@ training benchmark's implementations do:
   torch.autocast(enabled=False) and casting its input, what torch.amp documents);
 - "locator": plain autocast inside ampkit.overflow_locator (one host read per step).
 
-Each figure is the fastest repeat's time per step.
+Each figure is the fastest of repeats x steps steps. A step of the MLP takes tens of
+milliseconds on the CPU, where the policy's own work is microseconds; so the same comparisons
+are also made per call on a Linear(16, 16) (overhead.py's interleaved timeit, fastest repeat),
+where that work is most of the time: a policy's region around a module against the module
+alone, and against the hand edit.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List
 
 import torch
 
 import ampkit
 
-from . import measure
+from . import measure, overhead
 from .workloads import build
 
 GOAL_NO_CHANGE = 1.02  # the issue: within 2% of plain autocast
@@ -89,36 +94,40 @@ GROUPS = [VARIANTS[:4], ["autocast", "locator"]]
 
 def _in_turn(loops: Dict[str, "_Loop"], names: List[str], size: Dict[str, Any],
              device: str) -> Dict[str, float]:
-    """Seconds per step of each loop (fastest repeat), stepping in turn, the order reversed
-    every step, each turn after an untimed pause."""
+    """Seconds per step of each loop (its fastest step: every step does the same work, and on
+    a shared machine the slower ones measure the neighbours), stepping in turn, the order
+    reversed every step, each turn after an untimed pause. On the CPU, run in one thread,
+    what is timed is that thread's CPU time (time.thread_time): the step's work, which the
+    other processes of a shared machine do not stretch as they stretch wall time (at a load of
+    4-5 on 2 cores, wall-time ratios of identical work ranged over 0.6-1.8)."""
     for _ in range(size["warmup"]):
         for v in names:
             loops[v].step()
     best = dict.fromkeys(names, float("inf"))
     order = list(names)
-    for _ in range(size["repeats"]):
-        total = dict.fromkeys(names, 0.0)
-        for _ in range(size["steps"]):
-            for v in order:
-                measure.settle()
-                total[v] += measure.timed(loops[v].step, device)
-            order.reverse()
-        for v in names:
-            best[v] = min(best[v], total[v] / size["steps"])
+    for _ in range(size["repeats"] * size["steps"]):
+        for v in order:
+            measure.settle()
+            if device == "cpu":
+                start = time.thread_time()
+                loops[v].step()
+                seconds = time.thread_time() - start
+            else:
+                seconds = measure.timed(loops[v].step, device)
+            best[v] = min(best[v], seconds)
+        order.reverse()
     return best
 
 
-def run(suite: Dict[str, Any], size: Dict[str, Any], device: str) -> List[Dict[str, Any]]:
-    """The suite's rows: each compared variant's seconds per step, its reference's, the ratio
-    and its goal (None: printed, not judged)."""
-    best: Dict[str, float] = {}
+def _timed_groups(suite: Dict[str, Any], size: Dict[str, Any], device: str) -> Dict[str, Any]:
+    best: Dict[str, Any] = {}
     for group in GROUPS:
         loops = {v: _Loop(suite, size, device, v) for v in group}
         try:
             times = _in_turn(loops, group, size, device)
             if "locator" in loops:
-                reads = loops["locator"].locator.host_reads
-                located = loops["locator"].position
+                best["reads"] = loops["locator"].locator.host_reads
+                best["located"] = loops["locator"].position
                 best["autocast, beside the locator"] = times["autocast"]
                 best["locator"] = times["locator"]
             else:
@@ -126,6 +135,20 @@ def run(suite: Dict[str, Any], size: Dict[str, Any], device: str) -> List[Dict[s
         finally:
             for loop in loops.values():
                 loop.close()
+    return best
+
+
+def run(suite: Dict[str, Any], size: Dict[str, Any], device: str) -> List[Dict[str, Any]]:
+    """The suite's rows: each compared variant's seconds per step, its reference's, the ratio
+    and its goal (None: printed, not judged)."""
+    threads = torch.get_num_threads()
+    if device == "cpu":
+        torch.set_num_threads(1)
+    try:
+        best = _timed_groups(suite, size, device)
+    finally:
+        torch.set_num_threads(threads)
+    reads, located = best.pop("reads"), best.pop("located")
     rows = [
         ("policy changing nothing (every Linear in the region's dtype) vs plain autocast",
          "policy, no change", "autocast", GOAL_NO_CHANGE),
@@ -139,7 +162,43 @@ def run(suite: Dict[str, Any], size: Dict[str, Any], device: str) -> List[Dict[s
            for what, v, ref, goal in rows]
     out[-1]["locator_s_per_step"] = best["locator"] - best["autocast, beside the locator"]
     out[-1]["host_reads_per_step"] = reads / located  # the last step is read on leaving
-    return out
+    return out + per_call(size["call_number"], size["call_repeats"])
+
+
+def per_call(number: int, repeats: int) -> List[Dict[str, Any]]:
+    """Seconds per forward call of a Linear(16, 16) on a (4, 16) input inside a bfloat16
+    region, kept in float32 by a policy and by hand; and, with no region around, the policy's
+    module against the module alone (both in float32: the difference is the policy's
+    wrapper, its region and its input check)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 16)
+    plain, by_policy = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+    by_hand = _HandEdited(torch.nn.Linear(16, 16), "cpu")
+    policy = ampkit.precision_policy(by_policy, {"": torch.float32})
+    region = ampkit.autocast("cpu", dtype=torch.bfloat16)
+
+    def call(module):
+        def run() -> None:
+            with torch.no_grad(), region:
+                module(x)
+        return run
+
+    def bare(module):
+        def run() -> None:
+            with torch.no_grad():
+                module(x)
+        return run
+
+    try:
+        times = overhead._interleaved({"policy": call(by_policy), "hand": call(by_hand),
+                                       "policy alone": bare(by_policy), "plain": bare(plain)},
+                                      number, repeats)
+    finally:
+        policy.remove()
+    return [{"what": "per call, Linear(16, 16): policy float32 vs by hand", "variant": "policy",
+             "reference": "hand", "variant_s": times["policy"], "reference_s": times["hand"],
+             "ratio": times["policy"] / times["hand"], "goal": GOAL_HAND,
+             "policy_extra_s_per_call": times["policy alone"] - times["plain"]}]
 
 
 def table(rows: List[Dict[str, Any]]) -> str:
@@ -151,9 +210,11 @@ def table(rows: List[Dict[str, Any]]) -> str:
     for r in rows:
         goal = "-" if r["goal"] is None else f"{r['goal']:.2f}"
         ok = "-" if r["goal"] is None else ("yes" if r["ratio"] <= r["goal"] else "NO")
-        lines.append(f"{r['what']:<{width}} {r['variant_s'] * 1e3:>9.3f} "
-                     f"{r['reference_s'] * 1e3:>9.3f} {r['ratio']:>7.3f} {goal:>6}  {ok}")
-    loc = rows[-1]
+        lines.append(f"{r['what']:<{width}} {r['variant_s'] * 1e3:>9.4f} "
+                     f"{r['reference_s'] * 1e3:>9.4f} {r['ratio']:>7.3f} {goal:>6}  {ok}")
+    loc = next(r for r in rows if r["variant"] == "locator")
+    call = next(r for r in rows if r["variant"] == "policy")
     lines.append(f"locator: {loc['locator_s_per_step'] * 1e3:.3f} ms more per step, "
-                 f"{loc['host_reads_per_step']:.0f} host read per step")
+                 f"{loc['host_reads_per_step']:.0f} host read per step; a policy's region: "
+                 f"{call['policy_extra_s_per_call'] * 1e6:.2f} us per module call")
     return "\n".join(lines)
