@@ -160,6 +160,7 @@ nn_max_pool2d <- nn_module(
 #' @param approximate `"none"` or `"tanh"`.
 #' @param p Probability of an element to be zeroed.
 #' @param dim The dimension (1-based; negative counts from the end).
+#' @param ... Ignored (`nn_identity()` takes any arguments, as in R torch).
 #' @return A module.
 #' @name nn_activations
 #' @examples
