@@ -65,7 +65,7 @@ method_specs <- list(
   reshape = fe_spec(varargs = "size"), expand = fe_spec(varargs = "size"),
   `repeat` = fe_spec(varargs = "size"), tile = fe_spec(varargs = "size"),
   new_zeros = fe_spec(varargs = "size"), new_ones = fe_spec(varargs = "size"),
-  new_empty = fe_spec(varargs = "size"), new_full = fe_spec(c(size = "size"))
+  new_empty = fe_spec(varargs = "size"), resize_ = fe_spec(varargs = "size"), new_full = fe_spec(c(size = "size"))
 )
 
 # One argument converted by its role.
@@ -249,8 +249,48 @@ tensor_r_members <- list(
     }
   },
   numel = function(self) function() reticulate::py_to_r(tensor_method("numel")(tpy(self))),
-  print = function(self) function(...) print.torch_tensor(self, ...)
+  print = function(self) function(...) print.torch_tensor(self, ...),
+  grad_fn = function(self) {
+    node <- reticulate::py_get_attr(tpy(self), "grad_fn")
+    if (inherits(node, "python.builtin.NoneType")) NULL else new_autograd_node(node)
+  },
+  register_hook = function(self) {
+    function(hook) {
+      # the hook sees and returns front-end tensors; PyTorch sees Python ones.
+      py_hook <- function(grad) unwrap(hook(wrap(grad)))
+      call_python(tensor_method("register_hook")(tpy(self), py_hook), sys.call())
+    }
+  }
 )
+
+# A node of the autograd graph (`x$grad_fn`), as R torch's autograd_node: printed as its name,
+# `$next_functions` the nodes it feeds gradients to (NULL where an input needs none).
+new_autograd_node <- function(py) {
+  structure(list(py = py), class = "autograd_node")
+}
+
+#' @export
+`$.autograd_node` <- function(x, name) {
+  py <- .subset2(x, "py")
+  switch(name,
+    next_functions = {
+      edges <- reticulate::py_get_attr(py, "next_functions")
+      lapply(seq_len(reticulate::py_len(edges)) - 1L, function(i) {
+        node <- reticulate::py_get_item(reticulate::py_get_item(edges, i), 0L)
+        if (inherits(node, "python.builtin.NoneType")) NULL else new_autograd_node(node)
+      })
+    },
+    name = function() wrap(py$name()),
+    ptr = x,
+    wrap(reticulate::py_get_attr(py, name))
+  )
+}
+
+#' @export
+print.autograd_node <- function(x, newline = TRUE, ...) {
+  cat(x$name(), if (newline) "\n", sep = "")
+  invisible(x)
+}
 
 # `$max()`/`$min()` as R torch's: the whole tensor's, along `dim` (values and 1-based indices),
 # or elementwise against `other` (a tensor or R values), not both.

@@ -486,9 +486,9 @@ print.torch_tensor <- function(x, n = 30, ...) {
   device <- toupper(reticulate::py_to_r(py$device$type))
   cat("[ ", device, dtype_from_py(py$dtype)$.type(), "Type{", paste(shape, collapse = ","),
       "} ]", sep = "")
-  grad_fn <- py$grad_fn
-  if (!inherits(grad_fn, "python.builtin.NoneType")) {
-    cat("[ grad_fn = <", reticulate::py_to_r(grad_fn$name()), "> ]", sep = "")
+  grad_fn <- x$grad_fn
+  if (!is.null(grad_fn)) {
+    cat("[ grad_fn = <", grad_fn$name(), "> ]", sep = "")
   } else if (reticulate::py_to_r(py$requires_grad)) {
     cat("[ requires_grad = TRUE ]")
   }

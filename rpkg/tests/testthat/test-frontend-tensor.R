@@ -455,3 +455,27 @@ test_that("an uncaught error under Rscript shows no backtrace into ampkit's inte
   expect_false(any(grepl("tryCatchOne", out, fixed = TRUE)))
   expect_false(any(grepl("Traceback", out, fixed = TRUE)))
 })
+
+test_that("grad_fn is an autograd node; hooks see front-end tensors (R torch's vignettes)", {
+  skip_if_no_ampkit()
+  x <- torch_ones(2, 2, requires_grad = TRUE)
+  y <- x$mul(x$add(2))
+  out <- (y$pow(2) * 3)$mean()
+  expect_s3_class(out$grad_fn, "autograd_node")
+  expect_output(print(out$grad_fn), "^MeanBackward0$")
+  nodes <- out$grad_fn$next_functions
+  expect_length(nodes, 1L)
+  expect_identical(nodes[[1]]$name(), "MulBackward0")
+  py_out <- py_of(out)
+  expect_identical(nodes[[1]]$name(),
+                   reticulate::py_to_r(py_out$grad_fn$next_functions[0][0]$name()))
+  expect_null(torch_ones(2)$grad_fn)
+  v <- torch_tensor(c(0, 0, 0), requires_grad = TRUE)
+  h <- v$register_hook(function(grad) grad * 2)
+  v$backward(torch_tensor(c(1, 2, 3)))
+  expect_equal(as_array(v$grad), c(2, 4, 6))
+  h$remove()
+  r <- torch_zeros(4)
+  r$resize_(c(2, 2))
+  expect_equal(dim(r), c(2L, 2L))
+})
