@@ -65,7 +65,8 @@ method_specs <- list(
   reshape = fe_spec(varargs = "size"), expand = fe_spec(varargs = "size"),
   `repeat` = fe_spec(varargs = "size"), tile = fe_spec(varargs = "size"),
   new_zeros = fe_spec(varargs = "size"), new_ones = fe_spec(varargs = "size"),
-  new_empty = fe_spec(varargs = "size"), resize_ = fe_spec(varargs = "size"), new_full = fe_spec(c(size = "size"))
+  new_empty = fe_spec(varargs = "size"),
+  resize_ = fe_spec(varargs = "size"), new_full = fe_spec(c(size = "size"))
 )
 
 # One argument converted by its role.
