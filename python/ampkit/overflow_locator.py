@@ -445,7 +445,19 @@ class overflow_locator:
 class PolicySuggestion:
     """What :func:`suggest_policy` found: ``rules`` (qualified name -> ``torch.float32``, for
     :func:`ampkit.precision_policy`), ``reasons`` (name -> a list of sentences saying why), and
-    ``rounds`` (how many measuring rounds ran)."""
+    ``rounds`` (how many measuring rounds ran).
+
+    Example:
+        >>> import torch, ampkit
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+        >>> with torch.no_grad():
+        ...     _ = model[0].weight.fill_(1e5)
+        >>> s = ampkit.suggest_policy(model, [torch.ones(1, 2)])
+        >>> s.rules, s.rounds
+        ({'0': torch.float32}, 2)
+        >>> s.reasons
+        {'0': ['output held 2 inf and 0 NaN in float16']}
+    """
 
     def __init__(self, rules: Dict[str, torch.dtype], reasons: Dict[str, List[str]],
                  rounds: int) -> None:

@@ -20,6 +20,7 @@ FSDP2's) run outside the region, as they would around a hand-edited ``forward``.
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import re
 import threading
 import warnings
@@ -132,35 +133,49 @@ def _to_float32(value: Any) -> Any:
     return value
 
 
-def _wrap_forward(original: Any, device: str, dtype: torch.dtype) -> Any:
-    name = _dtype_name(dtype)
-    if dtype == torch.float32:
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            if _is_compiling():
-                with autocast(device, enabled=False):
-                    return original(*_to_float32(args), **_to_float32(kwargs))
-            stack = _local.__dict__.setdefault("stack", [])
-            stack.append(name)
-            try:
-                with autocast(device, enabled=False):
-                    return original(*_to_float32(args), **_to_float32(kwargs))
-            finally:
-                stack.pop()
-    else:
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            if _is_compiling():
-                with autocast(device, dtype=dtype):
-                    return original(*args, **kwargs)
-            stack = _local.__dict__.setdefault("stack", [])
-            stack.append(name)
-            try:
-                with autocast(device, dtype=dtype):
-                    return original(*args, **kwargs)
-            finally:
-                stack.pop()
-    forward.__wrapped__ = original  # type: ignore[attr-defined]
-    forward._ampkit_policy = True  # type: ignore[attr-defined]
-    return forward
+class _PolicyForward:
+    """The forward a policy sets on a module: the module's own forward inside an
+    ampkit.autocast region. An object, not a closure, so that a deep copy of the model gets a
+    forward bound to the copy (a closure would keep calling the original module) and the model
+    still pickles (torch.save); ``__signature__`` is the module's own forward's."""
+
+    def __init__(self, module: torch.nn.Module, previous: Any, device: str,
+                 dtype: torch.dtype) -> None:
+        self.module = module
+        self.previous = previous  # the instance's own 'forward' before the policy, or None
+        self.device = device
+        self.dtype = dtype
+        self.dtype_name = _dtype_name(dtype)
+        try:
+            self.__signature__ = inspect.signature(self._original())
+        except (TypeError, ValueError):  # a forward without a signature: (*args, **kwargs)
+            pass
+
+    def _original(self) -> Any:
+        if self.previous is not None:
+            return self.previous
+        return type(self.module).forward.__get__(self.module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _is_compiling():
+            return self._run(args, kwargs)
+        stack = _local.__dict__.setdefault("stack", [])
+        stack.append(self.dtype_name)
+        try:
+            return self._run(args, kwargs)
+        finally:
+            stack.pop()
+
+    def _run(self, args: Any, kwargs: Any) -> Any:
+        original = self._original()
+        if self.dtype == torch.float32:
+            with autocast(self.device, enabled=False):  # the hand edit: cast inside the region
+                return original(*_to_float32(args), **_to_float32(kwargs))
+        with autocast(self.device, dtype=self.dtype):
+            return original(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<ampkit.precision_policy forward ({self.dtype_name}) of {self._original()!r}>"
 
 
 class PrecisionPolicy:
@@ -173,6 +188,7 @@ class PrecisionPolicy:
         device_type: the device type of the policy's regions.
 
     Example:
+        >>> import torch, ampkit
         >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
         >>> with ampkit.precision_policy(model, {"0": torch.float32}) as policy:
         ...     policy.modules
@@ -198,7 +214,8 @@ class PrecisionPolicy:
             try:
                 for _, module, dtype, _ in targets:
                     previous = module.__dict__.get("forward", _MISSING)
-                    wrapper = _wrap_forward(module.forward, device_type, dtype)
+                    wrapper = _PolicyForward(module, None if previous is _MISSING else previous,
+                                             device_type, dtype)
                     module.forward = wrapper
                     self._installed.append((weakref.ref(module), previous, wrapper))
                     _ACTIVE[module] = self

@@ -398,3 +398,30 @@ def test_the_precision_benchmark_suite_gives_its_rows_at_tiny_size():
     assert all(r["variant_s"] > 0 and r["reference_s"] > 0 for r in rows)
     assert 0 < rows[2]["host_reads_per_step"] <= 1
     assert "locator:" in precision.table(rows)
+
+
+# -- copies, pickling, signatures ----------------------------------------------------------------
+
+def test_a_deep_copy_keeps_the_policy_on_its_own_modules_and_the_model_pickles():
+    import inspect
+    import io
+
+    model = _model()
+    signature = inspect.signature(model[2].forward)
+    policy = ampkit.precision_policy(model, {"0": torch.float32, "2": torch.bfloat16})
+    assert inspect.signature(model[2].forward) == signature  # (x, scale=None)
+    clone = copy.deepcopy(model)
+    with torch.no_grad():
+        clone[0].weight.mul_(2)  # the copy's forward must use the copy's weights
+    oracle = _edited(clone, {"0": torch.float32, "2": torch.bfloat16})
+    with ampkit.autocast("cpu", dtype=torch.float16):
+        got, expected, original = clone(X), oracle(X), model(X)
+    assert torch.equal(got, expected) and not torch.equal(got, original)
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    with ampkit.autocast("cpu", dtype=torch.float16):
+        assert torch.equal(loaded(X), original)
+    policy.remove()
+    assert _forwards(model) == [] and sorted(_forwards(clone)) == ["0", "2"]
