@@ -10,8 +10,9 @@ default_roles <- c(dim = "dim", dims = "dim", dim0 = "dim", dim1 = "dim", dim2 =
 
 # name = list(args = c(<leading positional parameter names> = <role>), varargs = <role of all
 # positional arguments collapsed into one>, out = "index" (the result is an index tensor) or
-# "second" (a (values, indices) pair)). Roles: dim, index (1-based positions), size, int
-# (whole numbers given as doubles), dtype, device, none.
+# "second" (a (values, indices) pair)). Roles: dim, index (1-based positions, as a tensor),
+# position (one 1-based position, as an int), size, int (whole numbers given as doubles),
+# dtype, device, none.
 fe_spec <- function(args = character(), varargs = NULL, out = NULL) {
   list(args = args, varargs = varargs, out = out)
 }
@@ -47,9 +48,9 @@ method_specs <- list(
   split = fe_spec(c(split_size = "int", dim = "dim")), diff = fe_spec(c(n = "int", dim = "dim")),
   unfold = fe_spec(c(dimension = "dim", size = "int", step = "int")),
   repeat_interleave = fe_spec(c(repeats = "int", dim = "dim")),
-  select = fe_spec(c(dim = "dim", index = "index")),
-  narrow = fe_spec(c(dim = "dim", start = "index", length = "int")),
-  narrow_copy = fe_spec(c(dim = "dim", start = "index", length = "int")),
+  select = fe_spec(c(dim = "dim", index = "position")),
+  narrow = fe_spec(c(dim = "dim", start = "position", length = "int")),
+  narrow_copy = fe_spec(c(dim = "dim", start = "position", length = "int")),
   index_select = fe_spec(c(dim = "dim", index = "index")),
   gather = fe_spec(c(dim = "dim", index = "index")),
   scatter = fe_spec(c(dim = "dim", index = "index")),
@@ -73,7 +74,8 @@ method_specs <- list(
 fe_convert_arg <- function(value, role, name, call) {
   switch(role,
     dim = as_py_dim(value, name, call),
-    index = as_py_index(value, name, call),
+    index = as_py_index_tensor(value, name, call),
+    position = as_py_index(value, name, call),
     size = as_py_size(value, arg = name, call = call),
     int = as_py_int(value, name, call),
     dtype = as_py_dtype(value, name, call),
@@ -99,7 +101,7 @@ as_py_int <- function(value, arg, call) {
   unwrap(value)
 }
 
-# A 1-based index: one number (as a Python int) or several (or a tensor), as PyTorch's 0-based.
+# A 1-based position: one number (as a Python int), or several (or a tensor) as a 0-based tensor.
 as_py_index <- function(value, arg = "index", call = NULL) {
   if (is.numeric(value) && length(value) == 1L && !is.na(value) && value == trunc(value)) {
     if (value == 0) {

@@ -200,3 +200,12 @@ test_that("%*% multiplies matrices where R dispatches it (R >= 4.3)", {
   rhs <- matrix(c(2, 0, 1, 2), nrow = 2)
   expect_equal(as_array(lhs %*% rhs), as_array(lhs) %*% rhs)
 })
+
+test_that("one R number as an index argument is a 1-based index tensor", {
+  skip_if_no_ampkit()
+  x <- torch_randn(4, 3)
+  p <- py_of(x)
+  expect_same_as_torch(x$index_select(1, 2), p$index_select(0L, py_torch()$tensor(list(1L))))
+  expect_same_as_torch(torch_index_select(x, 2, 3L),
+                       p$index_select(1L, py_torch()$tensor(list(2L))))
+})
