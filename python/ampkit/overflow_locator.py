@@ -170,7 +170,9 @@ class overflow_locator:
     same as without the locator. Its cost is a Python hook and a few reductions per module and
     pass (the benchmark prints it per step): locate, then train without it.
 
-    A decorated function runs inside the locator on each call (steps go on counting across
+    Run it eagerly: it observes through module and tensor hooks, which ``torch.compile``
+    would trace into the graph or break it at. A decorated function runs inside the locator on
+    each call (steps go on counting across
     calls). The locator can be entered again after leaving; it must not be entered while
     already active.
 
