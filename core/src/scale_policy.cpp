@@ -39,12 +39,15 @@ struct HostOps {
 };
 
 // Numbers held on a device: each operation is queued there and nothing is read back. S * factor
-// is a float32 product, as torch.amp's CUDA kernel computes it.
+// is a double product rounded once to float32, as torch.amp's CUDA kernel computes it (its
+// factors are doubles) and as HostOps does: both paths give the same bits.
 struct TensorOps {
   using Scale = at::Tensor;
   using Count = at::Tensor;
   using Flag = at::Tensor;
-  static Scale mul(const Scale& s, double factor) { return s * factor; }
+  static Scale mul(const Scale& s, double factor) {
+    return (s.to(at::kDouble) * factor).to(at::kFloat);
+  }
   static Scale at_least(const Scale& s, double bound) { return at::clamp_min(s, bound); }
   static Scale at_most(const Scale& s, double bound) { return at::clamp_max(s, bound); }
   static Flag finite(const Scale& s) { return at::isfinite(s); }

@@ -13,15 +13,15 @@ growth tracker), independently of the C++ template that implements it:
     collapse:      a back-off due (hysteresis_left <= 0) while S already equals min_scale
     start:         tracker = -growth_delay; hysteresis_left = hysteresis
 
-S is a float32. `mul` is how a device rounds S * factor: the CPU kernel multiplies in double and
-rounds once (`host_mul`), an accelerator multiplies two float32 numbers (`float32_mul`).
+S is a float32. S * factor is a double product rounded once to float32 (`host_mul`), as torch.amp's
+kernels compute it on the CPU and in CUDA.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -36,11 +36,6 @@ def host_mul(scale: float, factor: float) -> float:
     return f32(scale * factor)
 
 
-def float32_mul(scale: float, factor: float) -> float:
-    # The double product of two float32 numbers is exact, so rounding it once is float32's product.
-    return f32(scale * f32(factor))
-
-
 @dataclasses.dataclass
 class Reference:
     init_scale: float
@@ -52,7 +47,6 @@ class Reference:
     hysteresis: int = 1
     consecutive_hysteresis: bool = False
     growth_delay: int = 0
-    mul: Callable[[float, float], float] = host_mul
 
     def __post_init__(self) -> None:
         self.scale = f32(self.init_scale)
@@ -70,7 +64,7 @@ class Reference:
             self.tracker = -self.growth_delay
             self.hysteresis_left -= 1
             if self.hysteresis_left <= 0:
-                scale = self.mul(self.scale, self.backoff_factor)
+                scale = host_mul(self.scale, self.backoff_factor)
                 if self.min_scale is not None:
                     scale = max(scale, f32(self.min_scale))
                 self.scale = scale
@@ -81,7 +75,7 @@ class Reference:
             if self.tracker == self.growth_interval:
                 self.tracker = 0
                 self.hysteresis_left = self.hysteresis
-                grown = self.mul(self.scale, self.growth_factor)
+                grown = host_mul(self.scale, self.growth_factor)
                 if self.max_scale is not None:
                     grown = min(grown, f32(self.max_scale))
                 if math.isfinite(grown):

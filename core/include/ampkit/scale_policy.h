@@ -19,9 +19,9 @@
 // after an overflow or the start, then every W; GradScaler.from_deepspeed). Neither peer refuses
 // to grow into inf, as this rule does: the schedules agree below float32's largest scale.
 //
-// S * factor is rounded to float32 as each device's torch.amp kernel rounds it (the CPU kernel
-// multiplies in double, the CUDA kernel in float). At the default policy (no floor, no ceiling,
-// hysteresis 1) the rule is torch.amp's, and the scaler calls torch.amp's kernel for it.
+// S * factor is a double product rounded once to float32, as torch.amp's kernels compute it on
+// the CPU and in CUDA. At torch.amp's settings (no floor, ceiling, hysteresis or delay) the
+// scaler calls torch.amp's kernel for the scale and the tracker.
 //
 // The rule is written once, as a template over how numbers are held: HostOps for a scale that
 // lives in CPU memory (plain arithmetic, no dispatch: a CPU scaler's update costs nanoseconds)
