@@ -224,7 +224,8 @@ as_py_index_tensor <- function(index, arg = "index", call = NULL) {
       abort(sprintf("`%s` must be whole numbers (indices count from 1), got %s.", arg,
                     describe(index)), call, class = "value_error")
     }
-    idx <- torch$tensor(as.list(as.integer(index)), dtype = torch$int64)
+    # R's layout kept (a matrix of positions for gather())
+    idx <- tpy(torch_tensor(index, dtype = torch_long()))
   }
   if (py_true(torch$any(torch$eq(idx, 0L)))) {
     abort(sprintf("`%s` is 1-based (the first element is 1), but found 0.", arg), call,

@@ -209,3 +209,13 @@ test_that("one R number as an index argument is a 1-based index tensor", {
   expect_same_as_torch(torch_index_select(x, 2, 3L),
                        p$index_select(1L, py_torch()$tensor(list(2L))))
 })
+
+test_that("an R matrix of positions keeps its layout (gather)", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(matrix(c(1, 2, 3, 4, 5, 6), nrow = 2))
+  idx <- matrix(c(3L, 1L, 2L, 3L), nrow = 2)
+  r <- as_array(x)
+  expected <- t(sapply(1:2, function(i) r[i, idx[i, ]]))
+  expect_equal(as_array(x$gather(2, idx)), expected)
+  expect_equal(as_array(torch_gather(x, 2, idx)), expected)
+})
