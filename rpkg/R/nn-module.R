@@ -561,7 +561,7 @@ create_nn_module_callable <- function(instance) {
 }
 
 #' @export
-`[[.nn_Module` <- function(x, i) {
+`[[.nn_Module` <- function(x, i) { # nolint: cyclocomp_linter. (R torch's lookup order)
   if (identical(i, ".__enclos_env__")) {
     return(.subset2(x, i))
   }
@@ -583,7 +583,26 @@ create_nn_module_callable <- function(instance) {
       return(o)
     }
   }
-  .subset2(x, i)
+  o <- .subset2(x, i)
+  if (is.null(o) && !is.null(private$py_) && !startsWith(i, ".")) {
+    # The built-ins' settings are their PyTorch module's attributes (`fc$in_features`).
+    o <- py_module_field(private$py_, i)
+  }
+  o
+}
+
+# A Python module's attribute `name` as an R value (NULL when it has none); a tuple of numbers
+# (kernel_size) as a numeric vector.
+py_module_field <- function(py, name) {
+  if (!reticulate::py_has_attr(py, name)) {
+    return(NULL)
+  }
+  value <- wrap(reticulate::py_get_attr(py, name))
+  if (is.list(value) && length(value) > 0L &&
+      all(vapply(value, function(e) is.numeric(e) && length(e) == 1L, logical(1)))) {
+    value <- unlist(value)
+  }
+  value
 }
 
 #' @export

@@ -105,6 +105,12 @@ nn_linear <- nn_module(
     self$.set_py(call_python(torch_nn()$Linear(
       int_arg(in_features, "in_features"), int_arg(out_features, "out_features"),
       bias = arg_flag(bias, "bias")), call = NULL))
+    self$in_features <- in_features
+    self$out_feature <- out_features # R torch's field name
+  },
+  reset_parameters = function() {
+    private$py_$reset_parameters()
+    invisible(NULL)
   },
   forward = function(input) private$.forward_py(input)
 )
@@ -152,9 +158,10 @@ nn_max_pool2d <- nn_module(
 
 #' Activation and dropout layers
 #'
-#' R torch's `nn_relu()`, `nn_gelu()`, `nn_tanh()`, `nn_sigmoid()`,
-#' `nn_softmax()`, `nn_log_softmax()`, `nn_identity()` and `nn_dropout()`
-#' (PyTorch's modules inside). `dim` is 1-based as in R torch.
+#' R torch's `nn_relu()`, `nn_relu6()`, `nn_leaky_relu()`, `nn_elu()`,
+#' `nn_celu()`, `nn_silu()`, `nn_softplus()`, `nn_gelu()`, `nn_tanh()`,
+#' `nn_sigmoid()`, `nn_softmax()`, `nn_log_softmax()`, `nn_identity()` and
+#' `nn_dropout()` (PyTorch's modules inside). `dim` is 1-based as in R torch.
 #'
 #' @param inplace Whether to operate in place.
 #' @param approximate `"none"` or `"tanh"`.
@@ -209,6 +216,74 @@ nn_tanh <- nn_module(
 nn_sigmoid <- nn_module(
   "nn_sigmoid",
   initialize = function() self$.set_py(torch_nn()$Sigmoid()),
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @export
+nn_relu6 <- nn_module(
+  "nn_relu6",
+  initialize = function(inplace = FALSE) {
+    self$.set_py(torch_nn()$ReLU6(inplace = arg_flag(inplace, "inplace")))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @param negative_slope The slope for negative inputs.
+#' @export
+nn_leaky_relu <- nn_module(
+  "nn_leaky_relu",
+  initialize = function(negative_slope = 0.01, inplace = FALSE) {
+    self$.set_py(torch_nn()$LeakyReLU(negative_slope = arg_number(negative_slope,
+                                                                 "negative_slope"),
+                                      inplace = arg_flag(inplace, "inplace")))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @param alpha The ELU / CELU scale for negative inputs.
+#' @export
+nn_elu <- nn_module(
+  "nn_elu",
+  initialize = function(alpha = 1, inplace = FALSE) {
+    self$.set_py(torch_nn()$ELU(alpha = arg_number(alpha, "alpha"),
+                                inplace = arg_flag(inplace, "inplace")))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @export
+nn_celu <- nn_module(
+  "nn_celu",
+  initialize = function(alpha = 1, inplace = FALSE) {
+    self$.set_py(torch_nn()$CELU(alpha = arg_number(alpha, "alpha"),
+                                 inplace = arg_flag(inplace, "inplace")))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @export
+nn_silu <- nn_module(
+  "nn_silu",
+  initialize = function(inplace = FALSE) {
+    self$.set_py(torch_nn()$SiLU(inplace = arg_flag(inplace, "inplace")))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @param beta,threshold Softplus's sharpness and the input above which it is linear.
+#' @export
+nn_softplus <- nn_module(
+  "nn_softplus",
+  initialize = function(beta = 1, threshold = 20) {
+    self$.set_py(torch_nn()$Softplus(beta = arg_number(beta, "beta"),
+                                     threshold = arg_number(threshold, "threshold")))
+  },
   forward = function(input) private$.forward_py(input)
 )
 
@@ -540,6 +615,23 @@ nn_module_list <- nn_module(
   },
   append = function(module) {
     self$add_module(length(self$children), module)
+    invisible(self)
+  },
+  insert = function(index, module) {
+    index <- int_arg(index, "index")
+    n <- length(private$modules_)
+    if (index < 1L || index > n + 1L) {
+      abort(sprintf("`index` must be between 1 and %d, got %d.", n + 1L, index),
+            class = "index_error")
+    }
+    if (!is_nn_module(module)) {
+      abort(sprintf("`module` must be an nn_module, got %s.", describe(module)),
+            class = "value_error")
+    }
+    call_python(private$py_$insert(index - 1L, unwrap(module)), call = NULL)
+    modules <- append(unname(private$modules_), list(module), after = index - 1L)
+    names(modules) <- as.character(seq_along(modules) - 1L)
+    private$modules_ <- modules
     invisible(self)
   },
   extend = function(modules) {

@@ -447,6 +447,168 @@ test_that("nn_utils_clip_grad_norm_ and _value_ clip as torch.nn.utils does", {
                class = "value_error")
 })
 
+# ---- R torch's own nn tests (tests/testthat/test-nn.R of R torch), adapted ---------------------
+
+test_that("R torch: nn_module with parameters, child modules, an inherited nn_sequential", {
+  skip_if_no_ampkit()
+  my_net <- nn_module(
+    "my_net",
+    initialize = function(n_inputs, n_outputs) {
+      self$W <- nn_parameter(torch_randn(n_inputs, n_outputs))
+      self$b <- nn_parameter(torch_zeros(n_outputs))
+      self$linear <- nn_linear(n_inputs, n_outputs)
+    },
+    forward = function(x) torch_matmul(x, self$W) + self$b + self$linear(x)
+  )
+  model <- my_net(1, 2)
+  expect_s3_class(model, "my_net")
+  expect_length(model$parameters, 4L)
+  expect_identical(model(torch_randn(1, 1))$dim(), 2L)
+  my_sequential <- nn_module(inherit = nn_sequential, classname = "mynet")
+  m <- my_sequential(nn_linear(10, 100), nn_relu(), nn_linear(100, 1))
+  expect_identical(class(m), c("mynet", "nn_sequential", "nn_module"))
+  expect_identical(m(torch_randn(1000, 10))$shape, c(1000L, 1L))
+  expect_length(m$parameters, 4L)
+})
+
+test_that("R torch: nn_module_list append, extend, insert, as.list, inside a module", {
+  skip_if_no_ampkit()
+  x <- nn_module_list(list(nn_linear(10, 100), nn_relu(), nn_linear(100, 10)))
+  x$append(nn_relu6())
+  expect_s3_class(x[[4]], "nn_relu6")
+  x$extend(list(nn_celu(), nn_gelu()))
+  expect_s3_class(x[[5]], "nn_celu")
+  x$insert(index = 1, nn_dropout())
+  expect_s3_class(x[[1]], "nn_dropout")
+  expect_s3_class(x[[2]], "nn_linear")
+  expect_length(x, 7L)
+  expect_identical(names(x$state_dict()), c("1.weight", "1.bias", "3.weight", "3.bias"))
+  expect_length(as.list(x), 7L)
+  expect_error(x$insert(9, nn_relu()), "`index` must be between 1 and 8", class = "index_error")
+  my_module <- nn_module(
+    initialize = function() {
+      self$linears <- nn_module_list(lapply(1:10, function(x) nn_linear(10, 10)))
+      self$k <- nn_module_list()
+      self$k$append(nn_linear(10, 10))
+      self$k$extend(list(nn_linear(10, 10)))
+    },
+    forward = function(x) {
+      for (i in seq_len(length(self$linears))) x <- self$linears[[i]](x)
+      x
+    }
+  )
+  m <- my_module()
+  expect_length(m$parameters, 24L)
+  expect_identical(tail(names(m$state_dict()), 4), c("k.0.weight", "k.0.bias", "k.1.weight",
+                                                    "k.1.bias"))
+  expect_identical(m(torch_randn(5, 10))$shape, c(5L, 10L))
+})
+
+test_that("R torch: $to() casts parameters, buffers and gradients; keeps requires_grad", {
+  skip_if_no_ampkit()
+  net_gen2 <- nn_module(
+    initialize = function() {
+      self$linear <- nn_linear(10, 1)
+      self$norm <- nn_batch_norm1d(1)
+    },
+    forward = function(x) self$norm(self$linear(x))
+  )
+  net <- net_gen2()
+  torch_mean(net(torch_randn(10, 10)))$backward()
+  y <- net$to(dtype = torch_double())
+  expect_s3_class(y, "nn_module")
+  expect_true(net$linear$weight$dtype == torch_double())
+  expect_true(net$norm$running_var$dtype == torch_double())
+  expect_true(net$linear$weight$grad$dtype == torch_double())
+  x <- nn_linear(1, 1)
+  x$weight$requires_grad_(FALSE)
+  x$to(device = "cpu")
+  expect_false(x$weight$requires_grad)
+  # state_dict: 7 entries, loaded into a fresh module; a missing key is a value_error.
+  s <- net$state_dict()
+  expect_length(s, 7L)
+  net2 <- net_gen2()$to(dtype = torch_double())
+  net2$load_state_dict(s)
+  expect_true(same_tensor(net2$state_dict()[[5]], net$norm$running_mean))
+  expect_error(net2$load_state_dict(s[-6]), class = "value_error")
+  # Integer indexing picks children; a module without any is out of bounds.
+  expect_true(same_tensor(net[[1]]$weight, net$linear$weight))
+  expect_error(nn_linear(10, 10)[[1]], "out of bounds")
+})
+
+test_that("R torch: $<- and [[<- on instances, deduplicated parameters and modules", {
+  skip_if_no_ampkit()
+  m <- nn_module(initialize = function() {
+    self$mymodule <- nn_linear(10, 10)
+    self$n <- nn_linear(15, 15)
+  })
+  model <- m()
+  model$mymodule <- nn_linear(2, 2)
+  expect_s3_class(model, "nn_module")
+  expect_equal(model$mymodule$out_feature, 2)
+  expect_identical(model$mymodule$out_features, 2L) # PyTorch's attribute, read through
+  model[["new_module"]] <- nn_linear(5, 5)
+  pars <- model$parameters
+  expect_length(pars, 6L)
+  expect_identical(pars$mymodule.weight$shape, c(2L, 2L))
+  expect_identical(pars$new_module.weight$shape, c(5L, 5L))
+  expect_error(model$parameters$weight <- torch_tensor(1), "not possible",
+               class = "runtime_error")
+  dup <- nn_module(initialize = function() {
+    x <- nn_linear(10, 10)
+    self$x <- x
+    self$y <- x
+  })
+  expect_named(dup()$parameters, c("x.weight", "x.bias"))
+  custom1 <- nn_module("myname", initialize = function() {
+    self$x <- nn_linear(10, 10)
+    self$y <- self$x
+  })
+  outer <- nn_module(initialize = function() {
+    self$c1 <- custom1()
+    self$fc <- nn_linear(5, 5)
+  })()
+  expect_length(outer$modules, 4L)
+  expect_identical(attr(outer$modules[[2]], "module"), attr(outer$c1, "module"))
+  expect_error(outer$modules <- list(nn_linear(10, 10)), class = "runtime_error")
+})
+
+test_that("R torch: private and active members, train/eval return the module, classes", {
+  skip_if_no_ampkit()
+  x <- nn_module(
+    "my_module",
+    initialize = function() {
+      self$dense <- nn_linear(10, 1)
+      private$dense2 <- nn_linear(10, 1)
+    },
+    forward = function(input) {
+      list(self$dense(input) + private$constant(), private$dense2(input) + self$constant2)
+    },
+    private = list(constant = function() torch_tensor(10)),
+    active = list(constant2 = function() torch_tensor(5))
+  )
+  o <- x()(torch_randn(100, 10))
+  expect_identical(o[[2]]$shape, c(100L, 1L))
+  mod <- nn_module(initialize = identity, forward = identity)
+  m <- mod(1)
+  expect_s3_class(m$eval(), "nn_module")
+  expect_s3_class(m$train(), "nn_module")
+  hello <- nn_module(classname = "hello", inherit = nn_linear)
+  goodbye <- nn_module(classname = "goodbye", inherit = hello)
+  expect_identical(class(goodbye), c("goodbye", "hello", "nn_linear", "nn_module",
+                                     "nn_module_generator"))
+  expect_identical(class(goodbye(10, 10)), c("goodbye", "hello", "nn_linear", "nn_module"))
+  seq <- nn_sequential(nn_relu(), nn_tanh(), nn_relu6(), nn_relu(), nn_tanh())
+  y <- seq[2:4]
+  expect_s3_class(y, "nn_sequential")
+  expect_s3_class(y[[2]], "nn_relu6")
+  z <- nn_sequential(seq, nn_conv2d(2, 2, c(5, 5)))
+  expect_length(z, 2L)
+  for (act in list(nn_leaky_relu(0.2), nn_elu(), nn_silu(), nn_softplus())) {
+    expect_identical(act(torch_randn(3))$shape, 3L)
+  }
+})
+
 test_that("the examples of the nn help pages run", {
   skip_if_no_ampkit()
   for (topic in c("nn_module", "nn_parameter", "nn_layers", "nn_activations",
