@@ -33,7 +33,7 @@ TORCH_DEPS := torch==$(TORCH) $(FRAMEWORK_DEPS)
 endif
 PY_DEPS := $(TORCH_DEPS) numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.6" matplotlib \
            ruff==0.17.6 expecttest==0.3.0
-EXT_SOURCES := $(shell find core python/src python/ampkit -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
+EXT_SOURCES := $(shell find core python/src python/ampkit tests/cpp -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
 R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
 

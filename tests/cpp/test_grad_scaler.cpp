@@ -7,6 +7,7 @@
 
 #include "ampkit/errors.h"
 #include "ampkit/grad_scaler.h"
+#include "device_test.h"
 
 using ampkit::GradScaler;
 using ampkit::OptimizerStage;
@@ -25,11 +26,16 @@ ScalerSettings options(double init, double growth, double backoff, int64_t inter
   return o;
 }
 
-at::Tensor param_with_grad(std::vector<float> grad) {
-  auto p = at::zeros({static_cast<int64_t>(grad.size())}).set_requires_grad(true);
-  p.mutable_grad() = at::tensor(grad);
+at::Tensor param_with_grad(std::vector<float> grad, c10::DeviceType device = at::kCPU) {
+  const auto on = at::TensorOptions().device(device);
+  auto p = at::zeros({static_cast<int64_t>(grad.size())}, on).set_requires_grad(true);
+  p.mutable_grad() = at::tensor(grad, on);
   return p;
 }
+
+// The scaler on each device type (cpu; cuda where there is one).
+struct OnDevice : ampkit_test::DeviceTest {};
+AMPKIT_DEVICE_TEST_SUITE(OnDevice);
 
 struct Walk : ::testing::TestWithParam<std::tuple<int, double, double>> {};
 
@@ -69,23 +75,23 @@ INSTANTIATE_TEST_SUITE_P(Settings, Walk,
                                            std::make_tuple(3, 4.0, 0.25),
                                            std::make_tuple(2000, 2.0, 0.5)));
 
-TEST(GradScaler, UnscaleDividesAndSkipsMissingGradients) {
-  GradScaler scaler("cpu", options(4.0, 2.0, 0.5, 10));
-  auto with_grad = param_with_grad({8.f, -4.f});
-  auto without_grad = at::zeros({3}).set_requires_grad(true);
+TEST_P(OnDevice, UnscaleDividesAndSkipsMissingGradients) {
+  GradScaler scaler(device(), options(4.0, 2.0, 0.5, 10));
+  auto with_grad = param_with_grad({8.f, -4.f}, device_type());
+  auto without_grad = at::zeros({3}, on_device()).set_requires_grad(true);
   ParamList params({with_grad, without_grad});
-  scaler.scale(at::ones({}));
+  scaler.scale(at::ones({}, on_device()));
   scaler.unscale_(params);
-  EXPECT_TRUE(at::equal(with_grad.grad(), at::tensor({2.f, -1.f})));
+  EXPECT_TRUE(at::equal(with_grad.grad().cpu(), at::tensor({2.f, -1.f})));
   EXPECT_FALSE(without_grad.grad().defined());
 }
 
-TEST(GradScaler, MisuseErrorsLeaveStateAlone) {
-  GradScaler scaler("cpu", ScalerSettings{});
-  ParamList params({param_with_grad({1.f})});
+TEST_P(OnDevice, MisuseErrorsLeaveStateAlone) {
+  GradScaler scaler(device(), ScalerSettings{});
+  ParamList params({param_with_grad({1.f}, device_type())});
   EXPECT_THROW(scaler.unscale_(params), ampkit::StateError);  // before scale()
   EXPECT_THROW(scaler.update(), ampkit::StateError);
-  scaler.scale(at::ones({}));
+  scaler.scale(at::ones({}, on_device()));
   EXPECT_THROW(scaler.update(), ampkit::StateError);  // no inf checks recorded
   scaler.unscale_(params);
   EXPECT_THROW(scaler.unscale_(params), ampkit::StateError);  // twice
@@ -97,22 +103,22 @@ TEST(GradScaler, MisuseErrorsLeaveStateAlone) {
   EXPECT_EQ(scaler.get_scale(), 65536.0);
 }
 
-TEST(GradScaler, HalfGradientsAreRejectedBeforeAnyIsTouched) {
-  GradScaler scaler("cpu", options(2.0, 2.0, 0.5, 10));
-  auto ok = param_with_grad({4.f});
-  auto half = at::zeros({1}).set_requires_grad(true);
-  half.mutable_grad() = at::ones({1}, at::kHalf);
+TEST_P(OnDevice, HalfGradientsAreRejectedBeforeAnyIsTouched) {
+  GradScaler scaler(device(), options(2.0, 2.0, 0.5, 10));
+  auto ok = param_with_grad({4.f}, device_type());
+  auto half = at::zeros({1}, on_device()).set_requires_grad(true);
+  half.mutable_grad() = at::ones({1}, on_device().dtype(at::kHalf));
   ParamList params({ok, half});
-  scaler.scale(at::ones({}));
+  scaler.scale(at::ones({}, on_device()));
   EXPECT_THROW(scaler.unscale_(params), ampkit::ArgumentError);
-  EXPECT_TRUE(at::equal(ok.grad(), at::tensor({4.f})));
+  EXPECT_TRUE(at::equal(ok.grad().cpu(), at::tensor({4.f})));
 }
 
-TEST(GradScaler, OneHostReadPerStep) {
-  GradScaler scaler("cpu", ScalerSettings{});
-  ParamList params({param_with_grad({1.f}), param_with_grad({2.f})});
+TEST_P(OnDevice, OneHostReadPerStep) {
+  GradScaler scaler(device(), ScalerSettings{});
+  ParamList params({param_with_grad({1.f}, device_type()), param_with_grad({2.f}, device_type())});
   for (int i = 0; i < 5; ++i) {
-    scaler.scale(at::ones({}));
+    scaler.scale(at::ones({}, on_device()));
     scaler.may_step(params);
     scaler.mark_stepped(params);
     scaler.update();
@@ -151,13 +157,13 @@ TEST(GradScaler, OptionsAreValidatedWithTheArgumentsName) {
   EXPECT_EQ(by_name("growth_fctor", 2.0), "GradScaler has no option `growth_fctor`.");
 }
 
-TEST(GradScaler, StateDictRoundTripAndAtomicLoad) {
-  GradScaler a("cpu", options(256.0, 3.0, 0.25, 7));
-  a.scale(at::ones({}));
+TEST_P(OnDevice, StateDictRoundTripAndAtomicLoad) {
+  GradScaler a(device(), options(256.0, 3.0, 0.25, 7));
+  a.scale(at::ones({}, on_device()));
   const auto state = a.state_dict();
   EXPECT_EQ(state.counters.scale, 256.0);
   EXPECT_EQ(state.settings.growth_interval, 7);
-  GradScaler b("cpu", ScalerSettings{});
+  GradScaler b(device(), ScalerSettings{});
   b.load_state_dict(state);
   EXPECT_EQ(b.get_scale(), 256.0);
   EXPECT_EQ(b.growth_factor(), 3.0);

@@ -8,13 +8,25 @@
 #include "ampkit/overflow_report.h"
 #include "ampkit/scale_policy.h"
 #include "ampkit/scaler_checkpoint.h"
+#include "device_test.h"
 
 namespace {
 
-ampkit::DeviceState fresh_state(float scale, int hysteresis) {
-  return {at::full({}, scale, at::kFloat), at::zeros({}, at::kInt),
-          at::full({}, hysteresis, at::kInt), at::zeros({3}, at::kLong)};
+ampkit::DeviceState fresh_state(float scale, int hysteresis, c10::DeviceType device = at::kCPU) {
+  const auto on = at::TensorOptions().device(device);
+  return {at::full({}, scale, on.dtype(at::kFloat)), at::zeros({}, on.dtype(at::kInt)),
+          at::full({}, hysteresis, on.dtype(at::kInt)), at::zeros({3}, on.dtype(at::kLong))};
 }
+
+// The rule on each device type: host arithmetic for a CPU state, ATen ops on CUDA.
+struct RuleOnDevice : ampkit_test::DeviceTest {
+  // Whether the update was a collapse, read to the host whichever path took it.
+  bool collapsed(ampkit::DeviceState& state, bool overflow, const ampkit::ScalerSettings& s) {
+    const auto c = ampkit::apply_update(state, at::full({}, overflow ? 1.f : 0.f, on_device()), s);
+    return c.on_host ? *c.on_host : c.on_device.item<bool>();
+  }
+};
+AMPKIT_DEVICE_TEST_SUITE(RuleOnDevice);
 
 // With factors that are powers of two both roundings are exact, so the host arithmetic and the
 // ATen-op path must agree bit for bit on any overflow sequence.
@@ -45,45 +57,42 @@ TEST(ScalePolicy, HostAndDevicePathsAgree) {
   EXPECT_LE(host.scale.item<float>(), 4096.f);
 }
 
-TEST(ScalePolicy, ABackOffDueAtTheFloorIsACollapseAndTheFloorHolds) {
+TEST_P(RuleOnDevice, ABackOffDueAtTheFloorIsACollapseAndTheFloorHolds) {
   ampkit::ScalerSettings settings;
   settings.growth_interval = 10;
   settings.min_scale = 2.0;
-  auto state = fresh_state(4.f, 1);
-  const at::Tensor inf = at::ones({});
-  EXPECT_FALSE(*ampkit::apply_update(state, inf, settings).on_host);  // 4 -> 2
+  auto state = fresh_state(4.f, 1, device_type());
+  EXPECT_FALSE(collapsed(state, true, settings));  // 4 -> 2
   EXPECT_EQ(state.scale.item<float>(), 2.f);
-  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);  // at 2
+  EXPECT_TRUE(collapsed(state, true, settings));  // at 2
   EXPECT_EQ(state.scale.item<float>(), 2.f);
   EXPECT_EQ(state.counters[1].item<int64_t>(), 2);  // skipped
   EXPECT_EQ(state.counters[2].item<int64_t>(), 2);  // consecutive
 }
 
 // DeepSpeed's rule: an overflow that hysteresis absorbs is no collapse, even at the floor.
-TEST(ScalePolicy, AnOverflowHysteresisAbsorbsIsNoCollapse) {
+TEST_P(RuleOnDevice, AnOverflowHysteresisAbsorbsIsNoCollapse) {
   ampkit::ScalerSettings settings;
   settings.min_scale = 1.0;
   settings.hysteresis = 2;
-  auto state = fresh_state(1.f, 2);
-  const at::Tensor inf = at::ones({});
-  EXPECT_FALSE(*ampkit::apply_update(state, inf, settings).on_host);  // absorbed
-  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);   // back-off due at 1
-  EXPECT_TRUE(*ampkit::apply_update(state, inf, settings).on_host);
+  auto state = fresh_state(1.f, 2, device_type());
+  EXPECT_FALSE(collapsed(state, true, settings));  // absorbed
+  EXPECT_TRUE(collapsed(state, true, settings));   // back-off due at 1
+  EXPECT_TRUE(collapsed(state, true, settings));
 }
 
 // growth_delay: the tracker restarts at -delay after an overflow, so the first growth comes
 // growth_interval + delay clean steps later, then every growth_interval.
-TEST(ScalePolicy, AGrowthDelayPostponesOnlyTheFirstGrowth) {
+TEST_P(RuleOnDevice, AGrowthDelayPostponesOnlyTheFirstGrowth) {
   ampkit::ScalerSettings settings;
   settings.growth_interval = 3;
   settings.growth_delay = 1;
-  auto state = fresh_state(8.f, 1);
+  auto state = fresh_state(8.f, 1, device_type());
   state.growth_tracker.fill_(-1);
-  const at::Tensor clean = at::zeros({}), inf = at::ones({});
   std::vector<float> scales;
-  for (const auto& found :
-       {clean, clean, clean, clean, clean, clean, clean, inf, clean, clean, clean, clean}) {
-    ampkit::apply_update(state, found, settings);
+  for (const bool overflow :
+       {false, false, false, false, false, false, false, true, false, false, false, false}) {
+    collapsed(state, overflow, settings);
     scales.push_back(state.scale.item<float>());
   }
   const std::vector<float> expected = {8, 8, 8, 16, 16, 16, 32, 16, 16, 16, 16, 32};
