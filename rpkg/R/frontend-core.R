@@ -31,6 +31,7 @@ torch_py <- function() {
     .fe$Tensor <- torch$Tensor
     .fe$shape <- .fe$helpers$shape
     .fe$strides <- .fe$helpers$strides
+    .fe$set_grad_enabled <- .fe$helpers$set_grad_enabled
     .fe$torch <- torch
   }
   torch

@@ -652,7 +652,9 @@ with_enable_grad <- function(code) {
 }
 
 with_grad_mode <- function(enabled, code) {
-  local_grad_mode(enabled)
+  torch_py()
+  before <- .fe$set_grad_enabled(enabled)
+  on.exit(.fe$set_grad_enabled(before))
   force(code)
 }
 
@@ -670,9 +672,9 @@ local_enable_grad <- function(.env = parent.frame()) {
 }
 
 local_grad_mode <- function(enabled, .env = parent.frame()) {
-  before <- reticulate::py_to_r(torch_fn("is_grad_enabled")())
-  torch_fn("set_grad_enabled")(enabled)
-  withr::defer(torch_fn("set_grad_enabled")(before), envir = .env)
+  torch_py()
+  before <- .fe$set_grad_enabled(enabled)
+  withr::defer(.fe$set_grad_enabled(before), envir = .env)
 }
 
 #' @rdname with_no_grad

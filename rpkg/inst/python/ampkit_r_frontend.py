@@ -274,6 +274,13 @@ def setitem(t, items, value):
     return t
 
 
+def set_grad_enabled(enabled):
+    """Sets autograd's mode; returns the mode before (one crossing from R)."""
+    before = torch.is_grad_enabled()
+    torch.set_grad_enabled(enabled)
+    return before
+
+
 def shape(t):
     return list(t.shape)
 
