@@ -179,15 +179,18 @@ def build(spec: Dict[str, Any]):
 
 def parameter_names(spec: Dict[str, Any]) -> List[List[str]]:
     """For each optimizer of build(spec), the names ampkit gives its parameters in overflow
-    reports: the model's names with named_parameters, else "group{g}.param{i}"."""
+    reports: the model's names with named_parameters, else "group{g}.param{i}"; the second
+    optimizer's (the k-th's) prefixed "optimizer1." ("optimizer{k}."), unique across them."""
     model, optimizers, params = build(spec)
     index = {id(p): n for n, p in model.named_parameters()}
     out = []
-    for opt in optimizers:
+    for k, opt in enumerate(optimizers):
+        prefix = f"optimizer{k}." if k else ""
         names = []
         for g, group in enumerate(opt.param_groups):
             for i, p in enumerate(group["params"]):
-                names.append(index[id(p)] if spec["named_parameters"] else f"group{g}.param{i}")
+                name = index[id(p)] if spec["named_parameters"] else f"group{g}.param{i}"
+                names.append(prefix + name)
         out.append(names)
     return out
 
