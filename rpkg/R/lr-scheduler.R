@@ -5,12 +5,19 @@ lr_scheduler_class <- R6::R6Class(
   classname = "lr_scheduler",
   lock_objects = FALSE,
   public = list(
-    initialize = function(py, optimizer) {
+    initialize = function(py, optimizer, verbose = FALSE) {
       private$py_ <- py
+      private$verbose <- arg_flag(verbose, "verbose")
       self$optimizer <- optimizer
     },
     step = function() {
-      with_python_warnings(call_python(private$py_$step(), call = NULL))
+      with_python_warnings(call_python(nn_py()$scheduler_step(private$py_), call = NULL))
+      if (private$verbose) {
+        lrs <- self$get_last_lr()
+        for (i in seq_along(lrs)) {
+          message(sprintf("Adjusting learning rate of group %d to %.4e.", i, lrs[[i]]))
+        }
+      }
       invisible(NULL)
     },
     get_last_lr = function() {
@@ -29,7 +36,7 @@ lr_scheduler_class <- R6::R6Class(
       invisible(self)
     }
   ),
-  private = list(py_ = NULL),
+  private = list(py_ = NULL, verbose = FALSE),
   active = list(
     last_epoch = function() reticulate::py_to_r(private$py_$last_epoch)
   )
@@ -40,13 +47,13 @@ unwrap.lr_scheduler <- function(x) { # nolint: object_name_linter.
   .subset2(x, ".__enclos_env__")$private$py_
 }
 
-new_scheduler <- function(classname, py, optimizer) {
+new_scheduler <- function(classname, py, optimizer, verbose = FALSE) {
   cls <- scheduler_classes[[classname]]
   if (is.null(cls)) {
     cls <- R6::R6Class(classname = classname, inherit = lr_scheduler_class, lock_objects = FALSE)
     scheduler_classes[[classname]] <- cls
   }
-  cls$new(py, optimizer)
+  cls$new(py, optimizer, verbose)
 }
 
 scheduler_classes <- new.env(parent = emptyenv())
@@ -75,7 +82,7 @@ optimizer_arg <- function(optimizer) {
 #' @param last_epoch The index of the last epoch (`-1`: start).
 #' @param lr_lambda A function of the epoch (or a list of them, one per group)
 #'   giving a factor of the initial learning rate.
-#' @param verbose Ignored (R torch's argument; PyTorch no longer prints).
+#' @param verbose Whether `$step()` reports the new learning rates (messages).
 #' @param max_lr Upper learning rate (one number, or one per group).
 #' @param total_steps,epochs,steps_per_epoch The cycle's length: `total_steps`,
 #'   or `epochs * steps_per_epoch`.
@@ -125,7 +132,7 @@ lr_lambda <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
   py <- call_python(torch_py()$optim$lr_scheduler$LambdaLR(
     optimizer_arg(optimizer), lr_lambda = fns, last_epoch = int_arg(last_epoch, "last_epoch")),
     call = NULL)
-  new_scheduler("lr_lambda", py, optimizer)
+  new_scheduler("lr_lambda", py, optimizer, verbose)
 }
 
 #' @rdname lr_schedulers
@@ -159,5 +166,5 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
     div_factor = arg_number(div_factor, "div_factor"),
     final_div_factor = arg_number(final_div_factor, "final_div_factor"),
     last_epoch = int_arg(last_epoch, "last_epoch")), call = NULL)
-  new_scheduler("lr_one_cycle", py, optimizer)
+  new_scheduler("lr_one_cycle", py, optimizer, verbose)
 }

@@ -137,3 +137,13 @@ def group_options(group):
 def scheduler_state(scheduler):
     """A scheduler's state dict without its functions (LambdaLR keeps R functions there)."""
     return {k: v for k, v in scheduler.state_dict().items() if not callable(v)}
+
+
+def scheduler_step(scheduler):
+    """scheduler.step() without PyTorch's warning about a scheduler step before any optimizer
+    step (R torch has no such warning, and a grad scaler that skips the first step causes it)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)`")
+        scheduler.step()

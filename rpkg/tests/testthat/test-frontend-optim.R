@@ -223,6 +223,33 @@ test_that("lr_step, lr_lambda and lr_one_cycle follow PyTorch's schedules", {
   expect_error(lr_one_cycle(opt, max_lr = 1), class = "value_error") # no length given
 })
 
+test_that("R torch's scheduler tests, adapted: lr_lambda, lr_step, lr_one_cycle", {
+  skip_if_no_ampkit()
+  m <- nn_linear(10, 10)
+  o <- optim_sgd(params = m$parameters, lr = 1)
+  scheduler <- lr_lambda(optimizer = o, lr_lambda = function(x) x)
+  expect_equal(o$param_groups[[1]]$lr, 0)
+  for (lr in 1:3) {
+    expect_no_warning(scheduler$step()) # no PyTorch warning about the order of the steps
+    expect_equal(o$param_groups[[1]]$lr, lr)
+  }
+  o <- optim_adam(params = m$parameters, lr = 1)
+  scheduler <- lr_step(o, 1, gamma = 2)
+  scheduler$step()
+  scheduler$step()
+  expect_equal(o$param_groups[[1]]$lr, 4)
+  o <- optim_adam(params = m$parameters, lr = 1)
+  messages <- testthat::capture_messages({
+    scheduler <- lr_one_cycle(optimizer = o, max_lr = 1, steps_per_epoch = 2, epochs = 3,
+                              verbose = TRUE, cycle_momentum = TRUE, div_factor = 1)
+    for (i in 1:6) scheduler$step()
+  })
+  expect_length(messages, 6L)
+  expect_match(messages[[6]], "Adjusting learning rate of group 1 to 1.3356e-01")
+  expect_equal(o$param_groups[[1]]$lr, 0.1335607, tolerance = 1e-6)
+  e <- expect_error(scheduler$step(), "Tried to step 7 times", class = "value_error")
+})
+
 test_that("the grad scaler takes the front end's optimizers", {
   skip_if_no_ampkit()
   torch_manual_seed(1)
