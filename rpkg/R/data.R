@@ -137,8 +137,10 @@ length.dataset <- function(x) {
 #' Iterate with `it <- dataloader_make_iter(dl)` and `dataloader_next(it)`
 #' (which returns `completed`, `NULL` by default, when the epoch is over), or
 #' take all batches as a list with `enumerate(dl)`. `length(dl)` is the number
-#' of batches. (R torch's documentation iterates with `coro::loop(for (b in dl)
-#' ...)`; coro is not available here, see the conformance page.)
+#' of batches. R torch's lower-level `it <- dl$.iter()` and `it$.next()` (an
+#' error of class `stop_iteration_error` at the end) work too. (R torch's
+#' documentation iterates with `coro::loop(for (b in dl) ...)`; coro is not
+#' available here, see the conformance page.)
 #'
 #' @param dataset A dataset.
 #' @param batch_size Items per batch.
@@ -190,11 +192,14 @@ dataloader <- function(dataset, batch_size = 1, shuffle = FALSE, sampler = NULL,
   rlang::check_dots_empty(error = function(cnd) {
     abort(c("Unsupported arguments of dataloader().", cnd$body), class = "value_error")
   })
-  structure(list(dataset = dataset, batch_size = batch_size,
-                 shuffle = arg_flag(shuffle, "shuffle"), collate_fn = collate_fn,
-                 pin_memory = arg_flag(pin_memory, "pin_memory"),
-                 drop_last = arg_flag(drop_last, "drop_last")),
-            class = "dataloader")
+  dl <- structure(list(dataset = dataset, batch_size = batch_size,
+                       shuffle = arg_flag(shuffle, "shuffle"), collate_fn = collate_fn,
+                       pin_memory = arg_flag(pin_memory, "pin_memory"),
+                       drop_last = arg_flag(drop_last, "drop_last")),
+                  class = "dataloader")
+  # R torch's lower-level iteration: dl$.iter(), then iter$.next().
+  dl$.iter <- function() dataloader_make_iter(dl)
+  dl
 }
 
 #' @export
@@ -235,6 +240,14 @@ dataloader_make_iter <- function(dataloader) {
   it$dataloader <- dataloader
   it$batches <- unname(batches)
   it$position <- 0L
+  # R torch's iter$.next(): the next batch, or an error of class stop_iteration_error.
+  it$.next <- function() {
+    batch <- dataloader_next(it, completed = it)
+    if (identical(batch, it)) {
+      abort("The dataloader's iterator is exhausted.", class = "stop_iteration_error")
+    }
+    batch
+  }
   class(it) <- "dataloader_iterator"
   it
 }

@@ -117,6 +117,22 @@ test_that("a training loop over a dataloader, as R torch's documentation writes 
   expect_lt(mean(tail(losses, 4)), mean(head(losses, 4)))
 })
 
+test_that("R torch's dataloader test, adapted: length, $.iter(), $.next(), the end", {
+  skip_if_no_ampkit()
+  x <- torch_randn(1000, 100)
+  y <- torch_randn(1000, 1)
+  dl <- dataloader(tensor_dataset(x, y), batch_size = 32)
+  expect_length(dl, 1000 %/% 32 + 1)
+  iter <- dl$.iter()
+  b <- iter$.next()
+  expect_identical(b[[1]]$shape, c(32L, 100L))
+  expect_identical(b[[2]]$shape, c(32L, 1L))
+  iter <- dl$.iter()
+  for (i in 1:32) k <- iter$.next()
+  expect_identical(k[[1]]$shape, c(8L, 100L))
+  expect_error(iter$.next(), class = "stop_iteration_error")
+})
+
 test_that("dataloader arguments are checked in R's words", {
   skip_if_no_ampkit()
   ds <- squares(3)
