@@ -362,8 +362,33 @@ torch_bool <- function() torch_dtype_named("bool")
 
 #' @rdname torch_dtype
 #' @param x An object.
+#' @param dtype A `torch_dtype` (or its name): `torch_finfo()` for floating
+#'   dtypes (`bits`, `eps`, `max`, `min`, `tiny`, `resolution`),
+#'   `torch_iinfo()` for integer dtypes (`bits`, `max`, `min`);
+#'   `torch_set_default_dtype()`: the floating dtype R doubles and floating
+#'   creation functions give from now on.
 #' @export
 is_torch_dtype <- function(x) inherits(x, "torch_dtype")
+
+#' @rdname torch_dtype
+#' @export
+torch_finfo <- function(dtype) {
+  info <- call_python(torch_fn("finfo")(as_py_dtype(dtype)))
+  type_info(info, c("bits", "eps", "max", "min", "tiny", "resolution"))
+}
+
+#' @rdname torch_dtype
+#' @export
+torch_iinfo <- function(dtype) {
+  info <- call_python(torch_fn("iinfo")(as_py_dtype(dtype)))
+  type_info(info, c("bits", "max", "min"))
+}
+
+type_info <- function(info, fields) {
+  out <- lapply(fields, function(f) reticulate::py_to_r(reticulate::py_get_attr(info, f)))
+  names(out) <- fields
+  out
+}
 
 #' @rdname torch_dtype
 #' @export
@@ -372,8 +397,6 @@ torch_get_default_dtype <- function() {
 }
 
 #' @rdname torch_dtype
-#' @param dtype A floating `torch_dtype`: the dtype R doubles and
-#'   floating creation functions give.
 #' @export
 torch_set_default_dtype <- function(dtype) {
   call_python(torch_fn("set_default_dtype")(as_py_dtype(dtype)))
@@ -407,8 +430,12 @@ Ops.torch_dtype <- function(e1, e2) {
     abort(sprintf("`%s` is not defined for torch_dtype objects; compare them with == or !=.",
                   op), class = "value_error")
   }
-  same <- inherits(e1, "torch_dtype") && inherits(e2, "torch_dtype") &&
-    identical(.subset2(e1, "key"), .subset2(e2, "key"))
+  if (!inherits(e1, "torch_dtype") || !inherits(e2, "torch_dtype")) {
+    other <- if (inherits(e1, "torch_dtype")) e2 else e1
+    abort(sprintf("`%s` compares two torch_dtype objects; %s is not a dtype.", op,
+                  describe(other)), class = "value_error")
+  }
+  same <- identical(.subset2(e1, "key"), .subset2(e2, "key"))
   if (op == "==") same else !same
 }
 
@@ -424,7 +451,8 @@ Ops.torch_dtype <- function(e1, e2) {
 #' @param type `"cpu"`, `"cuda"`, or a type with an index such as `"cuda:0"`.
 #' @param index Optional device ordinal (0-based, as in R torch and PyTorch).
 #' @param device For `cuda_synchronize()`: the device to wait for (`NULL`:
-#'   the current one). Without CUDA it does nothing.
+#'   the current one; without CUDA it does nothing). For `with_device()` and
+#'   `local_device()`: the default device of creation functions meanwhile.
 #' @return `torch_device()`: an object of class `torch_device`;
 #'   `cuda_is_available()`: `TRUE` or `FALSE`.
 #' @export
@@ -503,6 +531,9 @@ as.character.torch_device <- function(x, ...) {
 }
 
 #' @export
+length.torch_device <- function(x) 1L
+
+#' @export
 `$.torch_device` <- function(x, name) {
   switch(name, ptr = x, .subset2(x, name))
 }
@@ -544,6 +575,33 @@ cuda_synchronize <- function(device = NULL) {
 #' @param x An object.
 #' @export
 is_torch_device <- function(x) inherits(x, "torch_device")
+
+#' @rdname torch_device
+#' @export
+is_meta_device <- function(x) {
+  if (!is_torch_device(x)) x <- torch_device(x)
+  identical(.subset2(x, "type"), "meta")
+}
+
+#' @rdname torch_device
+#' @param code Code run with `device` as the default device of creation
+#'   functions (`with_device()`).
+#' @export
+with_device <- function(code, device) {
+  local_device(device)
+  force(code)
+}
+
+#' @rdname torch_device
+#' @param .env The environment whose exit restores the default device
+#'   (`local_device()`).
+#' @export
+local_device <- function(device, .env = parent.frame()) {
+  torch <- torch_py()
+  before <- call_python(torch$get_default_device())
+  call_python(torch$set_default_device(as_py_device(device)))
+  withr::defer(torch$set_default_device(before), envir = .env)
+}
 
 #' Seed PyTorch's random number generators
 #'

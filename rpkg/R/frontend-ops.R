@@ -143,7 +143,13 @@ Math.torch_tensor <- function(x, ...) {
 Summary.torch_tensor <- function(..., na.rm = FALSE) { # nolint: object_name_linter.
   op <- get(".Generic")
   call <- sys.call()
-  parts <- lapply(list(...), function(a) {
+  args <- list(...)
+  if (!is.null(args$dim) && op %in% c("sum", "prod")) {
+    # R torch: sum(x, dim = 1), prod(x, dim = 1, keepdim = TRUE)
+    return(args[[1L]][[op]](dim = args$dim, keepdim = isTRUE(args$keepdim)))
+  }
+  args$keepdim <- NULL
+  parts <- lapply(args, function(a) {
     t <- if (is_torch_tensor(a)) a else torch_tensor(a)
     tpy(t)$flatten()
   })

@@ -113,9 +113,10 @@ tensor_data <- function(data, call) {
 }
 
 # A creation function of PyTorch's with a size and the options.
-create_sized <- function(name, size, dtype, device, requires_grad, call, before = list()) {
+create_sized <- function(name, size, dtype, device, requires_grad, call, before = list(),
+                         after = list()) {
   opts <- creation_options(dtype, device, requires_grad, call)
-  args <- c(before, list(size), opts[!vapply(opts, is.null, NA)])
+  args <- c(before, list(size), after, opts[!vapply(opts, is.null, NA)])
   new_torch_tensor(fe_pycall(torch_fn(name), args, call))
 }
 
@@ -263,6 +264,18 @@ torch_linspace <- function(start, end, steps = 100, dtype = NULL, layout = NULL,
   create_sized("linspace", whole_number(steps, "steps", call), dtype, device, requires_grad, call,
                before = list(as.double(scalar_value(start, "start", call)),
                              as.double(scalar_value(end, "end", call))))
+}
+
+#' @rdname torch_tensor
+#' @param base `torch_logspace()`'s base.
+#' @export
+torch_logspace <- function(start, end, steps = 100, base = 10, dtype = NULL, layout = NULL,
+                           device = NULL, requires_grad = FALSE) {
+  call <- sys.call()
+  create_sized("logspace", whole_number(steps, "steps", call), dtype, device, requires_grad, call,
+               before = list(as.double(scalar_value(start, "start", call)),
+                             as.double(scalar_value(end, "end", call))),
+               after = list(base = as.double(scalar_value(base, "base", call))))
 }
 
 #' @rdname torch_tensor
@@ -460,6 +473,13 @@ print.torch_tensor <- function(x, n = 30, ...) {
   cat("torch_tensor\n")
   py <- tpy(x)
   shape <- tensor_shape(x)
+  device <- toupper(reticulate::py_to_r(py$device$type))
+  if (device == "META") {
+    # no data to show
+    cat("...\n[ META", dtype_from_py(py$dtype)$.type(), "Type{", paste(shape, collapse = ","),
+        "} ]\n", sep = "")
+    return(invisible(x))
+  }
   values <- as_array(x)
   if (length(shape) == 0L) {
     cat(format_values(values), "\n", sep = "")
@@ -483,7 +503,6 @@ print.torch_tensor <- function(x, n = 30, ...) {
       cat("\n")
     }
   }
-  device <- toupper(reticulate::py_to_r(py$device$type))
   cat("[ ", device, dtype_from_py(py$dtype)$.type(), "Type{", paste(shape, collapse = ","),
       "} ]", sep = "")
   grad_fn <- x$grad_fn
