@@ -71,13 +71,9 @@ def records(tmp_path_factory):
         out["Rscript"] = {p.stem: json.loads(p.read_text()) for p in rscript.glob("*.json")}
     if not rpy2_unavailable():
         rpy2 = tmp_path_factory.mktemp("precision-rpy2")
-        code = ("import ampkit, json, sys; "
-                f"ampkit.r_eval('source(' + json.dumps({str(HERE / 'precision_runner.R')!r}) "
-                "+ ')'); "
-                "ampkit.r_eval('run_precision_all(c(' + ', '.join(json.dumps(p) for p in "
-                "sys.argv[2:]) + '), ' + json.dumps(sys.argv[1]) + ')')")
-        proc = subprocess.run([PY, "-c", code, str(rpy2), *paths], env=r_env(),
-                              capture_output=True, text=True, timeout=R_TIMEOUT, cwd=str(HERE))
+        proc = subprocess.run([PY, str(HERE / "precision_rpy2_runner.py"), str(rpy2), *paths],
+                              env=r_env(), capture_output=True, text=True, timeout=R_TIMEOUT,
+                              cwd=str(HERE))
         assert proc.returncode == 0, proc.stderr[-3000:]
         out["rpy2"] = {p.stem: json.loads(p.read_text()) for p in rpy2.glob("*.json")}
     return out
