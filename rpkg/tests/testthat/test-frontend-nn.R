@@ -609,6 +609,29 @@ test_that("R torch: private and active members, train/eval return the module, cl
   }
 })
 
+test_that("$cuda(), $cpu() and $to(device = \"cuda\") move the whole module (CUDA only)", {
+  skip_if_no_ampkit()
+  skip_if_not(cuda_is_available(), "CUDA is not available")
+  m <- net_gen(4, 8)
+  m$cuda()
+  expect_identical(m$fc1$weight$device$type, "cuda")
+  expect_identical(m$calls$device$type, "cuda")
+  out <- with_autocast(device_type = "cuda", m(torch_randn(2, 4, device = "cuda")))
+  expect_true(out$dtype == torch_float16())
+  m$cpu()
+  expect_identical(m$block[[1]]$weight$device$type, "cpu")
+  m$to(device = "cuda")
+  opt <- optim_adam(m$parameters, lr = 0.01)
+  scaler <- cuda_amp_grad_scaler()
+  loss <- with_autocast(device_type = "cuda", {
+    nnf_mse_loss(m(torch_randn(8, 4, device = "cuda")), torch_zeros(8, 1, device = "cuda"))
+  })
+  scaler$scale(loss)$backward()
+  scaler$step(opt)
+  scaler$update()
+  expect_true(scaler$get_scale() %in% c(65536, 32768)) # a float16 overflow backs off once
+})
+
 test_that("the examples of the nn help pages run", {
   skip_if_no_ampkit()
   for (topic in c("nn_module", "nn_parameter", "nn_layers", "nn_activations",
