@@ -604,6 +604,12 @@ torch_det <- function(self, ...) fe_method_call("det", self, list(...), sys.call
 torch_inverse <- function(self, ...) fe_method_call("inverse", self, list(...), sys.call())
 
 #' @rdname torch-functions
+#' @export
+torch_narrow_copy <- function(self, ...) {
+  fe_method_call("narrow_copy", self, list(...), sys.call())
+}
+
+#' @rdname torch-functions
 #' @param equation `torch_einsum()`'s subscripts, such as `"ij,jk->ik"`.
 #' @export
 torch_einsum <- function(equation, tensors) {

@@ -13,8 +13,8 @@ default_roles <- c(dim = "dim", dims = "dim", dim0 = "dim", dim1 = "dim", dim2 =
 # "second" (a (values, indices) pair)). Roles: dim, index (1-based positions, as a tensor),
 # position (one 1-based position, as an int), size, int (whole numbers given as doubles),
 # dtype, device, none.
-fe_spec <- function(args = character(), varargs = NULL, out = NULL) {
-  list(args = args, varargs = varargs, out = out)
+fe_spec <- function(args = character(), varargs = NULL, out = NULL, flag = NULL) {
+  list(args = args, varargs = varargs, out = out, flag = flag)
 }
 
 fe_dim1 <- c(dim = "dim")
@@ -63,7 +63,7 @@ method_specs <- list(
   index_copy_ = fe_spec(c(dim = "dim", index = "index")),
   index_fill = fe_spec(c(dim = "dim", index = "index")),
   index_fill_ = fe_spec(c(dim = "dim", index = "index")), view = fe_spec(varargs = "size"),
-  reshape = fe_spec(varargs = "size"), expand = fe_spec(varargs = "size"),
+  reshape = fe_spec(varargs = "size"), expand = fe_spec(varargs = "size", flag = "implicit"),
   `repeat` = fe_spec(varargs = "size"), tile = fe_spec(varargs = "size"),
   new_zeros = fe_spec(varargs = "size"), new_ones = fe_spec(varargs = "size"),
   new_empty = fe_spec(varargs = "size"),
@@ -122,7 +122,7 @@ fe_convert_args <- function(args, spec, call) {
   names(args) <- names(args) %||% character(n)
   collapsed <- !is.null(spec$varargs) && any(!nzchar(names(args)))
   if (collapsed) {
-    args <- collapse_varargs(args, spec$varargs, call)
+    args <- collapse_varargs(args, spec$varargs, call, spec$flag)
   }
   names <- names(args)
   roles <- spec$args
@@ -144,8 +144,16 @@ fe_convert_args <- function(args, spec, call) {
 
 # The positional arguments of a varargs method (x$view(2, 3), x$permute(2, 1)) as one size or
 # list of dims, first.
-collapse_varargs <- function(args, role, call) {
+# A logical among them is the method's keyword `flag` (x$expand(c(2, 3), TRUE): implicit).
+collapse_varargs <- function(args, role, call, flag = NULL) {
   positional <- !nzchar(names(args))
+  flags <- positional & vapply(args, is.logical, NA)
+  if (!is.null(flag) && any(flags)) {
+    value <- args[flags][[1L]]
+    args <- args[!flags]
+    args[[flag]] <- value
+    positional <- !nzchar(names(args))
+  }
   given <- args[positional]
   collapsed <- if (length(given) == 1L && inherits(given[[1L]], "torch_dtype")) {
     unwrap(given[[1L]])
@@ -252,6 +260,15 @@ tensor_r_members <- list(
     }
   },
   numel = function(self) function() reticulate::py_to_r(tensor_method("numel")(tpy(self))),
+  # fields in PyTorch, methods in R torch
+  is_sparse = function(self) function() wrap(reticulate::py_get_attr(tpy(self), "is_sparse")),
+  is_quantized = function(self) {
+    function() wrap(reticulate::py_get_attr(tpy(self), "is_quantized"))
+  },
+  has_names = function(self) function() FALSE,
+  # R torch keeps the R attributes (nn_parameter's class, ...) of what is cloned or detached
+  clone = function(self) function(...) same_attributes(self, tensor_call(self, "clone", ...)),
+  detach = function(self) function(...) same_attributes(self, tensor_call(self, "detach", ...)),
   print = function(self) function(...) print.torch_tensor(self, ...),
   grad_fn = function(self) {
     node <- reticulate::py_get_attr(tpy(self), "grad_fn")
@@ -293,6 +310,15 @@ new_autograd_node <- function(py) {
 print.autograd_node <- function(x, newline = TRUE, ...) {
   cat(x$name(), if (newline) "\n", sep = "")
   invisible(x)
+}
+
+tensor_call <- function(self, name, ...) {
+  call_by_spec(tensor_method(name), tpy(self), list(...), method_specs[[name]], sys.call(-1L))
+}
+
+same_attributes <- function(self, result) {
+  attributes(result) <- attributes(self)
+  result
 }
 
 # `$max()`/`$min()` as R torch's: the whole tensor's, along `dim` (values and 1-based indices),
