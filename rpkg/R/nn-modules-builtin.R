@@ -67,9 +67,11 @@ one_based_arg <- function(x, name, null_ok = TRUE) {
 
 #' Linear, convolution and pooling layers
 #'
-#' R torch's `nn_linear()`, `nn_conv2d()` and `nn_max_pool2d()`, PyTorch's
-#' `Linear`, `Conv2d` and `MaxPool2d` inside. Sizes may be given as R numbers
-#' (`nn_linear(10, 32)`); vectors for two-dimensional sizes.
+#' R torch's `nn_linear()`, `nn_conv1d()`, `nn_conv2d()`, `nn_max_pool2d()`,
+#' `nn_avg_pool2d()` and `nn_adaptive_avg_pool2d()`, PyTorch's `Linear`,
+#' `Conv1d`, `Conv2d`, `MaxPool2d`, `AvgPool2d` and `AdaptiveAvgPool2d` inside.
+#' Sizes may be given as R numbers (`nn_linear(10, 32)`); vectors for
+#' two-dimensional sizes.
 #' `nn_linear(in, out)$weight` is `out x in`, initialized from torch's generator
 #' as in R torch and PyTorch (so [torch_manual_seed()] gives their weights).
 #'
@@ -156,12 +158,61 @@ nn_max_pool2d <- nn_module(
   }
 )
 
+#' @rdname nn_layers
+#' @export
+nn_conv1d <- nn_module(
+  "nn_conv1d",
+  initialize = function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                        dilation = 1, groups = 1, bias = TRUE, padding_mode = "zeros") {
+    self$.set_py(call_python(torch_nn()$Conv1d(
+      int_arg(in_channels, "in_channels"), int_arg(out_channels, "out_channels"),
+      int_or_ints_arg(kernel_size, "kernel_size"), stride = int_or_ints_arg(stride, "stride"),
+      padding = int_or_ints_arg(padding, "padding", strings = c("same", "valid")),
+      dilation = int_or_ints_arg(dilation, "dilation"), groups = int_arg(groups, "groups"),
+      bias = arg_flag(bias, "bias"), padding_mode = arg_string(padding_mode, "padding_mode",
+                                                                example = "such as \"zeros\"")),
+      call = NULL))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_layers
+#' @param count_include_pad Whether average pooling counts the zero padding.
+#' @param divisor_override A divisor to use instead of the window's size.
+#' @export
+nn_avg_pool2d <- nn_module(
+  "nn_avg_pool2d",
+  initialize = function(kernel_size, stride = NULL, padding = 0, ceil_mode = FALSE,
+                        count_include_pad = TRUE, divisor_override = NULL) {
+    self$.set_py(call_python(torch_nn()$AvgPool2d(
+      int_or_ints_arg(kernel_size, "kernel_size"),
+      stride = int_or_ints_arg(stride, "stride", null_ok = TRUE),
+      padding = int_or_ints_arg(padding, "padding"), ceil_mode = arg_flag(ceil_mode, "ceil_mode"),
+      count_include_pad = arg_flag(count_include_pad, "count_include_pad"),
+      divisor_override = int_arg(divisor_override, "divisor_override", null_ok = TRUE)),
+      call = NULL))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_layers
+#' @param output_size The output's height and width (a number or two).
+#' @export
+nn_adaptive_avg_pool2d <- nn_module(
+  "nn_adaptive_avg_pool2d",
+  initialize = function(output_size) {
+    self$.set_py(call_python(torch_nn()$AdaptiveAvgPool2d(
+      int_or_ints_arg(output_size, "output_size")), call = NULL))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
 #' Activation and dropout layers
 #'
 #' R torch's `nn_relu()`, `nn_relu6()`, `nn_leaky_relu()`, `nn_elu()`,
 #' `nn_celu()`, `nn_silu()`, `nn_softplus()`, `nn_gelu()`, `nn_tanh()`,
-#' `nn_sigmoid()`, `nn_softmax()`, `nn_log_softmax()`, `nn_identity()` and
-#' `nn_dropout()` (PyTorch's modules inside). `dim` is 1-based as in R torch.
+#' `nn_sigmoid()`, `nn_softmax()`, `nn_log_softmax()`, `nn_identity()`,
+#' `nn_dropout()` and `nn_dropout2d()` (PyTorch's modules inside). `dim` is 1-based as in R torch.
 #'
 #' @param inplace Whether to operate in place.
 #' @param approximate `"none"` or `"tanh"`.
@@ -311,6 +362,18 @@ nn_log_softmax <- nn_module(
   "nn_log_softmax",
   initialize = function(dim) {
     self$.set_py(torch_nn()$LogSoftmax(dim = as_py_dim(dim)))
+  },
+  forward = function(input) private$.forward_py(input)
+)
+
+#' @rdname nn_activations
+#' @export
+nn_dropout2d <- nn_module(
+  "nn_dropout2d",
+  initialize = function(p = 0.5, inplace = FALSE) {
+    self$.set_py(call_python(torch_nn()$Dropout2d(p = arg_number(p, "p"),
+                                                  inplace = arg_flag(inplace, "inplace")),
+                             call = NULL))
   },
   forward = function(input) private$.forward_py(input)
 )

@@ -204,8 +204,9 @@ check_lr <- function(lr, missing_lr, params) {
 
 #' Optimizers
 #'
-#' R torch's `optim_sgd()`, `optim_adam()` and `optim_adamw()`: PyTorch's
-#' `SGD`, `Adam` and `AdamW` on `params`, which is `net$parameters` (or any
+#' R torch's `optim_sgd()`, `optim_adam()`, `optim_adamw()`, `optim_rmsprop()`
+#' and `optim_adagrad()`: PyTorch's `SGD`, `Adam`, `AdamW`, `RMSprop` and
+#' `Adagrad` on `params`, which is `net$parameters` (or any
 #' list of tensors) or a list of parameter groups (`list(list(params = ...,
 #' lr = ...), ...)`). The result has class `c("optim_sgd", "torch_optimizer")`
 #' (etc.) and the methods of R torch's optimizers:
@@ -287,6 +288,36 @@ optim_adam <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
 optim_adamw <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
                         weight_decay = 0.01, amsgrad = FALSE) {
   adam_like("AdamW", "optim_adamw", params, lr, betas, eps, weight_decay, amsgrad)
+}
+
+#' @rdname optimizers
+#' @param alpha RMSprop's smoothing constant.
+#' @param centered Whether RMSprop normalizes by the gradient's estimated variance.
+#' @export
+optim_rmsprop <- function(params, lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
+                          momentum = 0, centered = FALSE) {
+  py <- call_python(torch_py()$optim$RMSprop(
+    optimizer_params(params), lr = arg_number(lr, "lr"), alpha = arg_number(alpha, "alpha"),
+    eps = arg_number(eps, "eps"), weight_decay = arg_number(weight_decay, "weight_decay"),
+    momentum = arg_number(momentum, "momentum"), centered = arg_flag(centered, "centered")),
+    call = NULL)
+  new_optimizer("optim_rmsprop", py)
+}
+
+#' @rdname optimizers
+#' @param lr_decay Adagrad's learning-rate decay.
+#' @param initial_accumulator_value Adagrad's starting sum of squared gradients.
+#' @export
+optim_adagrad <- function(params, lr = 0.01, lr_decay = 0, weight_decay = 0,
+                          initial_accumulator_value = 0, eps = 1e-10) {
+  py <- call_python(torch_py()$optim$Adagrad(
+    optimizer_params(params), lr = arg_number(lr, "lr"),
+    lr_decay = arg_number(lr_decay, "lr_decay"),
+    weight_decay = arg_number(weight_decay, "weight_decay"),
+    initial_accumulator_value = arg_number(initial_accumulator_value,
+                                           "initial_accumulator_value"),
+    eps = arg_number(eps, "eps")), call = NULL)
+  new_optimizer("optim_adagrad", py)
 }
 
 #' @rdname optimizers

@@ -262,6 +262,30 @@ test_that("conv2d, max_pool2d, flatten: PyTorch's numbers, 1-based dims and indi
   expect_error(nn_flatten(start_dim = 0), "1-based", class = "value_error")
 })
 
+test_that("conv1d, avg_pool2d, adaptive_avg_pool2d, dropout2d agree with PyTorch", {
+  skip_if_no_ampkit()
+  fnl <- pt()$nn$functional
+  torch_manual_seed(8)
+  conv <- nn_conv1d(2, 3, kernel_size = 3, padding = "same")
+  pt()$manual_seed(8L)
+  ref <- pt()$nn$Conv1d(2L, 3L, kernel_size = 3L, padding = "same")
+  x1 <- torch_randn(4, 2, 7)
+  expect_same_tensor(conv(x1), pycall(ref, unwrap(x1)))
+  x <- torch_randn(2, 3, 6, 6)
+  expect_same_tensor(nn_avg_pool2d(2)(x), fnl$avg_pool2d(unwrap(x), 2L))
+  expect_same_tensor(nn_avg_pool2d(c(3, 2), stride = 1, padding = 1)(x),
+                     fnl$avg_pool2d(unwrap(x), list(3L, 2L), stride = 1L, padding = 1L))
+  expect_same_tensor(nn_adaptive_avg_pool2d(c(1, 1))(x), fnl$adaptive_avg_pool2d(unwrap(x), 1L))
+  expect_identical(nn_adaptive_avg_pool2d(3)(x)$shape, c(2L, 3L, 3L, 3L))
+  drop <- nn_dropout2d(0.5)
+  torch_manual_seed(4)
+  d <- drop(x)
+  pt()$manual_seed(4L)
+  expect_same_tensor(d, fnl$dropout2d(unwrap(x), 0.5))
+  drop$eval()
+  expect_same_tensor(drop(x), x)
+})
+
 test_that("activations, dropout, normalization layers agree with PyTorch", {
   skip_if_no_ampkit()
   fnl <- pt()$nn$functional

@@ -61,6 +61,14 @@ test_that("optim_sgd, optim_adam and optim_adamw step as torch.optim does", {
                     function(p) pt()$optim$AdamW(p, lr = 0.01, amsgrad = TRUE))
   expect_identical(class(res$opt)[[1]], "optim_adamw")
   expect_same_parameters(res)
+  res <- train_both(function(p) optim_rmsprop(p, lr = 0.01, momentum = 0.5, centered = TRUE),
+                    function(p) pt()$optim$RMSprop(p, lr = 0.01, momentum = 0.5, centered = TRUE))
+  expect_identical(class(res$opt)[[1]], "optim_rmsprop")
+  expect_same_parameters(res)
+  res <- train_both(function(p) optim_adagrad(p, lr = 0.1, lr_decay = 0.01),
+                    function(p) pt()$optim$Adagrad(p, lr = 0.1, lr_decay = 0.01))
+  expect_identical(class(res$opt)[[1]], "optim_adagrad")
+  expect_same_parameters(res)
 })
 
 test_that("param_groups: read as R lists, options assigned as in R torch", {
