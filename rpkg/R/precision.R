@@ -15,7 +15,7 @@
 #'   module of ampkit's R torch-style front end).
 #' @param rules The rules: a named character vector or named list whose names
 #'   are module names as `model$named_modules()` gives them (`"0"`,
-#'   `"encoder.0.proj"`; `""` is the model itself), glob patterns (a name with
+#'   `"encoder.0.proj"`; `"(model)"` is the model itself), glob patterns (a name with
 #'   `*`, `?` or `[`: `"encoder.*.proj"`, `*` crossing dots) or regular
 #'   expressions prefixed with `"re:"` (matched against the whole name), and
 #'   whose values are `"float32"`, `"bfloat16"` or `"float16"` (or torch
@@ -54,6 +54,7 @@ precision_policy <- function(model, rules, device_type = NULL) {
                         call)
   modules <- unlist(handle$modules)
   if (is.null(modules)) modules <- character()
+  names(modules)[names(modules) == ""] <- "(model)"
   structure(list(
     modules = modules,
     device_type = handle$device_type,
@@ -67,8 +68,7 @@ precision_policy <- function(model, rules, device_type = NULL) {
 print.ampkit_precision_policy <- function(x, ...) {
   cat(sprintf("<ampkit precision policy on \"%s\"%s>\n", x$device_type,
               if (x$active()) "" else " (removed)"))
-  shown <- ifelse(nzchar(names(x$modules)), names(x$modules), "(the model)")
-  cat(paste0("  ", shown, ": ", x$modules, collapse = "\n"), "\n", sep = "")
+  cat(paste0("  ", names(x$modules), ": ", x$modules, collapse = "\n"), "\n", sep = "")
   invisible(x)
 }
 
@@ -91,7 +91,9 @@ precision_rules <- function(rules, call) {
 # list(<type>, dtype).
 precision_rule <- function(value, name, i, call) {
   if (nzchar(name)) {
-    return(list(name, precision_dtype(value, name, call)))
+    # "(model)": the model itself (Python's name for it is "", which R cannot name an element)
+    key <- if (identical(name, "(model)")) "" else name
+    return(list(key, precision_dtype(value, name, call)))
   }
   if (is.list(value) && length(value) == 2L && inherits(value[[1]], "python.builtin.type")) {
     return(list(value[[1]], precision_dtype(value[[2]], reticulate::py_str(value[[1]]), call)))
@@ -254,8 +256,9 @@ print.ampkit_overflow_locator <- function(x, ...) {
 #' @param device_type The autocast device type; `NULL`: the model's.
 #' @param max_rounds The most measuring rounds.
 #' @return A list: `rules` (a named character vector, module name ->
-#'   `"float32"`, for [precision_policy()]), `reasons` (a data.frame with the
-#'   columns `module` and `reason`, one row per reason) and `rounds`.
+#'   `"float32"`, for [precision_policy()]; `"(model)"` for the model
+#'   itself), `reasons` (a data.frame with the columns `module` and `reason`,
+#'   one row per reason) and `rounds`.
 #' @seealso [precision_policy()], [overflow_locator()].
 #' @export
 #' @examples
@@ -305,8 +308,10 @@ suggest_policy <- function(model, batches, dtype = "float16", loss_fn = NULL,
     model, batches, dtype = dtype, loss_fn = loss_fn, loss_scale = loss_scale,
     margin = margin, device_type = device_type, max_rounds = as.integer(max_rounds)), call)
   rules <- vapply(found$rules, dtype_name, "")
+  names(rules)[names(rules) == ""] <- "(model)"
   reasons <- found$reasons
   modules <- rep(names(reasons), vapply(reasons, length, 0L))
+  modules[modules == ""] <- "(model)"
   list(
     rules = if (length(rules)) rules else stats::setNames(character(), character()),
     reasons = data.frame(module = as.character(modules),

@@ -39,8 +39,14 @@ test_that("rules by pattern, regular expression and module type", {
   torch <- precision_torch()
   model <- precision_model(torch)
   p <- precision_policy(model, list("*" = "bfloat16"))
-  # "*" matches every name, the model's own ("") included
-  expect_identical(p$modules, stats::setNames(rep("bfloat16", 4L), c("", "0", "1", "2")))
+  # "*" matches every name, the model's own ("(model)" in R, "" in Python) included
+  expect_identical(p$modules, stats::setNames(rep("bfloat16", 4L), c("(model)", "0", "1", "2")))
+  p$remove()
+  p <- precision_policy(model, c("(model)" = "float32"))
+  expect_identical(p$modules, c("(model)" = "float32"))
+  x <- torch$randn(2L, 8L)
+  y <- with_autocast(device_type = "cpu", dtype = "bfloat16", model(x))
+  expect_identical(y$dtype, torch$float32)
   p$remove()
   p <- precision_policy(model, c("re:[02]" = "float32"))
   expect_identical(p$modules, c("0" = "float32", "2" = "float32"))
