@@ -699,6 +699,23 @@ autograd_grad <- function(outputs, inputs, grad_outputs = NULL, retain_graph = c
   wrap(grads)
 }
 
+#' @rdname with_no_grad
+#' @param tensors A tensor or a list of tensors to differentiate.
+#' @param grad_tensors `NULL` or the gradients of `tensors` (a tensor or list).
+#' @export
+autograd_backward <- function(tensors, grad_tensors = NULL, retain_graph = create_graph,
+                              create_graph = FALSE) {
+  call <- sys.call()
+  as_list <- function(x) if (is_torch_tensor(x)) list(x) else x
+  call_python(torch_py()$autograd$backward(
+    unwrap(as_list(tensors)),
+    grad_tensors = if (!is.null(grad_tensors)) unwrap(as_list(grad_tensors)),
+    retain_graph = arg_flag(retain_graph, "retain_graph", call),
+    create_graph = arg_flag(create_graph, "create_graph", call)
+  ), call)
+  invisible(NULL)
+}
+
 # ---- saving ------------------------------------------------------------------------------------
 
 #' Save and load tensors

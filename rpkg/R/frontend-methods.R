@@ -266,6 +266,18 @@ tensor_r_members <- list(
     function() wrap(reticulate::py_get_attr(tpy(self), "is_quantized"))
   },
   has_names = function(self) function() FALSE,
+  backward = function(self) {
+    function(...) {
+      tensor_call(self, "backward", ...)
+      invisible(NULL)
+    }
+  },
+  retain_grad = function(self) {
+    function() {
+      tensor_call(self, "retain_grad")
+      invisible(self)
+    }
+  },
   # R torch keeps the R attributes (nn_parameter's class, ...) of what is cloned or detached
   clone = function(self) function(...) same_attributes(self, tensor_call(self, "clone", ...)),
   detach = function(self) function(...) same_attributes(self, tensor_call(self, "detach", ...)),
@@ -276,8 +288,12 @@ tensor_r_members <- list(
   },
   register_hook = function(self) {
     function(hook) {
-      # the hook sees and returns front-end tensors; PyTorch sees Python ones.
-      py_hook <- function(grad) unwrap(hook(wrap(grad)))
+      # the hook sees and returns front-end tensors; PyTorch sees Python ones. A value that
+      # is not a tensor leaves the gradient as it is (R torch's rule).
+      py_hook <- function(grad) {
+        out <- hook(wrap(grad))
+        if (is_torch_tensor(out)) tpy(out) else NULL
+      }
       call_python(tensor_method("register_hook")(tpy(self), py_hook), sys.call())
     }
   }
@@ -466,6 +482,12 @@ NULL
 }
 
 #' @importFrom utils .DollarNames
+#' @rdname tensor-methods
+#' @export
+`[[<-.torch_tensor` <- function(x, name, value) { # nolint: object_name_linter.
+  `$<-.torch_tensor`(x, name, value)
+}
+
 #' @export
 .DollarNames.torch_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
   candidates <- c(names(tensor_r_members), names(method_specs), "shape", "dtype", "device",

@@ -525,3 +525,24 @@ test_that("R torch's tests: expand's flag, sparse queries, clone and detach keep
   x <- torch_tensor(1, requires_grad = TRUE)
   expect_true(x$clone()$requires_grad)
 })
+
+test_that("R torch's autograd tests: invisible backward, hooks returning non-tensors, backward()", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(2, requires_grad = TRUE)
+  x$register_hook(function(grad) print("hello"))
+  y <- 2 * x
+  expect_invisible(y$backward())
+  expect_equal(as_array(x$grad), 2)
+  z <- torch_tensor(1, requires_grad = TRUE)
+  w <- z * 3
+  expect_invisible(w$retain_grad())
+  w$backward()
+  expect_equal(as_array(w$grad), 1)
+  x[["requires_grad"]] <- FALSE
+  expect_false(x$requires_grad)
+  a <- torch_tensor(c(1, 2), requires_grad = TRUE)
+  b <- torch_tensor(c(3, 4), requires_grad = TRUE)
+  autograd_backward(list((a * b)$sum(), (a * a)$sum()))
+  expect_equal(as_array(a$grad), c(3 + 2, 4 + 4))
+  expect_equal(as_array(b$grad), c(1, 2))
+})
