@@ -722,7 +722,9 @@ autograd_backward <- function(tensors, grad_tensors = NULL, retain_graph = creat
 #'
 #' `torch_save(obj, path)` writes a tensor, or a (named) list of tensors, with
 #' PyTorch's `torch.save`; `torch_load(path)` reads it back (named lists come
-#' back as named lists). Files are PyTorch's format, readable by Python's
+#' back as named lists; a partly named list is saved as a dict with the keys
+#' `ampkit_r_list`, `names` and `values`, which `torch_load()` turns back into
+#' the list). Files are PyTorch's format, readable by Python's
 #' `torch.load`; R torch's own files cannot be read (nor these by R torch).
 #' Modules' and optimizers' state dicts and the grad scaler have methods of
 #' their own.
@@ -746,8 +748,40 @@ torch_save <- function(obj, path, ...) {
 torch_save.default <- function(obj, path, ...) {
   call <- sys.call()
   arg_string(path, "path", call, example = "(a file path)")
-  call_python(torch_fn("save")(unwrap(obj), path.expand(path)), call)
+  call_python(torch_fn("save")(save_value(obj), path.expand(path)), call)
   invisible(path)
+}
+
+# R values as torch.save() takes them: tensors as theirs, plain lists as Python lists (no names)
+# or dicts (distinct non-empty names) or, partly named, as a dict {"ampkit_r_list": True,
+# "names": [...], "values": [...]} that torch_load() turns back into the R list.
+save_value <- function(x) {
+  if (!is.list(x) || !is.null(oldClass(x))) {
+    return(unwrap(x))
+  }
+  values <- lapply(unname(x), save_value)
+  nms <- names(x)
+  if (is.null(nms) || !any(nzchar(nms))) {
+    return(values)
+  }
+  if (all(nzchar(nms)) && !anyDuplicated(nms)) {
+    names(values) <- nms
+    return(values)
+  }
+  list(ampkit_r_list = TRUE, names = as.list(nms), values = values)
+}
+
+restore_lists <- function(x) {
+  if (!is.list(x) || !is.null(oldClass(x))) {
+    return(x)
+  }
+  if (isTRUE(x$ampkit_r_list) && setequal(names(x), c("ampkit_r_list", "names", "values"))) {
+    out <- lapply(x$values, restore_lists)
+    names(out) <- unlist(x$names)
+    return(out)
+  }
+  x[] <- lapply(x, restore_lists)
+  x
 }
 
 #' @rdname torch_save
@@ -761,5 +795,5 @@ torch_load <- function(path, device = NULL) {
   }
   py <- call_python(torch_fn("load")(path.expand(path), map_location = as_py_device(device),
                                      weights_only = TRUE), call)
-  wrap(py)
+  restore_lists(wrap(py))
 }

@@ -546,3 +546,22 @@ test_that("R torch's autograd tests: invisible backward, hooks returning non-ten
   expect_equal(as_array(a$grad), c(3 + 2, 4 + 4))
   expect_equal(as_array(b$grad), c(1, 2))
 })
+
+test_that("torch_save keeps partly named lists, requires_grad and shared tensors", {
+  skip_if_no_ampkit()
+  z <- torch_randn(3)
+  x <- list(x = torch_randn(2, requires_grad = TRUE), torch_randn(2), z, z,
+            inner = list(1L, a = "b"))
+  path <- withr::local_tempfile(fileext = ".pt")
+  torch_save(x, path)
+  l <- torch_load(path)
+  expect_equal(names(l), c("x", "", "", "", "inner"))
+  expect_true(torch_equal(l$x, x$x))
+  expect_true(l$x$requires_grad)
+  expect_false(l[[2]]$requires_grad)
+  l[[3]]$add_(1)
+  expect_true(torch_equal(l[[3]], l[[4]]))
+  expect_equal(l$inner, list(1L, a = "b"))
+  torch_save(list(torch_ones(1), torch_zeros(1)), path)
+  expect_null(names(torch_load(path)))
+})
