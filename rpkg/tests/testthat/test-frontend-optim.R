@@ -167,6 +167,10 @@ test_that("state_dict() round-trips through torch_save/torch_load and resumes id
   for (key in names(net2$state_dict())) {
     expect_true(same_tensor(net2$state_dict()[[key]], res$r$state_dict()[[key]]))
   }
+  # A module's state dict saved by Python (an OrderedDict) loads into the R module.
+  pt()$save(res$py$state_dict(), file.path(dir, "py_model.pt"))
+  net2$load_state_dict(torch_load(file.path(dir, "py_model.pt")))
+  expect_true(same_tensor(net2[[3]]$weight, reticulate::py_get_attr(res$py, "2")$weight))
   # A state saved by Python loads into the R optimizer.
   pt()$save(res$py_opt$state_dict(), file.path(dir, "py_opt.pt"))
   opt2$load_state_dict(torch_load(file.path(dir, "py_opt.pt")))
