@@ -262,6 +262,9 @@ tensor_r_members <- list(
   numel = function(self) function() reticulate::py_to_r(tensor_method("numel")(tpy(self))),
   # fields in PyTorch, methods in R torch
   is_sparse = function(self) function() wrap(reticulate::py_get_attr(tpy(self), "is_sparse")),
+  is_sparse_csr = function(self) {
+    function() wrap(reticulate::py_get_attr(tpy(self), "is_sparse_csr"))
+  },
   is_quantized = function(self) {
     function() wrap(reticulate::py_get_attr(tpy(self), "is_quantized"))
   },

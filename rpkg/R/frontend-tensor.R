@@ -267,6 +267,24 @@ torch_linspace <- function(start, end, steps = 100, dtype = NULL, layout = NULL,
 }
 
 #' @rdname torch_tensor
+#' @export
+torch_range <- function(start, end, step = 1, dtype = NULL, layout = NULL, device = NULL,
+                        requires_grad = FALSE) {
+  rlang::warn("torch_range() is deprecated in favor of torch_arange().", class = "ampkit_warning")
+  torch_arange(start, end, step, dtype = dtype, device = device, requires_grad = requires_grad)
+}
+
+#' @rdname torch_tensor
+#' @param stride `torch_empty_strided()`'s strides (in elements).
+#' @export
+torch_empty_strided <- function(size, stride, dtype = NULL, layout = NULL, device = NULL,
+                                requires_grad = FALSE, pin_memory = FALSE) {
+  call <- sys.call()
+  create_sized("empty_strided", as_py_size(size, call = call), dtype, device, requires_grad,
+               call, after = list(as_py_size(stride, arg = "stride", call = call)))
+}
+
+#' @rdname torch_tensor
 #' @param base `torch_logspace()`'s base.
 #' @export
 torch_logspace <- function(start, end, steps = 100, base = 10, dtype = NULL, layout = NULL,

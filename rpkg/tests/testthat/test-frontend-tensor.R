@@ -565,3 +565,12 @@ test_that("torch_save keeps partly named lists, requires_grad and shared tensors
   torch_save(list(torch_ones(1), torch_zeros(1)), path)
   expect_null(names(torch_load(path)))
 })
+
+test_that("torch_range (deprecated, end included) and torch_empty_strided", {
+  skip_if_no_ampkit()
+  expect_warning(x <- torch_range(1, 9), class = "ampkit_warning")
+  expect_equal(x$size(1), 9L)
+  e <- torch_empty_strided(c(2, 2), stride = c(1, 2))
+  expect_identical(e$stride(), c(1, 2))
+  expect_false(torch_randn(2)$is_sparse_csr())
+})
