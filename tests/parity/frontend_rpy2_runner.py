@@ -11,6 +11,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import ampkit  # noqa: E402  (and torch: before R, as in the Python runners)
+import rpy2_exit  # noqa: E402
 
 
 def r_string(s):
@@ -25,4 +26,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    rpy2_exit.finish(main, sys.argv[1:])

@@ -3,12 +3,8 @@ rpy2, running precision_runner.R's run_precision_all() through ampkit.r_eval:
 
     python precision_rpy2_runner.py <out_dir> <scenario.json>...
 
-It ends with os._exit once the records are written: reticulate 1.28's polling thread
-(tthread, in reticulate.so) goes on adding pending calls to the interpreter while Python
-finalizes, and in about half the runs of the locator scenarios that call met an interpreter
-already gone (SIGSEGV in _PyEval_AddPendingCall with interp=NULL, seen in gdb) after every
-record had been written. The exit path is ampkit.r_eval's, not the precision API's; this
-runner only needs its records.
+It ends as every in-process runner does (rpy2_exit.finish: os._exit once the records are
+written).
 """
 import json
 import os
@@ -18,6 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ["AMPKIT_PARITY_DIR"] = HERE
 
 import ampkit  # noqa: E402  (and torch: before R, as in the Python runners)
+import rpy2_exit  # noqa: E402
 
 
 def main(argv):
@@ -28,7 +25,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    rpy2_exit.finish(main, sys.argv[1:])

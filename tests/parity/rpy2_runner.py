@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ["AMPKIT_PARITY_DIR"] = HERE
 
 import ampkit  # noqa: E402  (and torch: before R, as in the Python runners)
+import rpy2_exit  # noqa: E402
 
 
 def r_string(s):
@@ -29,4 +30,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    rpy2_exit.finish(main, sys.argv[1:])
