@@ -752,6 +752,20 @@ torch_save.default <- function(obj, path, ...) {
   invisible(path)
 }
 
+#' @rdname torch_save
+#' @param legacy_stream Unused (R torch's option for files of old PyTorch
+#'   versions; PyTorch reads them itself).
+#' @export
+load_state_dict <- function(path, ..., legacy_stream = FALSE) {
+  # a state dict saved by Python's torch.save() (R torch's loader of such files)
+  out <- torch_load(path)
+  if (!is.list(out) || is.null(names(out))) {
+    abort(sprintf("`path` must hold a state dict (a dict of tensors), got %s.", describe(out)),
+          sys.call(), class = "value_error")
+  }
+  out
+}
+
 # R values as torch.save() takes them: tensors as theirs, plain lists as Python lists (no names)
 # or dicts (distinct non-empty names) or, partly named, as a dict {"ampkit_r_list": True,
 # "names": [...], "values": [...]} that torch_load() turns back into the R list.

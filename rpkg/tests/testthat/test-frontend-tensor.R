@@ -574,3 +574,18 @@ test_that("torch_range (deprecated, end included) and torch_empty_strided", {
   expect_identical(e$stride(), c(1, 2))
   expect_false(torch_randn(2)$is_sparse_csr())
 })
+
+test_that("load_state_dict reads a state dict Python saved", {
+  skip_if_no_ampkit()
+  torch <- py_torch()
+  path <- withr::local_tempfile(fileext = ".pth")
+  torch$manual_seed(0L)
+  linear <- torch$nn$Linear(3L, 2L)
+  torch$save(linear$state_dict(), path)
+  sd <- load_state_dict(path)
+  expect_named(sd, c("weight", "bias"))
+  expect_same_as_torch(sd$weight, linear$weight$detach())
+  expect_same_as_torch(sd$bias, linear$bias$detach())
+  torch_save(torch_ones(2), path)
+  expect_error(load_state_dict(path), class = "value_error")
+})
