@@ -287,3 +287,33 @@ def shape(t):
 
 def strides(t):
     return list(t.stride())
+
+
+# ---- autograd functions written in R (rpkg/R/frontend-autograd.R) -----------------------------
+
+
+class _RHooks:
+    """The R forward and backward of one application (R closures that share its context)."""
+
+    def __init__(self, forward, backward):
+        self.forward = forward
+        self.backward = backward
+
+
+class RFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hooks, *args):
+        ctx.r_hooks = hooks
+        out = hooks.forward(ctx)
+        return tuple(out) if isinstance(out, list) else out
+
+    @staticmethod
+    def backward(ctx, *grads):
+        out = ctx.r_hooks.backward(ctx, list(grads))
+        return (None, *out)
+
+
+def apply_r_function(forward, backward, tensors):
+    """Applies an autograd function whose forward and backward are R closures; `tensors` are
+    its inputs (all of them, so that backward returns one gradient per input)."""
+    return RFunction.apply(_RHooks(forward, backward), *tensors)
