@@ -214,6 +214,26 @@ PyObject* init_region(PyObject* self, PyObject* args, PyObject* kwargs) {
   Py_RETURN_NONE;
 }
 
+// The same as a type slot: ampkit.autocast's tp_init (install_region_init), so that building
+// ampkit.autocast(...) calls it directly, with no lookup of __init__ and no method call.
+int init_region_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (region_holder(self).holder_constructed()) return 0;
+  PyObject* done = init_region(self, args, kwargs);
+  if (done == nullptr) return -1;
+  Py_DECREF(done);
+  return 0;
+}
+
+PyObject* install_region_init(PyObject*, PyObject* cls) {
+  static PyTypeObject* base = py::detail::get_type_info(typeid(AutocastRegion))->type;
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), base)) {
+    PyErr_SetString(PyExc_TypeError, "install_region_init: a subclass of AutocastRegion");
+    return nullptr;
+  }
+  reinterpret_cast<PyTypeObject*>(cls)->tp_init = init_region_slot;
+  Py_RETURN_NONE;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -325,6 +345,12 @@ PYBIND11_MODULE(_C, m) {
   g_region_init =
       PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(region_class.ptr()), &region_init_def);
   m.add_object("region_init", py::handle(g_region_init));
+  static PyMethodDef install_def = {
+      "install_region_init", &install_region_init, METH_O,
+      "Sets a region class's tp_init slot to region_init's C function (ampkit.autocast's own "
+      "construction then calls no Python-level __init__)."};
+  m.add_object("install_region_init",
+               py::reinterpret_steal<py::object>(PyCFunction_New(&install_def, nullptr)));
 
   // ---- grad scaler ----
   py::register_exception<ScaleCollapseError>(m, "ScaleCollapseError", state_error).attr("__doc__") =
