@@ -214,6 +214,44 @@ PyObject* init_region(PyObject* self, PyObject* args, PyObject* kwargs) {
   Py_RETURN_NONE;
 }
 
+// The region an instance holds, or nullptr with a TypeError (an instance whose __init__ never ran).
+AutocastRegion* held_region(PyObject* self) {
+  auto v_h = region_holder(self);
+  if (!v_h.holder_constructed()) {
+    PyErr_SetString(PyExc_TypeError, "the autocast region was never initialised (__init__)");
+    return nullptr;
+  }
+  return v_h.value_ptr<AutocastRegion>();
+}
+
+PyObject* region_enter(PyObject* self, PyObject*) {
+  AutocastRegion* region = held_region(self);
+  if (region == nullptr) return nullptr;
+  try {
+    region->enter();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+  return Py_NewRef(self);
+}
+
+// Exits release the GIL, as torch's clear_autocast_cache does: leaving the outermost region
+// clears the cast cache under its mutex, which another thread may hold while its cast re-enters
+// Python (a dispatch mode, a tensor subclass) and waits for the GIL.
+PyObject* region_exit(PyObject* self, PyObject*) {
+  AutocastRegion* region = held_region(self);
+  if (region == nullptr) return nullptr;
+  try {
+    py::gil_scoped_release no_gil;
+    region->exit();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+  Py_RETURN_FALSE;
+}
+
 // The same as a type slot: ampkit.autocast's tp_init (install_region_init), so that building
 // ampkit.autocast(...) calls it directly, with no lookup of __init__ and no method call.
 int init_region_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -286,22 +324,18 @@ PYBIND11_MODULE(_C, m) {
   // straight to the core, no Python frame.
   py::class_<AutocastRegion> region_class(m, "AutocastRegion",
                                           "A resolved request, entered re-entrantly.");
-  region_class
-      .def("__enter__",
-           [](py::object self) {
-             self.cast<AutocastRegion&>().enter();
-             return self;
-           })
-      // Exits release the GIL, as torch's clear_autocast_cache does: leaving the outermost region
-      // clears the cast cache under its mutex, which another thread may hold while its cast
-      // re-enters Python (a dispatch mode, a tensor subclass) and waits for the GIL.
-      .def("__exit__",
-           [](AutocastRegion& self, py::args) {
-             py::gil_scoped_release no_gil;
-             self.exit();
-             return false;
-           })
-      .def_property_readonly("device", &AutocastRegion::device_type_name)
+  // __enter__ and __exit__ are plain CPython methods (region_enter, region_exit): pybind11's
+  // dispatch would cost more than the core's work.
+  static PyMethodDef enter_def = {"__enter__", &region_enter, METH_NOARGS,
+                                  "__enter__($self, /)\n--\n\nEnter the region."};
+  static PyMethodDef exit_def = {"__exit__", &region_exit, METH_VARARGS,
+                                 "__exit__($self, /, *args)\n--\n\nLeave the region."};
+  auto* region_type = reinterpret_cast<PyTypeObject*>(region_class.ptr());
+  region_class.attr("__enter__") =
+      py::reinterpret_steal<py::object>(PyDescr_NewMethod(region_type, &enter_def));
+  region_class.attr("__exit__") =
+      py::reinterpret_steal<py::object>(PyDescr_NewMethod(region_type, &exit_def));
+  region_class.def_property_readonly("device", &AutocastRegion::device_type_name)
       .def_property_readonly("fast_dtype",
                              [](const AutocastRegion& self) { return self.request().dtype; })
       .def_property_readonly("enabled",
