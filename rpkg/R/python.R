@@ -5,13 +5,16 @@
 # library(ampkit).
 installed_python <- Sys.getenv("AMPKIT_PYTHON")
 
-# Asks reticulate for the recorded Python, before it starts one, unless the user chose one.
+# Asks reticulate for the recorded Python, before it starts one, unless the user chose one: as
+# RETICULATE_PYTHON in this R process's environment (and its children's), which reticulate reads
+# first (use_python() would still look for a project's own Python in the working directory, and
+# warn about poetry in a checkout of ampkit).
 prefer_installed_python <- function() {
   if (nzchar(Sys.getenv("RETICULATE_PYTHON")) || !nzchar(installed_python) ||
       !file.exists(installed_python) || reticulate::py_available(initialize = FALSE)) {
     return(invisible(FALSE))
   }
-  reticulate::use_python(installed_python, required = TRUE)
+  Sys.setenv(RETICULATE_PYTHON = installed_python)
   invisible(TRUE)
 }
 
