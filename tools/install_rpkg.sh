@@ -6,6 +6,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${1:-$root/.venv/bin/python}"
+# Recorded as an absolute path: R resolves it later from any working directory.
+[[ "$py" == /* ]] || py="$PWD/$py"
 cd "$root"
 [ -f rpkg/DESCRIPTION ] || { echo "setup: no R package in rpkg/ yet"; exit 0; }
 echo "setup: installing the R package ampkit (against $py)"

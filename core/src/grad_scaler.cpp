@@ -328,6 +328,7 @@ void GradScaler::update(double new_scale) {
   if (!settings_.enabled) return;
   check_initialised("update");
   check_chosen_scale(new_scale, "new_scale");
+  check_within_bounds(new_scale);
   device_state_.scale.fill_(new_scale);
   finish_iteration();
 }
@@ -353,9 +354,19 @@ void GradScaler::update(const at::Tensor& new_scale) {
   }
   // A CPU value is checked (reading it is no device sync); a CUDA one is not, since that would
   // read the device to the host, which update() never does.
-  if (new_scale.device().is_cpu()) check_chosen_scale(new_scale.item().toDouble(), "new_scale");
+  if (new_scale.device().is_cpu()) {
+    check_chosen_scale(new_scale.item().toDouble(), "new_scale");
+    check_within_bounds(new_scale.item().toDouble());
+  }
   device_state_.scale.copy_(new_scale.reshape({}));
   finish_iteration();
+}
+
+void GradScaler::check_within_bounds(double new_scale) const {
+  // The scale a checkpoint of this scaler may hold: within [min_scale, max_scale].
+  ScalerState state{settings_, pending_};
+  state.counters.scale = new_scale;
+  validate_state(state, "new_scale");
 }
 
 double GradScaler::get_scale() {

@@ -61,6 +61,11 @@ void validate_state(const ScalerState& state, const char* scale_name) {
   if (s.max_scale && scale > *s.max_scale) {
     refuse(scale_name, "<= `max_scale` (" + format_number(*s.max_scale) + ")", scale);
   }
+  // Overflows still to absorb: never more than hysteresis.
+  if (state.counters.hysteresis_left > s.hysteresis) {
+    refuse("_hysteresis_tracker", "<= `hysteresis` (" + std::to_string(s.hysteresis) + ")",
+           static_cast<double>(state.counters.hysteresis_left));
+  }
   // With a growth delay the tracker restarts below zero, never further down than the delay.
   const auto tracker = static_cast<double>(state.counters.growth_tracker);
   const auto lowest = static_cast<double>(-s.growth_delay);

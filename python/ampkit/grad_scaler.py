@@ -36,7 +36,9 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):
-        return int(value)
+        # An int64 holds it, or it is a float (which the core then refuses as too large): beyond
+        # int64, the binding's conversion would otherwise fall back to reading it as a flag.
+        return int(value) if -2**63 <= value < 2**63 else float(value)
     if isinstance(value, numbers.Real):
         return float(value)
     return _C.OtherKind(type(value).__name__)
@@ -558,12 +560,11 @@ class GradScaler:
 
     def state_dict(self) -> Dict[str, Any]:
         """torch.amp's five keys (``scale``, ``growth_factor``, ``backoff_factor``,
-        ``growth_interval``, ``_growth_tracker``), then ampkit's: the policy (``min_scale``,
-        ``max_scale``, ``hysteresis``, ``consecutive_hysteresis``, ``on_min_scale``,
-        ``track_overflow``), the hysteresis state and the counters (``_hysteresis_tracker``,
-        ``_steps``, ``_skipped_steps``, ``_consecutive_skipped_steps``); ``{}`` when disabled.
-        Reads the device state to the host once. Loadable by ``torch.amp.GradScaler`` (which
-        ignores ampkit's keys) and by ampkit in R.
+        ``growth_interval``, ``_growth_tracker``), then ampkit's: the options that change the rule
+        and what is reported, the hysteresis state and the counters, each key a row of the core's
+        table (``ampkit._C.STATE_KEYS``); ``{}`` when disabled. Reads the device state to the host
+        once. Loadable by ``torch.amp.GradScaler`` (which ignores ampkit's keys) and by ampkit in
+        R.
 
         Example:
             >>> import ampkit

@@ -1,5 +1,7 @@
-"""The R package's interface to ampkit: every name the R package ``ampkit`` reads from ampkit's
-Python side is defined here, and nothing else of ampkit's is read from R.
+"""The R package's interface to ampkit's core: the autocast regions and the grad scalers, which
+the R package ``ampkit`` reaches only through this module (the audit and precision tools it
+calls as the public functions of ``ampkit``: ``autocast_audit``, ``precision_policy``,
+``overflow_locator``, ``suggest_policy``). No private name of ampkit is read from R.
 
 A rename elsewhere in ampkit then breaks this module's own tests (tests/python/test_r_glue.py),
 not only the R suite. It holds no behaviour: each function sequences public calls or the core's,

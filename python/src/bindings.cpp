@@ -60,9 +60,11 @@ PyObject* g_region_init = nullptr;             // the __init__ descriptor below
 
 // type(value).__name__, as Python spells it in messages.
 std::string type_name(PyObject* value) {
-  PyObject* name = PyType_GetName(Py_TYPE(value));
-  std::string out = name ? PyUnicode_AsUTF8(name) : "?";
+  PyObject* name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__");
+  const char* text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+  std::string out = text ? text : "?";
   Py_XDECREF(name);
+  PyErr_Clear();  // a name that cannot be read is "?", not an error of its own
   return out;
 }
 
@@ -119,8 +121,9 @@ AutocastRegion* build_region(PyObject* device_type, PyObject* dtype, PyObject* e
     if (dtype != Py_None) scalar_type = reinterpret_cast<THPDtype*>(dtype)->scalar_type;
     std::optional<bool> cache;
     if (cache_enabled != Py_None) cache = cache_enabled == Py_True;
-    auto region = std::make_unique<AutocastRegion>(PyUnicode_AsUTF8(device_type), scalar_type,
-                                                   enabled == Py_True, cache);
+    const char* device = PyUnicode_AsUTF8(device_type);
+    if (device == nullptr) return nullptr;  // not encodable (a lone surrogate): its error is set
+    auto region = std::make_unique<AutocastRegion>(device, scalar_type, enabled == Py_True, cache);
     warn(region->warning());
     return region.release();
   } catch (py::error_already_set& e) {
@@ -148,7 +151,12 @@ void adopt_region(PyObject* self, AutocastRegion* region) {
 PyObject* empty_instance(PyTypeObject* type) {
   static PyObject* empty = PyTuple_New(0);
   static PyTypeObject* base = py::detail::get_type_info(typeid(AutocastRegion))->type;
-  return base->tp_new(type, empty, nullptr);
+  try {  // pybind11's tp_new throws C++ exceptions, which must not cross into C
+    return base->tp_new(type, empty, nullptr);
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
 }
 
 static const char* kRegionArgs[] = {"device_type", "dtype", "enabled", "cache_enabled", nullptr};
@@ -163,6 +171,12 @@ PyObject* new_region(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   auto* type = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(args, 0));
+  static PyTypeObject* base = py::detail::get_type_info(typeid(AutocastRegion))->type;
+  if (!PyType_IsSubtype(type, base)) {
+    PyErr_Format(PyExc_TypeError, "autocast.__new__(%s): %s is not a subtype of autocast",
+                 type->tp_name, type->tp_name);
+    return nullptr;
+  }
   // A subclass with an __init__ of its own builds the region there (its super().__init__).
   static PyObject* init_key = PyUnicode_InternFromString("__init__");
   if (_PyType_Lookup(type, init_key) != g_region_init) return empty_instance(type);
@@ -269,6 +283,7 @@ PyObject* install_region_init(PyObject*, PyObject* cls) {
     return nullptr;
   }
   reinterpret_cast<PyTypeObject*>(cls)->tp_init = init_region_slot;
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(cls));
   Py_RETURN_NONE;
 }
 
@@ -317,8 +332,6 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("warning", &AutocastRequest::warning);
   py::class_<AutocastToken>(m, "AutocastToken", "Proof that an autocast region was entered.")
       .def_property_readonly("active", &AutocastToken::active);
-  // The class behind ampkit.autocast (python/ampkit/autocast.py subclasses it for the decorator
-  // and the docs): construction, __enter__ and __exit__ go straight to the core, no Python frame.
   // The class behind ampkit.autocast (python/ampkit/autocast.py subclasses it, installing
   // new_region and region_init as __new__ and __init__): construction, __enter__ and __exit__ go
   // straight to the core, no Python frame.
@@ -388,7 +401,7 @@ PYBIND11_MODULE(_C, m) {
 
   // ---- grad scaler ----
   py::register_exception<ScaleCollapseError>(m, "ScaleCollapseError", state_error).attr("__doc__") =
-      "The loss scale collapsed: a gradient overflowed while the scale was already at min_scale "
+      "The loss scale collapsed: a back-off was due while the scale was already at min_scale "
       "(on_min_scale='raise'); a StateError, so a RuntimeError.";
   // The scaler's options and checkpoint keys come from the core's table (scaler_settings.h):
   // Python's and R's constructors build their keywords and defaults from SCALER_OPTIONS.

@@ -194,7 +194,8 @@ new_grad_scaler <- function(device, args, call) {
   options <- list()
   for (option in py$scaler_options) {
     name <- option[[1L]]
-    options[[name]] <- option_value(get(name, envir = args), name, option[[2L]], call)
+    options[[name]] <- option_value(get(name, envir = args, inherits = FALSE), name,
+                                    option[[2L]], call)
   }
   device <- arg_string(device, "device", call)
   # A process group makes it torch's sharded scaler (found_inf agreed across the ranks); Python
@@ -250,8 +251,9 @@ amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
                   describe(config)), call)
   }
   py <- python_modules()
-  scaler <- call_python(py$glue$scaler_from_deepspeed(config, arg_string(device, "device", call)),
-                        call)
+  device <- arg_string(device, "device", call)
+  scaler <- with_python_warnings(call_python(py$glue$scaler_from_deepspeed(config, device), call),
+                                 call)
   grad_scaler_class$new(scaler)
 }
 
@@ -266,8 +268,9 @@ amp_grad_scaler_from_megatron <- function(initial_scale = 2^32, min_scale = 1, g
                   growth_factor = growth_factor, backoff_factor = backoff_factor,
                   growth_interval = growth_interval, hysteresis = hysteresis)
   numbers <- Map(function(value, name) arg_number(value, name, call), numbers, names(numbers))
-  scaler <- call_python(do.call(py$glue$scaler_from_megatron,
-                                c(list(arg_string(device, "device", call)), numbers)), call)
+  device <- arg_string(device, "device", call)
+  scaler <- with_python_warnings(call_python(
+    do.call(py$glue$scaler_from_megatron, c(list(device), numbers)), call), call)
   grad_scaler_class$new(scaler)
 }
 

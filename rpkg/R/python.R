@@ -2,7 +2,10 @@
 # tools/install_rpkg.sh sets AMPKIT_PYTHON while R CMD INSTALL evaluates this file, and the value
 # is kept in the installed package (no ~/.Renviron, nothing global). RETICULATE_PYTHON, when set,
 # wins; a recorded Python that is gone is said so in the "unavailable" error, not at
-# library(ampkit).
+# library(ampkit). The choice is made at library(ampkit), before anything starts Python, so that a
+# `reticulate::import("torch")` right after it gets the same Python; it is this R process's
+# setting (and its children's), nothing written to disk. Machines set up before this kept a
+# RETICULATE_PYTHON line in ~/.Renviron, which still wins: remove it there.
 installed_python <- Sys.getenv("AMPKIT_PYTHON")
 
 # Asks reticulate for the recorded Python, before it starts one, unless the user chose one: as

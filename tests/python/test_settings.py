@@ -234,3 +234,42 @@ def test_the_shipped_stub_declares_what_the_extension_has():
     for cls in ("GradScaler", "AutocastRegion", "ParamList", "FusedStepArgs"):
         public = {name for name in dir(getattr(_C, cls)) if not name.startswith("_")}
         assert members[cls] - {"__init__", "__enter__", "__exit__"} == public, cls
+
+
+# ---- found in review ----------------------------------------------------------------------
+
+def test_autocast_new_refuses_a_class_that_is_no_region():
+    with pytest.raises(TypeError, match="not a subtype of autocast"):
+        ampkit.autocast.__new__(int, "cpu")
+
+
+def test_integers_beyond_int64_are_not_taken_for_flags():
+    with pytest.raises(ampkit.ArgumentTypeError, match="`track_overflow` must be True or False"):
+        ampkit.GradScaler("cpu", track_overflow=2**64)
+    with pytest.raises(ampkit.ArgumentError, match="`growth_interval` must be at most"):
+        ampkit.GradScaler("cpu", growth_interval=2**70)
+    state = ampkit.GradScaler("cpu").state_dict()
+    with pytest.raises(ampkit.ArgumentTypeError, match="`consecutive_hysteresis`"):
+        ampkit.GradScaler("cpu").load_state_dict({**state, "consecutive_hysteresis": 2**64})
+
+
+def test_a_new_scale_outside_the_bounds_is_refused_so_every_checkpoint_loads(device):
+    scaler = ampkit.GradScaler(device, init_scale=4.0, min_scale=2.0, max_scale=64.0)
+    scaler.scale(torch.ones((), device=device))
+    for bad in (0.5, 128.0):
+        with pytest.raises(ampkit.ArgumentError, match="`new_scale` must be"):
+            scaler.update(bad)
+    assert scaler.get_scale() == 4.0
+    scaler.update(8.0)
+    target = ampkit.GradScaler(device, init_scale=4.0, min_scale=2.0, max_scale=64.0)
+    target.load_state_dict(scaler.state_dict())
+    assert target.get_scale() == 8.0
+
+
+def test_a_hysteresis_tracker_above_hysteresis_is_refused():
+    state = ampkit.GradScaler("cpu", hysteresis=2).state_dict()
+    target = ampkit.GradScaler("cpu", hysteresis=2)
+    before = target.state_dict()
+    with pytest.raises(ampkit.ArgumentError, match="`_hysteresis_tracker` must be <= `hysteresis`"):
+        target.load_state_dict({**state, "_hysteresis_tracker": 3})
+    assert target.state_dict() == before

@@ -178,6 +178,9 @@ class GradScaler {
   bool skipped(OptimizerState& state);
   std::string handle_collapse(const Collapse& collapse, bool overflow_possible);
   void finish_iteration();
+  // ArgumentError naming `new_scale` outside [min_scale, max_scale] (update(new_scale): a CUDA
+  // tensor is not read, so not checked).
+  void check_within_bounds(double new_scale) const;
   // Takes `state` as the scaler's settings and state (the constructor's and load_state_dict's).
   void adopt(const ScalerState& state);
   // unscale_grads, then the agreement on found_inf.

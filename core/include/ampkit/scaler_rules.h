@@ -26,7 +26,8 @@ void check_backoff_factor(double value, const char* name);
 void check_count(double value, const char* name, double minimum);
 
 // The rules between entries of a whole state (the constructor's, or a loaded one): max_scale >=
-// min_scale; the scale within [min_scale, max_scale]; the growth tracker >= -growth_delay.
+// min_scale; the scale within [min_scale, max_scale]; the hysteresis tracker <= hysteresis; the
+// growth tracker >= -growth_delay.
 // `scale_name` names the scale in the message ("init_scale", "scale").
 void validate_state(const ScalerState& state, const char* scale_name);
 
