@@ -220,6 +220,23 @@ def op_rows(device: str, repeats: int = 7, number: int = 2000) -> List[Dict[str,
     return rows
 
 
+def _time_block(title: str, rows: List[Dict[str, Any]], width: int, unit: str, per_ms: float,
+                digits: int, goal: Optional[float] = None) -> List[str]:
+    """A table of times in Python and in R and R's time over Python's (median and quartiles):
+    each row's milliseconds times `per_ms`, in `unit`; with `goal`, whether R/py <= goal."""
+    header = (f"{title:<{width}} {'py ' + unit:>7} {'R ' + unit:>7} {'R/py':>6} "
+              f"{'quartiles':>13}" + (f"  ok (R/py time <= {goal:.2f})" if goal else ""))
+    lines = ["", header, "-" * len(header)]
+    for r in rows:
+        line = (f"{r['what']:<{width}} {r['python_ms'] * per_ms:>7.2f} "
+                f"{r['r_ms'] * per_ms:>7.2f} {r['ratio']:>6.{digits}f} "
+                f"{r['low']:>6.{digits}f}-{r['high']:<6.{digits}f}")
+        if goal:
+            line += "  " + ("yes" if r["ratio"] <= goal else "NO")
+        lines.append(line.rstrip())
+    return lines
+
+
 def r_table(compared: List[Dict[str, Any]], matmul: List[Dict[str, Any]]) -> str:
     """The R runner against Python: training throughput ratios with their spread over paired
     repeats, and the float32 product's time ratio (goal <= 1.10)."""
@@ -237,20 +254,8 @@ def r_table(compared: List[Dict[str, Any]], matmul: List[Dict[str, Any]]) -> str
                      "over repeats run side by side")
     products = [r for r in matmul if not r.get("per_op")]
     if products:
-        header = (f"{'float32 matmul':<{width}} {'py ms':>7} {'R ms':>7} {'R/py':>6} "
-                  f"{'quartiles':>13}  ok (R/py time <= 1.10)")
-        lines += ["", header, "-" * len(header)]
-        for r in products:
-            lines.append(f"{r['what']:<{width}} {r['python_ms']:>7.2f} {r['r_ms']:>7.2f} "
-                         f"{r['ratio']:>6.3f} {r['low']:>6.3f}-{r['high']:<6.3f}  "
-                         f"{'yes' if r['ratio'] <= 1.10 else 'NO'}")
+        lines += _time_block("float32 matmul", products, width, "ms", 1.0, 3, goal=1.10)
     ops = [r for r in matmul if r.get("per_op")]
     if ops:
-        header = (f"{'one tensor op (per op)':<{width}} {'py us':>7} {'R us':>7} {'R/py':>6} "
-                  f"{'quartiles':>13}")
-        lines += ["", header, "-" * len(header)]
-        for r in ops:
-            lines.append(f"{r['what']:<{width}} {r['python_ms'] * 1e3:>7.2f} "
-                         f"{r['r_ms'] * 1e3:>7.2f} {r['ratio']:>6.1f} "
-                         f"{r['low']:>6.1f}-{r['high']:<6.1f}")
+        lines += _time_block("one tensor op (per op)", ops, width, "us", 1e3, 1)
     return "\n".join(lines)
