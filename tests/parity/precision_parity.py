@@ -90,24 +90,12 @@ def run_python(spec: Dict[str, Any]) -> Dict[str, Any]:
     policy = ampkit.precision_policy(net, spec["rules"]) if spec["rules"] else None
     if policy is not None:
         record["modules"] = dict(policy.modules)
-    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
     scaler = ampkit.GradScaler("cpu", init_scale=2.0 ** 10)
     locator = ampkit.overflow_locator(net) if spec["kind"] == "locator" else None
     if locator is not None:
         locator.__enter__()
     try:
-        for _ in range(int(spec["steps"])):
-            opt.zero_grad()
-            with ampkit.autocast("cpu", dtype=dtype(spec["outer"])):
-                out = net(x)
-                loss = mse(out, y)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            record["output"].append(flat(out))
-            record["output_dtype"].append(str(out.dtype)[6:])
-            record["loss"].append(loss.item())
-            record["params"].append(params(net))
+        _train(spec, net, x, y, ampkit.autocast, scaler, record)
     finally:
         if locator is not None:
             locator.__exit__(None, None, None)
@@ -118,6 +106,24 @@ def run_python(spec: Dict[str, Any]) -> Dict[str, Any]:
         record["first_nonfinite"] = first_rows(locator.first_nonfinite())
         record["host_reads"] = locator.host_reads
     return record
+
+
+def _train(spec: Dict[str, Any], net, x, y, autocast, scaler, record: Dict[str, Any]) -> None:
+    """The scenario's steps (SGD, lr 1e-4) under `autocast` and `scaler` (ampkit's or torch's),
+    each step's output, its dtype, the loss and the parameters appended to `record`."""
+    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+    for _ in range(int(spec["steps"])):
+        opt.zero_grad()
+        with autocast("cpu", dtype=dtype(spec["outer"])):
+            out = net(x)
+            loss = mse(out, y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        record["output"].append(flat(out))
+        record["output_dtype"].append(str(out.dtype)[6:])
+        record["loss"].append(loss.item())
+        record["params"].append(params(net))
 
 
 class _HandEdited(torch.nn.Module):
@@ -149,20 +155,8 @@ def run_oracle(spec: Dict[str, Any]) -> Dict[str, Any]:
     x, y = data(spec)
     record = new_record()
     record["modules"] = matched
-    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
-    for _ in range(int(spec["steps"])):
-        opt.zero_grad()
-        with torch.autocast("cpu", dtype=dtype(spec["outer"])):
-            out = net(x)
-            loss = mse(out, y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        record["output"].append(flat(out))
-        record["output_dtype"].append(str(out.dtype)[6:])
-        record["loss"].append(loss.item())
-        record["params"].append(params(net))
+    _train(spec, net, x, y, torch.autocast, torch.amp.GradScaler("cpu", init_scale=2.0 ** 10),
+           record)
     return record
 
 
