@@ -17,7 +17,6 @@ import os
 import platform
 import subprocess
 import sys
-import warnings
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional
 
@@ -44,19 +43,11 @@ def count_syncs(make_scaler, autocast, fused: bool) -> float:
         scaler.step(opt)
         scaler.update()
 
+    from ampkit.bench.measure import syncs_per_call
+
     for _ in range(3):
         step()
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            for _ in range(STEPS):
-                step()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    return len(syncs) / STEPS
+    return syncs_per_call(step, STEPS)
 
 
 def syncs(path: str) -> None:

@@ -12,30 +12,16 @@ of the device-generic tests):
 
 from __future__ import annotations
 
-import warnings
-from typing import Callable
-
 import ampkit
 import pytest
 import torch
+from ampkit.bench import measure
 from devices import requires_cuda, requires_two_cuda_devices
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*synchroniz.*:UserWarning")
 
 
-def count_syncs(fn: Callable[[], None], times: int) -> float:
-    """Synchronizing CUDA calls per call of fn, as torch counts them (each one warns in
-    set_sync_debug_mode("warn"))."""
-    torch.cuda.synchronize()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            for _ in range(times):
-                fn()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught) / times
+count_syncs = measure.syncs_per_call
 
 
 class Loop:

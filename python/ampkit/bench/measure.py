@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import warnings
 from typing import Callable
 
 import torch
@@ -76,3 +77,19 @@ def steady_allocator() -> bool:
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     return bool(mallopt(m_mmap_threshold, 32 * 2**20)) and bool(mallopt(m_trim_threshold, -1))
+
+
+def syncs_per_call(fn: Callable[[], None], times: int) -> float:
+    """Synchronizing CUDA calls per call of `fn` over `times` calls, as torch counts them (each
+    warns under torch.cuda.set_sync_debug_mode("warn")): what the tests and `make gpu-proof`
+    hold to one per step (none for fused optimizers)."""
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(times):
+                fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught) / times
