@@ -93,7 +93,6 @@ ScalerState from_state_dict(const std::map<std::string, SettingValue>& values,
       }
     }
   }
-  validate_state(s, "scale");
   return s;
 }
 

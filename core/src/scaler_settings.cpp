@@ -186,8 +186,6 @@ ScalerSettings settings_from_options(const std::map<std::string, SettingValue>& 
     if (row == table.end()) throw ArgumentError("GradScaler has no option `" + name + "`.");
     row->set(state, value);
   }
-  state.counters = ScalerCounters::fresh(state.settings);
-  validate_state(state, "init_scale");
   return state.settings;
 }
 

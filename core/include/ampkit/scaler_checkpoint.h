@@ -30,8 +30,9 @@ StateDict to_state_dict(const ScalerState& state);
 // reported as unknown.
 void check_state_keys(const std::vector<std::string>& keys);
 
-// check_state_keys, each value by its row (kind, then rule), then validate_state. Options that
-// `values` lacks keep `current`'s; counters it lacks start afresh.
+// check_state_keys, then each value by its row (kind, then rule). Options that `values` lacks
+// keep `current`'s; counters it lacks start afresh. The rules between entries are
+// GradScaler::load_state_dict's (validate_state), checked there before anything changes.
 ScalerState from_state_dict(const std::map<std::string, SettingValue>& values,
                             const ScalerState& current);
 

@@ -153,8 +153,8 @@ inline const std::vector<ScalerEntry>& scaler_table() {
 void check_options(const ScalerSettings& settings);
 
 // The options given by name (the constructor's keywords): each judged by its row, an unknown
-// name refused, the others at their defaults; then validate_state. Throws before returning
-// anything, so a bad option leaves nothing half-built.
+// name refused, the others at their defaults. The rules between options are the constructor's
+// (GradScaler checks the whole before it builds anything).
 ScalerSettings settings_from_options(const std::map<std::string, SettingValue>& options);
 
 // The options' names and default values, in signature order (what Python and R show).
