@@ -68,7 +68,6 @@ class FusedStepArgs:
 
 def unscale_grads(params: ParamList, inv_scale: torch.Tensor, found_inf: torch.Tensor,
                   allow_fp16: bool) -> Dict[torch.device, torch.Tensor]: ...
-def check_state_keys(keys: List[str]) -> None: ...
 
 class GradScaler:
     def __init__(self, device: str, options: Dict[str, SettingValue],

@@ -715,7 +715,6 @@ def _state_from_dict(state_dict: Any) -> Dict[str, Any]:
         raise _C.ArgumentTypeError(
             f"`state_dict` must be a dict with keys {list(_C.STATE_KEYS)}, "
             f"got {type(state_dict).__name__}.")
-    _C.check_state_keys([str(key) for key in state_dict])
     # A checkpoint may hold a number as a 1-element tensor (torch.amp's scale, saved as is).
-    return {key: _plain(value.item() if isinstance(value, torch.Tensor) and value.numel() == 1
-                        else value) for key, value in state_dict.items()}
+    return {str(key): _plain(value.item() if isinstance(value, torch.Tensor) and value.numel() == 1
+                             else value) for key, value in state_dict.items()}

@@ -408,8 +408,8 @@ PYBIND11_MODULE(_C, m) {
   m.attr("SCALER_OPTIONS") = py::cast(option_defaults());
   py::class_<OtherKind>(m, "OtherKind", "A value of a kind no option takes, by its type's name.")
       .def(py::init<std::string>(), py::arg("name"));
-  // The checkpoint format is the core's (scaler_checkpoint.h): its keys, their kinds, and the key
-  // check run before any value is converted.
+  // The checkpoint format is the core's (scaler_checkpoint.h): its keys, then each value's kind
+  // and rule (load_state_dict).
   m.def(
       "unscale_grads",
       [](const ParamList& params, const at::Tensor& inv_scale, const at::Tensor& found_inf,
@@ -420,8 +420,6 @@ PYBIND11_MODULE(_C, m) {
       "torch.amp's _unscale_grads_: unscale and check, recording into found_inf's device.");
   m.attr("STATE_KEYS") = py::cast(state_keys());
   m.attr("TORCH_AMP_STATE_KEYS") = py::cast(torch_amp_state_keys());
-  m.def("check_state_keys", &check_state_keys, py::arg("keys"),
-        "Refuse a key list without torch.amp's keys or with an unknown key.");
   py::class_<ParamList>(m, "ParamList", "An optimizer's parameters, flattened over its groups.")
       .def(py::init<std::vector<at::Tensor>, std::vector<std::string>>(), py::arg("params"),
            py::arg("names"))
