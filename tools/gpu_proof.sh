@@ -57,7 +57,7 @@ echo "gpu-proof: $(date -u +%FT%TZ) on $machine; results in $dir" | tee -a "$log
 publish() {  # a copy of what is written so far for the device tool ($OUT), if there is one
   if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
     mkdir -p "$OUT/$(basename "$dir")"
-    for f in README.md gpu_proof.json results.json results.png proof.log pytest.xml; do
+    for f in README.md gpu_proof.json results.json results.png proof.log pytest.xml stages.tsv syncs.json; do
       [ -f "$dir/$f" ] && cp "$dir/$f" "$OUT/$(basename "$dir")/"
     done
   fi
@@ -116,7 +116,7 @@ build_dir=$(ls -d build/cp* 2>/dev/null | head -1)
 if [ $built -ne 0 ]; then
   skip "C++ tests (ctest)" "the build failed"
 elif [ -x "$build_dir/ampkit_core_tests" ]; then
-  stage "C++ tests (ctest)" 120 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error
+  stage "C++ tests (ctest)" 120 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j 8
 else
   skip "C++ tests (ctest)" "built without GoogleTest (no .whl/libgtest-dev_*.deb)"
 fi
@@ -137,7 +137,7 @@ fi
 # ---- 4. the benchmark on CUDA, host syncs ------------------------------------------------------
 if [ $built -eq 0 ]; then
   stage "benchmark --device cuda" 270 "$PY" -m ampkit bench --device cuda --no-r --no-audit \
-    --only recipe_mlp transformer many_params seed_mlp seed_bert --out "$dir"
+    --only overhead recipe_mlp transformer many_params seed_mlp seed_bert --out "$dir"
   stage "host syncs per step" 60 "$PY" tools/gpu_proof_report.py syncs "$dir/syncs.json"
 else
   skip "benchmark --device cuda" "the build failed"

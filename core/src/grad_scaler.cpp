@@ -15,6 +15,14 @@
 #include "ampkit/scaler_checkpoint.h"
 
 namespace ampkit {
+namespace {
+
+// DeviceState::counters' entries (scale_policy.h's Counter order) from the host's numbers.
+std::vector<int64_t> counter_values(const ScalerCounters& c) {
+  return {c.hysteresis_left, c.steps, c.skipped_steps, c.consecutive_skipped_steps};
+}
+
+}  // namespace
 
 GradScaler::GradScaler(const std::string& device, const ScalerSettings& settings,
                        bool allow_fp16_grads)
@@ -44,10 +52,7 @@ void GradScaler::lazy_init(const c10::Device& device) {
   const auto on = at::TensorOptions().device(device);
   device_state_.scale = at::full({}, pending_.scale, on.dtype(at::kFloat));
   device_state_.growth_tracker = at::full({}, pending_.growth_tracker, on.dtype(at::kInt));
-  device_state_.hysteresis_left = at::full({}, pending_.hysteresis_left, on.dtype(at::kInt));
-  device_state_.counters = at::tensor(std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
-                                                           pending_.consecutive_skipped_steps},
-                                      on.dtype(at::kLong));
+  device_state_.counters = at::tensor(counter_values(pending_), on.dtype(at::kLong));
 }
 
 GradScaler::OptimizerState& GradScaler::state_for(const ParamList& params) {
@@ -303,7 +308,8 @@ ScalerStats GradScaler::stats() {
       at::cat({d.counters.to(at::kDouble), d.scale.to(at::kDouble).reshape({1})}).cpu();
   ++host_reads_;
   const double* v = host.const_data_ptr<double>();
-  return {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]), v[3]};
+  return {static_cast<int64_t>(v[kSteps]), static_cast<int64_t>(v[kSkipped]),
+          static_cast<int64_t>(v[kConsecutive]), v[kNumCounters]};
 }
 
 std::vector<OverflowEntry> GradScaler::overflow_report() const {
@@ -385,16 +391,17 @@ ScalerState GradScaler::state_dict() {
   // One read for the whole device state.
   const at::Tensor host =
       at::cat({d.scale.to(at::kDouble).reshape({1}), d.growth_tracker.to(at::kDouble).reshape({1}),
-               d.hysteresis_left.to(at::kDouble).reshape({1}), d.counters.to(at::kDouble)})
+               d.counters.to(at::kDouble)})
           .cpu();
   ++host_reads_;
   const double* v = host.const_data_ptr<double>();
+  const double* counters = v + 2;
   s.counters.scale = v[0];
   s.counters.growth_tracker = static_cast<int64_t>(v[1]);
-  s.counters.hysteresis_left = static_cast<int64_t>(v[2]);
-  s.counters.steps = static_cast<int64_t>(v[3]);
-  s.counters.skipped_steps = static_cast<int64_t>(v[4]);
-  s.counters.consecutive_skipped_steps = static_cast<int64_t>(v[5]);
+  s.counters.hysteresis_left = static_cast<int64_t>(counters[kHysteresisLeft]);
+  s.counters.steps = static_cast<int64_t>(counters[kSteps]);
+  s.counters.skipped_steps = static_cast<int64_t>(counters[kSkipped]);
+  s.counters.consecutive_skipped_steps = static_cast<int64_t>(counters[kConsecutive]);
   return s;
 }
 
@@ -415,10 +422,7 @@ void GradScaler::adopt(const ScalerState& state) {
     DeviceState& d = device_state_;
     d.scale.fill_(pending_.scale);
     d.growth_tracker.fill_(pending_.growth_tracker);
-    d.hysteresis_left.fill_(pending_.hysteresis_left);
-    d.counters.copy_(at::tensor(std::vector<int64_t>{pending_.steps, pending_.skipped_steps,
-                                                     pending_.consecutive_skipped_steps},
-                                d.counters.options().device(c10::kCPU)));
+    d.counters.copy_(at::tensor(counter_values(pending_), d.counters.options().device(c10::kCPU)));
   }
 }
 

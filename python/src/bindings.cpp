@@ -9,6 +9,7 @@
 #include "ampkit/errors.h"
 #include "ampkit/grad_scaler.h"
 #include "ampkit/scaler_checkpoint.h"
+#include "warnings_to_python.h"
 
 namespace py = pybind11;
 using namespace ampkit;
@@ -427,6 +428,8 @@ PYBIND11_MODULE(_C, m) {
   py::class_<FusedStepArgs>(m, "FusedStepArgs")
       .def_readonly("grad_scale", &FusedStepArgs::grad_scale)
       .def_readonly("found_inf", &FusedStepArgs::found_inf);
+  // The calls that run ATen ops issue their c10 warnings as Python warnings (warnings_to_python.h).
+  const py::call_guard<ampkit_python::WarningsToPython> warns;
   py::class_<GradScaler>(m, "GradScaler", "The grad-scaler state machine (see grad_scaler.h).")
       .def(py::init([](const std::string& device,
                        const std::map<std::string, SettingValue>& options, bool allow_fp16_grads) {
@@ -449,29 +452,31 @@ PYBIND11_MODULE(_C, m) {
       .def("is_enabled", &GradScaler::is_enabled)
       .def_property_readonly("device", &GradScaler::device)
       .def_property_readonly("warning", &GradScaler::warning)
-      .def("scale", &GradScaler::scale, py::arg("outputs"))
-      .def("unscale_", &GradScaler::unscale_, py::arg("params"))
-      .def("may_step", &GradScaler::may_step, py::arg("params"))
+      .def("scale", &GradScaler::scale, py::arg("outputs"), warns)
+      .def("unscale_", &GradScaler::unscale_, py::arg("params"), warns)
+      .def("may_step", &GradScaler::may_step, py::arg("params"), warns)
       .def("fused_step_args", &GradScaler::fused_step_args, py::arg("params"),
-           py::arg("existing_grad_scale"))
+           py::arg("existing_grad_scale"), warns)
       .def("check_can_step", &GradScaler::check_can_step, py::arg("params"))
       .def("mark_stepped", &GradScaler::mark_stepped, py::arg("params"))
-      .def("update", py::overload_cast<>(&GradScaler::update),
+      .def("update", py::overload_cast<>(&GradScaler::update), warns,
            "Returns a warning to emit (on_min_scale='warn'), or ''.")
       .def("update_to", py::overload_cast<const at::Tensor&>(&GradScaler::update),
-           py::arg("new_scale"))
-      .def("update_to", py::overload_cast<double>(&GradScaler::update), py::arg("new_scale"))
-      .def("step_was_skipped", &GradScaler::step_was_skipped, py::arg("params"))
-      .def("stats",
-           [](GradScaler& self) {
-             const ScalerStats s = self.stats();
-             py::dict out;
-             out["steps"] = s.steps;
-             out["skipped_steps"] = s.skipped_steps;
-             out["consecutive_skipped_steps"] = s.consecutive_skipped_steps;
-             out["scale"] = s.scale;
-             return out;
-           })
+           py::arg("new_scale"), warns)
+      .def("update_to", py::overload_cast<double>(&GradScaler::update), py::arg("new_scale"), warns)
+      .def("step_was_skipped", &GradScaler::step_was_skipped, py::arg("params"), warns)
+      .def(
+          "stats",
+          [](GradScaler& self) {
+            const ScalerStats s = self.stats();
+            py::dict out;
+            out["steps"] = s.steps;
+            out["skipped_steps"] = s.skipped_steps;
+            out["consecutive_skipped_steps"] = s.consecutive_skipped_steps;
+            out["scale"] = s.scale;
+            return out;
+          },
+          warns)
       .def("overflow_report",
            [](const GradScaler& self) {
              py::list out;
@@ -484,7 +489,7 @@ PYBIND11_MODULE(_C, m) {
              }
              return out;
            })
-      .def("get_scale", &GradScaler::get_scale)
+      .def("get_scale", &GradScaler::get_scale, warns)
       .def(
           "state_dict",
           [](GradScaler& self) {
@@ -494,13 +499,13 @@ PYBIND11_MODULE(_C, m) {
             }
             return out;
           },
-          "The state dict: torch.amp's keys, then ampkit's (scaler_checkpoint.h).")
+          warns, "The state dict: torch.amp's keys, then ampkit's (scaler_checkpoint.h).")
       .def(
           "load_state_dict",
           [](GradScaler& self, const std::map<std::string, SettingValue>& values) {
             self.load_state_dict(from_state_dict(values, self.state_dict()));
           },
-          py::arg("state"), "Load a state dict; checked whole (keys, kinds, rules) first.")
+          py::arg("state"), warns, "Load a state dict; checked whole (keys, kinds, rules) first.")
       .def("get_growth_factor", &GradScaler::growth_factor)
       .def("get_backoff_factor", &GradScaler::backoff_factor)
       .def("get_growth_interval", &GradScaler::growth_interval)
@@ -515,13 +520,13 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("init_scale", &GradScaler::init_scale)
       .def_property("init_growth_tracker", &GradScaler::init_growth_tracker,
                     &GradScaler::set_init_growth_tracker)
-      .def("init_on", &GradScaler::init_on, py::arg("device"))
+      .def("init_on", &GradScaler::init_on, py::arg("device"), warns)
       .def(
           "check_inf",
           [](GradScaler& self, const ParamList& params) {
             return per_device(self.check_inf(params));
           },
-          py::arg("params"))
+          py::arg("params"), warns)
       .def(
           "found_inf_per_device",
           [](const GradScaler& self, const ParamList& params) {

@@ -15,7 +15,7 @@ namespace {
 ampkit::DeviceState fresh_state(float scale, int hysteresis, c10::DeviceType device = at::kCPU) {
   const auto on = at::TensorOptions().device(device);
   return {at::full({}, scale, on.dtype(at::kFloat)), at::zeros({}, on.dtype(at::kInt)),
-          at::full({}, hysteresis, on.dtype(at::kInt)), at::zeros({3}, on.dtype(at::kLong))};
+          at::tensor(std::vector<int64_t>{hysteresis, 0, 0, 0}, on.dtype(at::kLong))};
 }
 
 // The rule on each device type: host arithmetic for a CPU state, ATen ops on CUDA.
@@ -23,38 +23,58 @@ struct RuleOnDevice : ampkit_test::DeviceTest {
   // Whether the update was a collapse, read to the host whichever path took it.
   bool collapsed(ampkit::DeviceState& state, bool overflow, const ampkit::ScalerSettings& s) {
     const auto c = ampkit::apply_update(state, at::full({}, overflow ? 1.f : 0.f, on_device()), s);
-    return c.on_host ? *c.on_host : c.on_device.item<bool>();
+    if (c.on_host) return *c.on_host;
+    return c.on_device.defined() && c.on_device.item<bool>();  // no flag without a floor
   }
 };
 AMPKIT_DEVICE_TEST_SUITE(RuleOnDevice);
 
 // With factors that are powers of two both roundings are exact, so the host arithmetic and the
-// ATen-op path must agree bit for bit on any overflow sequence.
-TEST(ScalePolicy, HostAndDevicePathsAgree) {
-  ampkit::ScalerSettings settings;
-  settings.growth_interval = 3;
-  settings.min_scale = 4.0;
-  settings.max_scale = 4096.0;
-  settings.hysteresis = 3;
-  settings.consecutive_hysteresis = true;
-  settings.growth_delay = 1;
-  auto host = fresh_state(256.f, 3);
-  auto device = fresh_state(256.f, 3);
-  std::mt19937 random(7);
+// ATen-op path must agree bit for bit on any overflow sequence: with the whole policy on, with
+// hysteresis alone, and at torch.amp's settings (its kernel moves the scale; the counters and
+// hysteresis move by the rule's maps, chosen on the device).
+void expect_paths_agree(const ampkit::ScalerSettings& settings, unsigned seed) {
+  auto host = fresh_state(256.f, static_cast<int>(settings.hysteresis));
+  auto device = fresh_state(256.f, static_cast<int>(settings.hysteresis));
+  std::mt19937 random(seed);
+  int overflows = 0;
   for (int i = 0; i < 200; ++i) {
-    const at::Tensor found = at::full({}, random() % 3 == 0 ? 1.f : 0.f);
+    const bool overflow = random() % 3 == 0;
+    overflows += overflow;
+    const at::Tensor found = at::full({}, overflow ? 1.f : 0.f);
     const auto a = ampkit::apply_update(host, found, settings, /*tensor_ops=*/false);
     const auto b = ampkit::apply_update(device, found, settings, /*tensor_ops=*/true);
     ASSERT_TRUE(a.on_host.has_value());
     ASSERT_FALSE(b.on_host.has_value());
-    EXPECT_EQ(*a.on_host, b.on_device.item<bool>()) << "step " << i;
+    ASSERT_EQ(b.on_device.defined(), settings.min_scale.has_value());
+    if (settings.min_scale) EXPECT_EQ(*a.on_host, b.on_device.item<bool>()) << "step " << i;
     EXPECT_TRUE(at::equal(host.scale, device.scale)) << "step " << i;
     EXPECT_TRUE(at::equal(host.growth_tracker, device.growth_tracker)) << "step " << i;
-    EXPECT_TRUE(at::equal(host.hysteresis_left, device.hysteresis_left)) << "step " << i;
     EXPECT_TRUE(at::equal(host.counters, device.counters)) << "step " << i;
   }
-  EXPECT_GE(host.scale.item<float>(), 4.f);
-  EXPECT_LE(host.scale.item<float>(), 4096.f);
+  EXPECT_EQ(host.counters[ampkit::kSteps].item<int64_t>(), 200);
+  EXPECT_EQ(host.counters[ampkit::kSkipped].item<int64_t>(), overflows);
+}
+
+TEST(ScalePolicy, HostAndDevicePathsAgree) {
+  ampkit::ScalerSettings policy;
+  policy.growth_interval = 3;
+  policy.min_scale = 4.0;
+  policy.max_scale = 4096.0;
+  policy.hysteresis = 3;
+  policy.consecutive_hysteresis = true;
+  policy.growth_delay = 1;
+  expect_paths_agree(policy, 7);
+
+  ampkit::ScalerSettings hysteresis;
+  hysteresis.growth_interval = 2;
+  hysteresis.hysteresis = 2;
+  expect_paths_agree(hysteresis, 11);
+
+  ampkit::ScalerSettings torch_amp;
+  torch_amp.growth_interval = 2;
+  ASSERT_TRUE(torch_amp.is_torch_amp_rule());
+  expect_paths_agree(torch_amp, 13);
 }
 
 TEST_P(RuleOnDevice, ABackOffDueAtTheFloorIsACollapseAndTheFloorHolds) {
@@ -66,8 +86,8 @@ TEST_P(RuleOnDevice, ABackOffDueAtTheFloorIsACollapseAndTheFloorHolds) {
   EXPECT_EQ(state.scale.item<float>(), 2.f);
   EXPECT_TRUE(collapsed(state, true, settings));  // at 2
   EXPECT_EQ(state.scale.item<float>(), 2.f);
-  EXPECT_EQ(state.counters[1].item<int64_t>(), 2);  // skipped
-  EXPECT_EQ(state.counters[2].item<int64_t>(), 2);  // consecutive
+  EXPECT_EQ(state.counters[ampkit::kSkipped].item<int64_t>(), 2);
+  EXPECT_EQ(state.counters[ampkit::kConsecutive].item<int64_t>(), 2);
 }
 
 // DeepSpeed's rule: an overflow that hysteresis absorbs is no collapse, even at the floor.

@@ -44,3 +44,10 @@ def synchronize(device: str) -> None:
     """Waits for the device's queued work (nothing on the CPU)."""
     if device == "cuda":
         torch.cuda.synchronize()
+
+
+def enter_thread(device: str) -> None:
+    """The first thing a test's new thread does: on CUDA, make the device's primary context
+    current (a runtime call does). A thread without one gets torch's warning from its first
+    cuBLAS call ("no current CUDA context"), which the test suite turns into an error."""
+    synchronize(device)

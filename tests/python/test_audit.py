@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ampkit.bench import report, training
 from ampkit.bench.cli import SUITES_DIR, load_suites
 from ampkit.bench.workloads import build
-from devices import requires_cuda
+from devices import enter_thread, requires_cuda
 
 BF16, FP32 = 2, 4  # bytes per element
 
@@ -304,10 +304,18 @@ def test_the_decorator_adds_up_its_calls_on_several_threads(device):
 
 def test_another_threads_ops_are_not_audited(device):
     a = torch.randn(4, 4, device=device)
+    done = []
+
+    def other_thread():
+        enter_thread(device)
+        torch.mm(a, a)
+        done.append(True)
+
     with ampkit.autocast_audit() as audit:
-        t = threading.Thread(target=lambda: torch.mm(a, a))
+        t = threading.Thread(target=other_thread)
         t.start()
         t.join()
+    assert done == [True]
     assert audit.summary()["calls"] == 0
 
 

@@ -391,19 +391,39 @@ CALLS: Dict[str, Callable[[Row, Optional[Setup], str], Any]] = {
         **({"device": device} | {row.argument: row.value})),
     "get_autocast_dtype": lambda row, _, __: ampkit.get_autocast_dtype(row.value),
     # The outer lambda binds each name (ruff's B023 does not see through the factory).
-    **{name: (lambda name: lambda row, setup, _: getattr(setup.scaler, name)(row.value))(name)  # noqa: B023
+    **{name: (lambda name: lambda row, setup, device: getattr(setup.scaler, name)(  # noqa: B023
+        _on(device, row.value)))(name)
        for name in SCALER_METHODS},
 }
 
 
 def _devices(row: Row):
     """The devices a row runs on: each one where its call makes a scaler or a region on a device
-    of the test's choosing; the CPU alone where the device is the bad value itself, or where the
-    call only reads the thread's state."""
-    if row.argument in ("device", "device_type") or row.target not in (
-            SCALER_METHODS | PRESETS | {"GradScaler", "autocast"}):
-        return [("cpu", [])]
-    return [("cpu", []), ("cuda", list(CUDA_MARKS))]
+    of the test's choosing; the CPU alone where the device is the bad value itself, where the
+    call only reads the thread's state, or where the rule is the CPU's alone (torch.autocast
+    refuses a dtype other than bfloat16/float16 on the CPU only: CUDA takes any)."""
+    cpu_only = (row.argument in ("device", "device_type")
+                or row.target not in SCALER_METHODS | PRESETS | {"GradScaler", "autocast"}
+                or (row.target, row.argument, row.error) == ("autocast", "dtype", UserWarning)
+                or _is_value_of_a_tensor_scale(row))
+    return [("cpu", [])] if cpu_only else [("cpu", []), ("cuda", list(CUDA_MARKS))]
+
+
+def _is_value_of_a_tensor_scale(row: Row) -> bool:
+    """A row whose tensor `new_scale` is refused for its value (nan, inf, <= 0): judged only on
+    the CPU, where reading it costs no device sync; on CUDA update() takes it unread, as
+    torch.amp's does."""
+    v = row.value
+    return (row.target == "update" and isinstance(v, torch.Tensor) and v.device.type == "cpu"
+            and v.numel() == 1 and not v.requires_grad and v.is_floating_point())
+
+
+def _on(device: str, value: Any) -> Any:
+    """A row's tensor value on the device under test (a scaler checks the device type first, as
+    torch.amp does); a tensor on another device type (meta) stays where the row put it."""
+    if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+        return value.detach().to(device).requires_grad_(value.requires_grad)
+    return value
 
 
 def _cases():

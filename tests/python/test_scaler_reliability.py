@@ -27,7 +27,7 @@ import ampkit
 import pytest
 import torch
 import torch.nn.functional as F
-from devices import AUTOCAST_DTYPE
+from devices import AUTOCAST_DTYPE, enter_thread
 from parity_models import mlp, torch_amp_state
 
 LIBS = {"ampkit": ampkit.GradScaler, "torch": torch.amp.GradScaler}
@@ -118,6 +118,7 @@ def test_autocast_state_is_per_thread_under_many_concurrent_threads(device):
         dtype, enabled, cache = settings[index % len(settings)]
         inner_dtype = torch.float16 if dtype == torch.bfloat16 else torch.bfloat16
         outer_lib = ampkit.autocast if index % 2 == 0 else torch.autocast
+        enter_thread(device)
         barrier.wait()
         try:
             for i in range(cycles):

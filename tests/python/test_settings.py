@@ -70,7 +70,7 @@ def test_an_unknown_option_is_refused_by_the_core():
 
 
 def _collapse_step(scaler, opt, param):
-    param.grad = torch.tensor([float("inf")])
+    param.grad = torch.full_like(param, float("inf"))
     scaler.step(opt)
     scaler.update()
 

@@ -66,23 +66,24 @@ def load_suites(directory: str, names: Optional[List[str]],
     return sorted(suites, key=lambda s: (s["kind"] != "overhead", s["name"]))
 
 
-def run_overhead(suite: Dict[str, Any], size: Dict[str, Any]) -> List[Dict[str, Any]]:
+def run_overhead(suite: Dict[str, Any], size: Dict[str, Any],
+                 device: str = "cpu") -> List[Dict[str, Any]]:
     _progress("  autocast enter+exit ...")
-    a = overhead.autocast_enter_exit(size["autocast_number"], size["repeats"])
+    a = overhead.autocast_enter_exit(size["autocast_number"], size["repeats"], device)
     rows = [{"what": "autocast enter+exit", "goal": GOALS["autocast"], **a}]
     for n, steps in zip(size["scaler_params"], size["scaler_steps"]):
         _progress(f"  scaler per step, {n} params ...")
-        s = overhead.scaler_overhead(n, steps, size["repeats"])
+        s = overhead.scaler_overhead(n, steps, size["repeats"], device)
         rows.append({"what": f"scaler per step, {n} params", "goal": GOALS["scaler"], **s})
     return rows
 
 
-def run_features(size: Dict[str, Any]) -> List[Dict[str, Any]]:
+def run_features(size: Dict[str, Any], device: str = "cpu") -> List[Dict[str, Any]]:
     rows = []
     for n, steps in zip(size["scaler_params"], size["scaler_steps"]):
         _progress(f"  scale policy and track_overflow per step, {n} params ...")
         rows += [{**r, "goal": GOALS["feature"]}
-                 for r in overhead.feature_overhead(n, steps, size["repeats"])]
+                 for r in overhead.feature_overhead(n, steps, size["repeats"], device)]
     return rows
 
 
@@ -122,8 +123,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         size = suite["sizes"][size_name]
         _progress(f"[{time.time() - started:6.1f}s] {suite['name']}: {suite['description']}")
         if suite["kind"] == "overhead":
-            overheads += run_overhead(suite, size)
-            features += run_features(size)
+            overheads += run_overhead(suite, size, args.device)
+            features += run_features(size, args.device)
             continue
         if suite["kind"] == "precision":
             precision_rows += precision.run(suite, size, args.device)

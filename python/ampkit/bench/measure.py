@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import time
 import warnings
-from typing import Callable
+from typing import Callable, List
 
 import torch
 
@@ -79,10 +79,15 @@ def steady_allocator() -> bool:
     return bool(mallopt(m_mmap_threshold, 32 * 2**20)) and bool(mallopt(m_trim_threshold, -1))
 
 
-def syncs_per_call(fn: Callable[[], None], times: int) -> float:
-    """Synchronizing CUDA calls per call of `fn` over `times` calls, as torch counts them (each
-    warns under torch.cuda.set_sync_debug_mode("warn")): what the tests and `make gpu-proof`
-    hold to one per step (none for fused optimizers)."""
+# torch's words for one synchronizing call in "warn" mode. Only these count: torch also warns,
+# once per process, that the debug mode itself "is a prototype feature" ("Synchronization ...").
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
+
+def synchronizing_calls(fn: Callable[[], None], times: int) -> List[str]:
+    """The synchronizing CUDA calls of `times` calls of `fn`, as torch reports them (each warns
+    under torch.cuda.set_sync_debug_mode("warn")): "file:line: message", the line being where
+    Python was when the call synchronized, so that a test's failure says where they came from."""
     torch.cuda.synchronize()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -92,4 +97,11 @@ def syncs_per_call(fn: Callable[[], None], times: int) -> float:
                 fn()
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught) / times
+    return [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
+            if SYNC_WARNING in str(w.message)]
+
+
+def syncs_per_call(fn: Callable[[], None], times: int) -> float:
+    """Synchronizing CUDA calls per call of `fn` over `times` calls: what the tests and `make
+    gpu-proof` hold to one per step (none for fused optimizers)."""
+    return len(synchronizing_calls(fn, times)) / times

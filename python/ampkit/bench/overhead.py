@@ -14,6 +14,8 @@ import torch
 
 import ampkit
 
+from . import measure
+
 
 def _interleaved(fns: Dict[str, Callable[[], None]], number: int, repeats: int) -> Dict[str, float]:
     """Seconds per call of each function (fastest repeat), timed in alternation."""
@@ -24,14 +26,15 @@ def _interleaved(fns: Dict[str, Callable[[], None]], number: int, repeats: int) 
     return {name: min(values) for name, values in samples.items()}
 
 
-def autocast_enter_exit(number: int = 20000, repeats: int = 15) -> Dict[str, float]:
-    """Seconds per `with X("cpu", dtype=torch.bfloat16): pass`, ampkit and torch."""
+def autocast_enter_exit(number: int = 20000, repeats: int = 15,
+                        device: str = "cpu") -> Dict[str, float]:
+    """Seconds per `with X(device, dtype=torch.bfloat16): pass`, ampkit and torch."""
     def ours():
-        with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        with ampkit.autocast(device, dtype=torch.bfloat16):
             pass
 
     def theirs():
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=torch.bfloat16):
             pass
 
     times = _interleaved({"ampkit": ours, "torch.amp": theirs}, number, repeats)
@@ -50,24 +53,26 @@ class _NoOpOptimizer(torch.optim.Optimizer):
         return None
 
 
-def _scaler_setup(n_params: int, scaler_cls, **options):
-    params = [torch.nn.Parameter(torch.randn(64)) for _ in range(n_params)]
+def _scaler_setup(n_params: int, scaler_cls, device: str, **options):
+    params = [torch.nn.Parameter(torch.randn(64, device=device)) for _ in range(n_params)]
     for p in params:
-        p.grad = torch.randn(64)
+        p.grad = torch.randn(64, device=device)
     opt = _NoOpOptimizer(params)
     # Scale 1 that never grows: unscaling leaves the gradients as they are. With the default
     # 65536 they would shrink 65536-fold per step into denormals, and time denormal arithmetic.
-    scaler = (scaler_cls("cpu", init_scale=1.0, growth_interval=2**31 - 1, **options)
+    scaler = (scaler_cls(device, init_scale=1.0, growth_interval=2**31 - 1, **options)
               if scaler_cls is not None else None)
-    loss = torch.ones(())
+    loss = torch.ones((), device=device)
     return opt, scaler, loss
 
 
-def _scaler_steps(n_params: int, variants) -> Dict[str, Callable[[], None]]:
-    """A clean training step (scale, step, update) per variant: (name, scaler class, options)."""
+def _scaler_steps(n_params: int, variants, device: str) -> Dict[str, Callable[[], None]]:
+    """A clean training step (scale, step, update) per variant: (name, scaler class, options).
+    On an accelerator each step ends with the device done (the scalers read their skip decision
+    to the host anyway): a step's time is the host's work and the device's, not a queue filling."""
     fns = {}
     for name, cls, options in variants:
-        opt, scaler, loss = _scaler_setup(n_params, cls, **options)
+        opt, scaler, loss = _scaler_setup(n_params, cls, device, **options)
         if scaler is None:
             fns[name] = opt.step
         else:
@@ -76,13 +81,23 @@ def _scaler_steps(n_params: int, variants) -> Dict[str, Callable[[], None]]:
                 scaler.step(opt)
                 scaler.update()
             fns[name] = step
+    if device != "cpu":
+        fns = {name: _then_synchronize(fn, device) for name, fn in fns.items()}
     return fns
 
 
-def scaler_overhead(n_params: int, number: int, repeats: int) -> Dict[str, float]:
+def _then_synchronize(fn: Callable[[], None], device: str) -> Callable[[], None]:
+    def call() -> None:
+        fn()
+        measure.synchronize(device)
+    return call
+
+
+def scaler_overhead(n_params: int, number: int, repeats: int,
+                    device: str = "cpu") -> Dict[str, float]:
     """Per-step cost of scale + step (with its unscale_) + update, minus a plain optimizer step."""
     fns = _scaler_steps(n_params, (("plain", None, {}), ("ampkit", ampkit.GradScaler, {}),
-                                   ("torch.amp", torch.amp.GradScaler, {})))
+                                   ("torch.amp", torch.amp.GradScaler, {})), device)
     times = _interleaved(fns, number, repeats)
     ours = times["ampkit"] - times["plain"]
     theirs = times["torch.amp"] - times["plain"]
@@ -98,12 +113,13 @@ FEATURES = {
 }
 
 
-def feature_overhead(n_params: int, number: int, repeats: int) -> List[Dict[str, float]]:
+def feature_overhead(n_params: int, number: int, repeats: int,
+                     device: str = "cpu") -> List[Dict[str, float]]:
     """Per-step time (scale + step + update, clean steps) of ampkit with each feature of FEATURES
     on, against plain ampkit, interleaved."""
     variants = [("ampkit", ampkit.GradScaler, {})]
     variants += [(name, ampkit.GradScaler, options) for name, options in FEATURES.items()]
-    times = _interleaved(_scaler_steps(n_params, variants), number, repeats)
+    times = _interleaved(_scaler_steps(n_params, variants, device), number, repeats)
     return [{"what": f"{name}, {n_params} params", "params": n_params, "feature_s": times[name],
              "ampkit_s": times["ampkit"], "ratio": times[name] / times["ampkit"]}
             for name in FEATURES]
