@@ -35,4 +35,18 @@ void ParamList::reset(std::vector<at::Tensor> params, std::vector<std::string> n
   names_ = std::move(names);
 }
 
+std::vector<std::string> param_names(const std::vector<std::vector<std::string>>& given,
+                                     const std::vector<size_t>& sizes, int optimizer) {
+  const std::string prefix = optimizer > 0 ? "optimizer" + std::to_string(optimizer) + "." : "";
+  std::vector<std::string> names;
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    const bool named = g < given.size() && given[g].size() == sizes[g];
+    for (size_t i = 0; i < sizes[g]; ++i) {
+      names.push_back(named ? prefix + given[g][i]
+                            : prefix + "group" + std::to_string(g) + ".param" + std::to_string(i));
+    }
+  }
+  return names;
+}
+
 }  // namespace ampkit

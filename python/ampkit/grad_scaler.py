@@ -692,19 +692,10 @@ class _PerOptimizerStates(abc.Mapping):
 
 
 def _param_names(groups: List[Dict[str, Any]], optimizer: int) -> List[str]:
-    """A name per parameter, for overflow reports: the group's ``param_names`` (torch fills it
-    for an optimizer built from ``named_parameters()``), else ``group{g}.param{i}``. The second
-    optimizer the scaler meets, and each after it, prefixes its names with
-    ``optimizer{k}.``, so that names stay unique across optimizers."""
-    prefix = f"optimizer{optimizer}." if optimizer else ""
-    names: List[str] = []
-    for g, group in enumerate(groups):
-        given = group.get("param_names")
-        if given is not None and len(given) == len(group["params"]):
-            names.extend(prefix + str(name) for name in given)
-        else:
-            names.extend(f"{prefix}group{g}.param{i}" for i in range(len(group["params"])))
-    return names
+    """A name per parameter, for overflow reports: the core's rule (param_list.h) on the groups'
+    ``param_names`` (torch fills them for an optimizer built from ``named_parameters()``)."""
+    given = [[str(n) for n in group.get("param_names") or []] for group in groups]
+    return _C.param_names(given, [len(group["params"]) for group in groups], optimizer)
 
 
 def _state_from_dict(state_dict: Any) -> Dict[str, Any]:

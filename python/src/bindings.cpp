@@ -425,6 +425,23 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<std::vector<at::Tensor>, std::vector<std::string>>(), py::arg("params"),
            py::arg("names"))
       .def("reset", &ParamList::reset, py::arg("params"), py::arg("names"));
+  // Tensors shared with the R package in the same process, no copy: the address of a new
+  // reference to the TensorImpl (the receiver takes it over), and taking one over.
+  m.def(
+      "share_tensor",
+      [](const at::Tensor& t) {
+        return reinterpret_cast<uintptr_t>(at::Tensor(t).unsafeReleaseTensorImpl());
+      },
+      py::arg("tensor"), "The address of a new reference to `tensor` (for R's adopt).");
+  m.def(
+      "adopt_tensor",
+      [](uintptr_t address) {
+        return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
+            reinterpret_cast<c10::TensorImpl*>(address)));
+      },
+      py::arg("address"), "The tensor whose reference R shared at `address`.");
+  m.def("param_names", &param_names, py::arg("given"), py::arg("sizes"), py::arg("optimizer"),
+        "Names for an optimizer's parameters (param_list.h: the one rule).");
   py::class_<FusedStepArgs>(m, "FusedStepArgs")
       .def_readonly("grad_scale", &FusedStepArgs::grad_scale)
       .def_readonly("found_inf", &FusedStepArgs::found_inf);

@@ -9,6 +9,8 @@ describe <- function(x) {
     "NULL"
   } else if (inherits(x, "python.builtin.object")) {
     paste("a Python", class(x)[[1L]])
+  } else if (inherits(x, "torch_tensor")) {
+    "a tensor"
   } else if (!is.atomic(x)) {
     paste("a", class(x)[[1L]])
   } else if (length(x) == 1L && (is.numeric(x) || is.logical(x) || is.character(x))) {
@@ -59,48 +61,6 @@ arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   as.double(x)
 }
 
-# A torch dtype: NULL, a torch.dtype object, the front end's torch_dtype (torch_float16()), or
-# a name ("bfloat16", "half", "torch.float16").
-arg_dtype <- function(x, torch, call = NULL) {
-  if (is.null(x) || inherits(x, "torch.dtype")) {
-    return(x)
-  }
-  if (inherits(x, "torch_dtype")) {
-    return(unwrap(x))
-  }
-  dtype <- dtype_named(x, torch)
-  if (is.null(dtype)) {
-    abort(sprintf(paste0(
-      "`dtype` must be a torch dtype or the name of one, such as \"bfloat16\", \"float16\" ",
-      "or \"half\", got %s."), describe(x)), call)
-  }
-  dtype
-}
-
-# The torch dtype named `name`, or NULL when `name` is not the name of one. Names found are
-# remembered (`.dtypes`): a lookup in torch costs a crossing into Python.
-dtype_named <- function(name, torch) {
-  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name)) {
-    return(NULL)
-  }
-  dtype <- .dtypes[[name]]
-  if (is.null(dtype)) {
-    dtype <- reticulate::py_get_attr(torch, sub("^torch\\.", "", name), silent = TRUE)
-    if (!inherits(dtype, "torch.dtype")) {
-      return(NULL)
-    }
-    assign(name, dtype, envir = .dtypes)
-  }
-  dtype
-}
-
-.dtypes <- new.env(parent = emptyenv())
-
-# "torch.bfloat16" -> "bfloat16".
-dtype_name <- function(dtype) {
-  sub("^torch\\.", "", reticulate::py_str(dtype))
-}
-
 # R torch's `...` between `code` and the named arguments: a misspelt or unnamed argument there is
 # an error, not silently ignored. rlang's check, raised as an ampkit_error naming each argument
 # found in `...` of the function whose frame is `env`.
@@ -109,4 +69,35 @@ check_dots_empty <- function(env = parent.frame(), call = NULL) {
     hint <- "The arguments after `...` must be named as documented, e.g. `device_type = \"cpu\"`."
     abort(c(cnd$message, cnd$body, i = hint), call)
   })
+}
+
+# One whole number (a size, a count, a dim), as an R integer where it fits.
+whole_number <- function(x, name, call = NULL) {
+  if (is_torch_tensor(x) && length(x) == 1L) x <- x$item()
+  if (!is.numeric(x) || length(x) != 1L || is.na(x) || !is.finite(x) || x != trunc(x)) {
+    abort(sprintf("`%s` must be a whole number, got %s.", name, describe(x)), call,
+          class = "value_error")
+  }
+  if (abs(x) <= .Machine$integer.max) as.integer(x) else x
+}
+
+# Whole numbers (sizes), as an R vector (integers where they fit).
+whole_numbers <- function(x, name, call = NULL) {
+  if (is_torch_tensor(x)) x <- as_array(x)
+  if (is.list(x)) x <- unlist(x)
+  if (is.null(x)) {
+    return(integer())
+  }
+  if (!is.numeric(x) || anyNA(x) || any(!is.finite(x)) || any(x != trunc(x))) {
+    abort(sprintf("`%s` must be whole numbers, got %s.", name, describe(x)), call,
+          class = "value_error")
+  }
+  if (all(abs(x) <= .Machine$integer.max)) as.integer(x) else x
+}
+
+int_arg <- function(x, name, null_ok = FALSE) {
+  if (null_ok && is.null(x)) {
+    return(NULL)
+  }
+  whole_number(x, name)
 }

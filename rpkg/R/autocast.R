@@ -26,8 +26,8 @@
 #' @param ... Must be empty; the arguments after it must be named.
 #' @param device_type The device type, a string: `"cpu"` or `"cuda"`
 #'   (`"cuda:0"` means its type).
-#' @param dtype The lower precision dtype: a torch dtype object
-#'   (`torch$bfloat16`) or its name (`"bfloat16"`, `"float16"`, `"half"`,
+#' @param dtype The lower precision dtype: a `torch_dtype`
+#'   ([torch_bfloat16()]) or its name (`"bfloat16"`, `"float16"`, `"half"`,
 #'   ...). `NULL` keeps the device's current autocast dtype (bfloat16 on the
 #'   CPU and float16 on CUDA unless changed).
 #' @param enabled `FALSE` opens a region in which autocast is off (to run part
@@ -44,46 +44,46 @@
 #' @seealso [is_autocast_enabled()], [get_autocast_dtype()], [amp_grad_scaler()].
 #' @name autocast
 #' @examples
-#' if (ampkit_available()) {
-#'   torch <- reticulate::import("torch")
-#'   a <- torch$randn(8L, 8L)
+#' a <- torch_randn(8, 8)
 #'
-#'   # the product runs in bfloat16
-#'   y <- with_autocast(device_type = "cpu", dtype = "bfloat16", {
-#'     torch$mm(a, a)
-#'   })
-#'   y$dtype
+#' # the product runs in bfloat16
+#' y <- with_autocast(device_type = "cpu", dtype = torch_bfloat16(), {
+#'   torch_mm(a, a)
+#' })
+#' y$dtype
 #'
-#'   # a region for the rest of a function
-#'   forward <- function(x) {
-#'     local_autocast("cpu")
-#'     torch$mm(x, x)
-#'   }
-#'   forward(a)$dtype
-#'
-#'   # open and close by hand
-#'   context <- set_autocast("cpu", dtype = "float16")
-#'   get_autocast_dtype("cpu")
-#'   unset_autocast(context)
-#'   is_autocast_enabled("cpu")
+#' # a region for the rest of a function
+#' forward <- function(x) {
+#'   local_autocast("cpu")
+#'   torch_mm(x, x)
 #' }
+#' forward(a)$dtype
+#'
+#' # open and close by hand
+#' context <- set_autocast("cpu", dtype = "float16")
+#' get_autocast_dtype("cpu")
+#' unset_autocast(context)
+#' is_autocast_enabled("cpu")
 NULL
 
 #' @rdname autocast
 #' @export
 with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
                           cache_enabled = NULL) {
-  call <- sys.call()
   # rlang's check costs ~2 us even with `...` empty; skipped then, as this is the hot path.
-  if (...length() > 0L) check_dots_empty(call = call)
+  if (...length() > 0L) check_dots_empty(call = sys.call())
+  if (missing(device_type)) {
+    abort("`device_type` must be given, e.g. device_type = \"cpu\".", sys.call())
+  }
   # on.exit runs on every way out of this frame: value, error, return()/break from `code` (a
-  # promise evaluated in the caller's frame), and an interrupt. It is registered first and the
-  # region opened with interrupts held, so that no interrupt falls between the two.
-  context <- NULL
-  on.exit(if (!is.null(context)) unset_autocast(context), add = TRUE)
-  suspendInterrupts(
-    context <- open_region(device_type, dtype, enabled, cache_enabled, call)
-  )
+  # promise evaluated in the caller's frame), and an interrupt. It is registered before the
+  # region is entered, and the token assigned as the entry returns (R checks for interrupts
+  # in neither step), so no interrupt falls between entering and exiting. The core (C++)
+  # judges the arguments.
+  token <- NULL
+  on.exit(if (!is.null(token)) .Call(C_autocast_exit, token))
+  token <- .Call(C_autocast_enter, device_type, dtype, enabled, cache_enabled)
+  if (!is.null(attr(token, "warning", exact = TRUE))) warn_disabled(token, sys.call())
   force(code)
 }
 
@@ -93,11 +93,8 @@ local_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enab
                            ..., .env = parent.frame()) {
   call <- sys.call()
   if (...length() > 0L) check_dots_empty(call = call)
-  # Interrupts held between opening the region and deferring its exit.
-  suspendInterrupts({
-    context <- open_region(device_type, dtype, enabled, cache_enabled, call)
-    defer_unset(context, .env)
-  })
+  context <- open_region(device_type, dtype, enabled, cache_enabled, call)
+  defer_unset(context, .env)
   invisible(context)
 }
 
@@ -122,31 +119,28 @@ set_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enable
   open_region(device_type, dtype, enabled, cache_enabled, sys.call())
 }
 
-# Resolves the request as torch.autocast does (the core), warns if the region is disabled, and
-# enters it; errors name `call`, the user's call. One crossing into Python when there is no
-# warning (python/ampkit/r_glue.py).
+# Resolves the request as torch.autocast does and enters it (the core, rpkg/src/amp.cpp); warns
+# if the region was turned into a disabled one; errors name `call`, the user's call.
 open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
   if (missing(device_type)) {
     abort("`device_type` must be given, e.g. device_type = \"cpu\".", call)
   }
-  py <- python_modules()
-  token <- call_python(py$open_region(
-    arg_string(device_type, "device_type", call),
-    arg_dtype(dtype, py$torch, call),
-    arg_flag(enabled, "enabled", call),
-    arg_flag(cache_enabled, "cache_enabled", call, null_ok = TRUE)
-  ), call)
-  if (inherits(token, "ampkit.r_glue.DisabledRegion")) {
-    # A disabled region: warn before entering, so that a warning turned into an error
-    # (options(warn = 2)) leaves no region open.
-    text <- reticulate::py_to_r(reticulate::py_get_attr(token, "warning"))
-    rlang::warn(text, class = "ampkit_warning", call = call)
-    token <- call_python(py$enter_region(reticulate::py_get_attr(token, "request")), call)
-  }
+  token <- .Call(C_autocast_enter, device_type, dtype, enabled, cache_enabled)
+  if (!is.null(attr(token, "warning", exact = TRUE))) warn_disabled(token, call)
   structure(
     list(token = token, device_type = device_type, dtype = dtype, enabled = enabled,
          cache_enabled = cache_enabled),
     class = "ampkit_autocast_context"
+  )
+}
+
+# The core's warning for a region it turned into a disabled one (CUDA without CUDA, a dtype the
+# device cannot autocast to), as an R warning; a warning turned into an error (options(warn =
+# 2)) closes the region first.
+warn_disabled <- function(token, call) {
+  withCallingHandlers(
+    rlang::warn(attr(token, "warning", exact = TRUE), class = "ampkit_warning", call = call),
+    error = function(e) .Call(C_autocast_exit, token)
   )
 }
 
@@ -159,14 +153,14 @@ unset_autocast <- function(context) {
   }
   # The core restores the state the region found, and refuses a region exited twice or out of
   # order.
-  call_python(.py$exit_region(context$token))
+  .Call(C_autocast_exit, context$token)
   invisible(NULL)
 }
 
 #' @export
 format.ampkit_autocast_context <- function(x, ...) {
-  dtype <- if (inherits(x$dtype, "torch.dtype")) dtype_name(x$dtype) else x$dtype %||% "NULL"
-  open <- .py$glue$region_is_open(x$token)
+  dtype <- if (is_torch_dtype(x$dtype)) as.character(x$dtype) else x$dtype %||% "NULL"
+  open <- !is.null(x$token) && .Call(C_autocast_token_open, x$token)
   sprintf(paste0("<autocast context: device_type = \"%s\", dtype = %s, enabled = %s, ",
                  "cache_enabled = %s, %s>"),
           x$device_type, dtype, x$enabled, format(x$cache_enabled %||% "NULL"),
@@ -183,8 +177,8 @@ print.ampkit_autocast_context <- function(x, ...) {
 #'
 #' `is_autocast_enabled()` tells whether autocast is on for `device_type` on
 #' this thread; `get_autocast_dtype()` gives the dtype it casts to there. Both
-#' read the state torch reads (`torch$is_autocast_enabled()`,
-#' `torch$get_autocast_dtype()`).
+#' read the state libtorch reads (Python's `torch.is_autocast_enabled()` and
+#' `torch.get_autocast_dtype()` in the same process agree).
 #'
 #' @param device_type The device type, a string: `"cpu"` or `"cuda"`.
 #' @return `is_autocast_enabled()`: `TRUE` or `FALSE`. `get_autocast_dtype()`:
@@ -194,23 +188,17 @@ print.ampkit_autocast_context <- function(x, ...) {
 #' @seealso [with_autocast()].
 #' @export
 #' @examples
-#' if (ampkit_available()) {
-#'   is_autocast_enabled("cpu")
-#'   with_autocast(device_type = "cpu", dtype = "float16", {
-#'     c(is_autocast_enabled("cpu"), get_autocast_dtype("cpu"))
-#'   })
-#' }
+#' is_autocast_enabled("cpu")
+#' with_autocast(device_type = "cpu", dtype = "float16", {
+#'   c(is_autocast_enabled("cpu"), get_autocast_dtype("cpu"))
+#' })
 is_autocast_enabled <- function(device_type) {
-  call <- sys.call()
-  call_python(python_modules()$is_autocast_enabled(
-    arg_string(device_type, "device_type", call)), call)
+  .Call(C_autocast_state, arg_string(device_type, "device_type", sys.call()))[[1L]]
 }
 
 #' @rdname is_autocast_enabled
 #' @export
 get_autocast_dtype <- function(device_type) {
-  call <- sys.call()
-  dtype <- call_python(python_modules()$get_autocast_dtype(
-    arg_string(device_type, "device_type", call)), call)
-  dtype_name(dtype)
+  dtype <- .Call(C_autocast_state, arg_string(device_type, "device_type", sys.call()))[[2L]]
+  pytorch_dtype_names[[as.character(dtype)]]
 }

@@ -87,9 +87,7 @@ tensor_dataset <- dataset(
     if (length(tensors) == 0L || !all(vapply(tensors, is_torch_tensor, logical(1)))) {
       abort("`...` must be one or more tensors.", class = "value_error")
     }
-    sizes <- vapply(tensors, function(t) {
-      as.integer(reticulate::py_to_r(unwrap(t)$size(0L)))
-    }, integer(1))
+    sizes <- vapply(tensors, function(t) dim(t)[[1L]], integer(1))
     if (length(unique(sizes)) != 1L) {
       abort(sprintf("The tensors must have the same first dimension, got sizes %s.",
                     paste(sizes, collapse = ", ")), class = "value_error")
@@ -98,13 +96,12 @@ tensor_dataset <- dataset(
     self$n <- sizes[[1L]]
   },
   .getitem = function(index) {
-    lapply(self$tensors, function(t) {
-      new_torch_tensor(unwrap(t)$`__getitem__`(int_arg(index, "index") - 1L))
-    })
+    index <- whole_number(index, "index")
+    lapply(self$tensors, function(t) t[index, ..])
   },
   .getbatch = function(index) {
-    idx <- torch_py()$tensor(as.list(as.integer(index) - 1L), dtype = torch_py()$int64)
-    lapply(self$tensors, function(t) new_torch_tensor(unwrap(t)$index_select(0L, idx)))
+    idx <- torch_tensor(whole_numbers(index, "index"), dtype = torch_long())
+    lapply(self$tensors, function(t) torch_index_select(t, 1L, idx))
   },
   .length = function() self$n
 )
@@ -226,7 +223,7 @@ dataloader_make_iter <- function(dataloader) {
   }
   n <- length(.subset2(dataloader, "dataset"))
   order <- if (.subset2(dataloader, "shuffle") && n > 0L) {
-    as.integer(unlist(reticulate::py_to_r(torch_py()$randperm(as.integer(n))$tolist()))) + 1L
+    as_array(torch_randperm(n)) + 1L
   } else {
     seq_len(n)
   }
@@ -278,8 +275,8 @@ load_batch <- function(dl, indices) {
     collate(items)
   }
   if (.subset2(dl, "pin_memory")) {
-    batch <- rapply(list(batch), function(t) new_torch_tensor(unwrap(t)$pin_memory()),
-                    classes = "torch_tensor", how = "replace")[[1L]]
+    batch <- rapply(list(batch), function(t) t$pin_memory(), classes = "torch_tensor",
+                    how = "replace")[[1L]]
   }
   batch
 }
@@ -288,8 +285,7 @@ load_batch <- function(dl, indices) {
 default_collate <- function(items) { # nolint: cyclocomp_linter. (one branch per kind)
   first <- items[[1L]]
   if (is_torch_tensor(first)) {
-    return(new_torch_tensor(call_python(torch_py()$stack(lapply(items, unwrap), 0L),
-                                        call = NULL)))
+    return(torch_stack(items, dim = 1L))
   }
   if (is.character(first)) {
     return(unlist(items))

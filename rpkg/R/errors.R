@@ -1,12 +1,74 @@
-# Conditions. Every error ampkit raises is an `ampkit_error`; the core's own rules (ranges,
-# whole numbers, misuse such as unscale_() twice) stay in the core and reach R as its Python
-# exceptions, which call_python() turns into ampkit_errors carrying the core's message.
+# Conditions. Errors from the compiled layer (libtorch's, the core's, its own checks) are raised
+# here, by signal_native_error(), with R torch's classes; the core's carry its error kind. R's own
+# checks raise through abort(). The few calls into Python (call_python()) turn Python's
+# exceptions into R errors the same way.
 
 # rlang's abort() with the class every ampkit error has; `class` adds subclasses before it and
-# `...` adds fields (python_type, cause).
+# `...` adds fields (core_type, cause).
 abort <- function(message, call = NULL, ..., class = NULL) {
   rlang::abort(message, class = c(class, "ampkit_error"), ..., call = call,
                trace = user_trace())
+}
+
+# The compiled layer's errors (rpkg/src/errors.cpp), after its C++ frames are gone: `class` is R
+# torch's class for it, `core_type` the core's error kind ("StateError", ...) or "" for
+# libtorch's. libtorch's 0-based numbers in messages are made 1-based where R torch does it.
+signal_native_error <- function(class, message, core_type) {
+  call <- native_caller()
+  if (nzchar(core_type)) {
+    classes <- if (class == "ampkit_scale_collapse") class else c(class, "ampkit_core_error")
+    abort(message, call, core_type = core_type, python_type = core_type, class = classes)
+  }
+  rlang::abort(translate_error_message(message), class = c(class, "ampkit_error"), call = call,
+               trace = user_trace())
+}
+
+# The user's call that reached the compiled layer: the first frame outside ampkit's namespace
+# below the error, else the innermost function of ampkit.
+native_caller <- function() {
+  ns <- topenv(environment(native_caller))
+  frames <- sys.calls()
+  n <- length(frames) - 2L
+  for (i in rev(seq_len(max(n, 0L)))) {
+    fn <- sys.function(i)
+    if (!is.primitive(fn) && !identical(topenv(environment(fn)), ns)) {
+      return(if (i < n) frames[[i + 1L]] else frames[[i]])
+    }
+  }
+  if (n >= 1L) frames[[n]] else NULL
+}
+
+# R torch's rewrites of libtorch messages that name 0-based positions (its translate_error_msg).
+translate_error_message <- function(message) {
+  plus_one <- function(msg, pattern, always = FALSE) {
+    m <- regmatches(msg, regexec(pattern, msg, perl = TRUE))[[1L]]
+    if (length(m) < 2L) {
+      return(msg)
+    }
+    whole <- m[[1L]]
+    replaced <- whole
+    for (g in m[-1L]) {
+      value <- as.integer(g)
+      if (!is.na(value) && (always || value >= 0L)) {
+        replaced <- sub(paste0("(?<![0-9-])", g, "(?![0-9])"), value + 1L, replaced, perl = TRUE)
+      }
+    }
+    sub(whole, replaced, msg, fixed = TRUE)
+  }
+  message <- plus_one(message, "dimension ([0-9]+) does not have size [0-9]+")
+  message <- plus_one(message, paste0("Dimension out of range \\(expected to be in range of ",
+                                      "\\[-[0-9]+, ([0-9]+)\\], but got (-?[0-9]+)\\)"))
+  message <- plus_one(message, "Found an invalid max index: ([0-9]+)")
+  message <- plus_one(message, paste0("index ([0-9]+) out of range for tensor of size ",
+                                      "\\[[0-9]+\\] at dimension ([0-9]+)"))
+  message <- plus_one(message, "Target (-?[0-9]+) is out of bounds", always = TRUE)
+  message <- plus_one(message, paste0("contracted dimensions need to match, but first has size ",
+                                      "[0-9]+ in dim ([0-9]+) and second has size [0-9]+ in dim ",
+                                      "([0-9]+)"))
+  message <- plus_one(message, "index (-?[0-9]+) is out of bounds for dimension ([0-9]+) with size 0")
+  message <- plus_one(message, "Expected size [0-9]+ but got size [0-9]+ for tensor number ([0-9]+)")
+  message <- plus_one(message, "Sizes of tensors must match except in dimension ([0-9]+)")
+  plus_one(message, "inputs dimension ([0-9]+) must have length")
 }
 
 # The backtrace down to the user's call into ampkit and no further: rlang prints backtraces of

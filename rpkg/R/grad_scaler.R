@@ -8,8 +8,8 @@
 #' update rule is stated once, in ampkit's C++ core
 #' (`core/include/ampkit/scale_policy.h` in the ampkit repository).
 #'
-#' The object is an R6 wrapper around a Python `ampkit.GradScaler`, whose state
-#' machine is ampkit's C++ core; R keeps no state of its own. Results are
+#' The object is an R6 wrapper around ampkit's C++ core scaler, called directly
+#' (no Python); R keeps no state of its own. Results are
 #' bit-identical to `torch.amp.GradScaler`, and [`$state_dict()`][amp_grad_scaler]
 #' has torch.amp's five keys (then ampkit's own), so checkpoints move between
 #' ampkit in R, ampkit in Python and torch.amp in both directions.
@@ -24,6 +24,8 @@
 #' model <- torch$nn$parallel$DistributedDataParallel(torch$nn$Linear(4L, 2L))
 #' scaler <- amp_grad_scaler("cpu", process_group = dist$group$WORLD)
 #' ```
+#' With a process group the scaler is Python's `ampkit.ShardedGradScaler`
+#' (torch.distributed is Python's): it starts Python.
 #' The package's test `test-distributed.R` runs two such ranks with gloo.
 #'
 #' @section Scale policy:
@@ -46,9 +48,9 @@
 #' `optimizer$step()`), as in torch.amp.
 #'
 #' @section Methods:
-#' Tensors, modules and optimizers may be ampkit's R torch front end's
-#' (`torch_tensor`, [optim_sgd()], ...) or PyTorch's through reticulate;
-#' `$scale()` returns a tensor of the kind it was given.
+#' Tensors and optimizers are R torch's ([torch_tensor()], [optim_sgd()], ...);
+#' PyTorch's, through reticulate, work too (the tensors are shared, not
+#' copied). `$scale()` returns a tensor of the kind it was given.
 #' \describe{
 #'   \item{`$scale(outputs)`}{`outputs` times the scale: a tensor, or a list of
 #'     tensors (nested lists too), scaled element by element; returns a tensor
@@ -101,7 +103,6 @@
 #'     backoff factor (in (0, 1)).}
 #'   \item{`$get_growth_interval()`, `$set_growth_interval(new_interval)`}{The
 #'     growth interval (a whole number >= 1).}
-#'   \item{`$python`}{The Python `ampkit.GradScaler` (read-only).}
 #' }
 #' Methods other than the getters return `NULL` invisibly (`step()`: the
 #' optimizer's value). Misuse (`unscale_()` twice in an iteration, `update()`
@@ -138,37 +139,34 @@
 #' @seealso [with_autocast()].
 #' @export
 #' @examples
-#' if (ampkit_available()) {
-#'   torch <- reticulate::import("torch")
-#'   model <- torch$nn$Linear(4L, 2L)
-#'   opt <- torch$optim$SGD(model$parameters(), lr = 0.1)
-#'   scaler <- amp_grad_scaler("cpu", init_scale = 1024)
+#' model <- nn_linear(4, 2)
+#' opt <- optim_sgd(model$parameters, lr = 0.1)
+#' scaler <- amp_grad_scaler("cpu", init_scale = 1024)
 #'
-#'   x <- torch$randn(8L, 4L)
-#'   loss <- with_autocast(device_type = "cpu", {
-#'     model(x)$float()$pow(2)$mean()
-#'   })
-#'   scaler$scale(loss)$backward()
-#'   scaler$step(opt)
-#'   scaler$update()
-#'   scaler$get_scale()
-#'   str(scaler$state_dict())
+#' x <- torch_randn(8, 4)
+#' loss <- with_autocast(device_type = "cpu", {
+#'   model(x)$float()$pow(2)$mean()
+#' })
+#' scaler$scale(loss)$backward()
+#' scaler$step(opt)
+#' scaler$update()
+#' scaler$get_scale()
+#' str(scaler$state_dict())
 #'
-#'   # the step outcome, the counters, and which parameter overflowed
-#'   opt2 <- torch$optim$SGD(model$named_parameters(), lr = 0.1)
-#'   watched <- amp_grad_scaler("cpu", min_scale = 1, track_overflow = TRUE)
-#'   watched$scale(model(x)$sum())$backward()
-#'   model$bias$grad$fill_(NaN)
-#'   watched$step(opt2)
-#'   watched$update()
-#'   watched$step_was_skipped(opt2)
-#'   watched$stats()
-#'   watched$overflow_report()
+#' # the step outcome, the counters, and which parameter overflowed
+#' opt2 <- optim_sgd(model$named_parameters(), lr = 0.1)
+#' watched <- amp_grad_scaler("cpu", min_scale = 1, track_overflow = TRUE)
+#' watched$scale(model(x)$sum())$backward()
+#' with_no_grad(model$bias$grad$fill_(NaN))
+#' watched$step(opt2)
+#' watched$update()
+#' watched$step_was_skipped(opt2)
+#' watched$stats()
+#' watched$overflow_report()
 #'
-#'   # without CUDA, a CUDA scaler warns and is disabled
-#'   cuda_scaler <- suppressWarnings(cuda_amp_grad_scaler())
-#'   cuda_scaler$is_enabled()
-#' }
+#' # without CUDA, a CUDA scaler warns and is disabled
+#' cuda_scaler <- suppressWarnings(cuda_amp_grad_scaler())
+#' cuda_scaler$is_enabled()
 amp_grad_scaler <- function(device = "cuda", init_scale = 2^16, growth_factor = 2,
                             backoff_factor = 0.5, growth_interval = 2000, enabled = TRUE,
                             min_scale = NULL, max_scale = NULL, hysteresis = 1,
@@ -185,24 +183,22 @@ cuda_amp_grad_scaler <- amp_grad_scaler
 formals(cuda_amp_grad_scaler)$device <- NULL
 body(cuda_amp_grad_scaler) <- quote(new_grad_scaler("cuda", environment(), sys.call()))
 
-# The options and their defaults, by name, from the core's table (ampkit.r_glue.scaler_options):
+# The options and their defaults, by name, from the core's table (C_scaler_option_defaults):
 # the signature above spells them out for R users, and a test holds the two to the same names
 # and defaults. Each is converted by the kind of its default (a number, a number or NULL, a
 # flag, a string); the core judges it.
 new_grad_scaler <- function(device, args, call) {
-  py <- python_modules()
+  defaults <- .Call(C_scaler_option_defaults)
   options <- list()
-  for (option in py$scaler_options) {
-    name <- option[[1L]]
-    options[[name]] <- option_value(get(name, envir = args, inherits = FALSE), name,
-                                    option[[2L]], call)
+  for (name in names(defaults)) {
+    options[name] <- list(option_value(get(name, envir = args, inherits = FALSE), name,
+                                       defaults[[name]], call))
   }
   device <- arg_string(device, "device", call)
-  # A process group makes it torch's sharded scaler (found_inf agreed across the ranks); Python
-  # judges the group.
-  scaler <- with_python_warnings(call_python(
-    py$glue$new_scaler(device, reticulate::dict(options), args$process_group), call), call)
-  grad_scaler_class$new(scaler)
+  if (!is.null(args$process_group)) {
+    return(sharded_grad_scaler(device, options, args$process_group, call))
+  }
+  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
 }
 
 option_value <- function(value, name, default, call) {
@@ -227,8 +223,10 @@ option_value <- function(value, name, default, call) {
 #' raises an `ampkit_scale_collapse` error.
 #' `amp_grad_scaler_from_megatron()` follows Megatron-LM's `DynamicGradScaler`
 #' (its arguments and defaults; numbers held as float32, as Megatron holds
-#' them; no back-off raises). Both are Python's `GradScaler.from_deepspeed()`
-#' and `GradScaler.from_megatron()`.
+#' them; no back-off raises). The peers' keys and arguments are read as
+#' ampkit's options by Python's `GradScaler.from_deepspeed()` and
+#' `GradScaler.from_megatron()` (their one home): these start Python once, to
+#' build the scaler; the scaler itself is the C++ core's.
 #'
 #' @param config A DeepSpeed config as a named list (`list(fp16 = list(...))`)
 #'   or its `fp16` section.
@@ -250,11 +248,10 @@ amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
     abort(sprintf("`config` must be a DeepSpeed config as a named list, got %s.",
                   describe(config)), call)
   }
-  py <- python_modules()
   device <- arg_string(device, "device", call)
-  scaler <- with_python_warnings(call_python(py$glue$scaler_from_deepspeed(config, device), call),
-                                 call)
-  grad_scaler_class$new(scaler)
+  options <- with_python_warnings(call_python(
+    python_modules()$glue$deepspeed_options(config), call), call)
+  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
 }
 
 #' @rdname amp_grad_scaler_from_deepspeed
@@ -263,163 +260,218 @@ amp_grad_scaler_from_megatron <- function(initial_scale = 2^32, min_scale = 1, g
                                           backoff_factor = 0.5, growth_interval = 1000,
                                           hysteresis = 2, device = "cuda") {
   call <- sys.call()
-  py <- python_modules()
   numbers <- list(initial_scale = initial_scale, min_scale = min_scale,
                   growth_factor = growth_factor, backoff_factor = backoff_factor,
                   growth_interval = growth_interval, hysteresis = hysteresis)
   numbers <- Map(function(value, name) arg_number(value, name, call), numbers, names(numbers))
   device <- arg_string(device, "device", call)
-  scaler <- with_python_warnings(call_python(
-    do.call(py$glue$scaler_from_megatron, c(list(device), numbers)), call), call)
-  grad_scaler_class$new(scaler)
+  options <- with_python_warnings(call_python(
+    do.call(python_modules()$glue$megatron_options, numbers), call), call)
+  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
 }
 
-# The R6 generator of the scaler objects (class "AmpGradScaler"). Every method delegates to the
-# Python scaler; R converts arguments and holds nothing else. The bound methods of the training
-# loop are looked up once (`private$fn`): in reticulate an attribute lookup costs as much as a
-# call.
+# An optimizer's parameters as the core's ParamList, made once per optimizer and refreshed when
+# its groups change (kept in the optimizer's own environment). PyTorch's optimizers (reticulate)
+# are read through their param_groups, their tensors shared, not copied.
+optimizer_params <- function(scaler_state, optimizer) {
+  if (inherits(optimizer, "python.builtin.object")) {
+    return(python_optimizer_params(scaler_state, optimizer))
+  }
+  if (!is_optimizer(optimizer)) {
+    abort(sprintf("`optimizer` must be a torch optimizer, got %s.", describe(optimizer)),
+          class = "value_error")
+  }
+  groups <- optimizer$param_groups
+  signature <- lapply(groups, function(g) g$params)
+  cached <- optimizer$.ampkit_params
+  if (!is.null(cached) && identical(cached$signature, signature) &&
+      identical(cached$scaler, scaler_state)) {
+    return(cached$list)
+  }
+  params <- unlist(lapply(groups, function(g) g$params), recursive = FALSE)
+  number <- scaler_state$optimizers_met
+  scaler_state$optimizers_met <- number + 1L
+  names <- .Call(C_param_names, lapply(groups, function(g) g$param_names),
+                 as.numeric(lengths(signature)), number)
+  list <- .Call(C_param_list, unname(params), names)
+  optimizer$.ampkit_params <- list(signature = signature, scaler = scaler_state, list = list)
+  list
+}
+
+python_optimizer_params <- function(scaler_state, optimizer) {
+  key <- reticulate::py_id(optimizer)
+  cached <- scaler_state$python[[key]]
+  groups <- reticulate::py_get_attr(optimizer, "param_groups")
+  tensors <- lapply(reticulate::iterate(groups, simplify = FALSE), function(g) {
+    lapply(reticulate::iterate(reticulate::py_get_item(g, "params"), simplify = FALSE),
+           py_tensor_to_r)
+  })
+  if (!is.null(cached)) {
+    return(cached)
+  }
+  number <- scaler_state$optimizers_met
+  scaler_state$optimizers_met <- number + 1L
+  given <- lapply(reticulate::iterate(groups, simplify = FALSE), function(g) {
+    n <- tryCatch(reticulate::py_to_r(reticulate::py_get_item(g, "param_names")),
+                  error = function(e) NULL)
+    if (is.null(n)) NULL else as.character(unlist(n))
+  })
+  names <- .Call(C_param_names, given, as.numeric(lengths(tensors)), number)
+  list <- .Call(C_param_list, unlist(tensors, recursive = FALSE), names)
+  scaler_state$python[[key]] <- list
+  list
+}
+
+# The R6 generator of the scaler objects (class "AmpGradScaler"): each method one call into the
+# core (rpkg/src/amp.cpp); R converts arguments and holds nothing else.
 grad_scaler_class <- R6::R6Class("AmpGradScaler",
   cloneable = FALSE,
   public = list(
-    initialize = function(scaler) {
-      private$py <- scaler
-      private$fn <- list(scale = scaler$scale, unscale_ = scaler$unscale_, step = scaler$step,
-                         update = scaler$update)
-      private$note_policy()
+    initialize = function(ptr, call = NULL) {
+      private$ptr <- ptr
+      private$state <- new.env(parent = emptyenv())
+      private$state$optimizers_met <- 0L
+      private$state$python <- list()
+      info <- .Call(C_scaler_info, ptr)
+      if (nzchar(info[[3L]])) rlang::warn(info[[3L]], class = "ampkit_warning", call = call)
     },
     scale = function(outputs) {
-      if (is.list(outputs)) {
-        # Element by element, so that names and nesting of an R list survive (a named list
-        # would reach Python as a dict).
+      if (is.list(outputs) && !is_torch_tensor(outputs)) {
+        # Element by element: names and nesting of an R list survive.
         return(lapply(outputs, self$scale))
       }
-      # The front end's tensors (R torch's) come back as such; Python's as Python's. Anything
-      # else as it is: Python judges what is not a tensor, with Python's message.
-      scaled <- call_python(private$fn$scale(unwrap(outputs)))
-      if (inherits(outputs, "torch_tensor")) new_torch_tensor(scaled) else scaled
+      if (inherits(outputs, "python.builtin.object")) {
+        return(r_tensor_to_py(self$scale(py_tensor_to_r(outputs))))
+      }
+      if (!is_torch_tensor(outputs)) {
+        abort(sprintf("`outputs` must be a tensor or a list of tensors, got %s.",
+                      describe(outputs)), sys.call(), class = "value_error")
+      }
+      .Call(C_scaler_scale, private$ptr, outputs)
     },
     unscale_ = function(optimizer) {
-      call_python(private$fn$unscale_(unwrap(optimizer)))
+      if (!self$is_enabled()) {
+        return(invisible(NULL))
+      }
+      .Call(C_scaler_unscale, private$ptr, optimizer_params(private$state, optimizer))
       invisible(NULL)
     },
     step = function(optimizer, ...) {
-      invisible(wrap(call_python(private$fn$step(unwrap(optimizer), ...))))
+      if (!self$is_enabled()) {
+        return(invisible(optimizer$step(...)))
+      }
+      params <- optimizer_params(private$state, optimizer)
+      if (isTRUE(optimizer$.fused)) {
+        # A fused optimizer skips on the device itself: no host read.
+        args <- .Call(C_scaler_fused_step_args, private$ptr, params, NULL)
+        value <- optimizer$step(..., grad_scale = args[[1L]], found_inf = args[[2L]])
+        .Call(C_scaler_mark_stepped, private$ptr, params)
+        return(invisible(value))
+      }
+      value <- if (.Call(C_scaler_may_step, private$ptr, params)) optimizer$step(...)
+      .Call(C_scaler_mark_stepped, private$ptr, params)
+      invisible(if (inherits(value, "python.builtin.object")) NULL else value)
     },
     update = function(new_scale = NULL) {
-      if (is.null(new_scale) && private$warns) {
-        # on_min_scale = "warn": the core's warning becomes an R warning (recording Python's
-        # warnings costs three crossings, so only this mode pays it).
-        with_python_warnings(call_python(private$fn$update()), sys.call())
-      } else if (is.null(new_scale)) {
-        call_python(private$fn$update())
-      } else if (inherits(new_scale, "python.builtin.object")) {
-        call_python(private$fn$update(new_scale))
-      } else {
-        call_python(private$fn$update(arg_number(new_scale, "new_scale", sys.call())))
+      if (!is.null(new_scale) && !is_torch_tensor(new_scale)) {
+        new_scale <- if (inherits(new_scale, "python.builtin.object")) {
+          py_tensor_to_r(new_scale)
+        } else {
+          arg_number(new_scale, "new_scale", sys.call())
+        }
       }
+      warning <- .Call(C_scaler_update, private$ptr, new_scale)
+      if (nzchar(warning)) rlang::warn(warning, class = "ampkit_warning", call = sys.call())
       invisible(NULL)
     },
-    get_scale = function() {
-      call_python(private$py$get_scale())
-    },
-    is_enabled = function() {
-      call_python(private$py$is_enabled())
-    },
+    get_scale = function() .Call(C_scaler_get_scale, private$ptr),
+    is_enabled = function() .Call(C_scaler_info, private$ptr)[[1L]],
     state_dict = function() {
-      call_python(private$py$state_dict())
+      if (!self$is_enabled()) {
+        return(list())
+      }
+      .Call(C_scaler_state_dict, private$ptr)
     },
     load_state_dict = function(state) {
-      call_python(private$py$load_state_dict(state_to_python(state, sys.call())))
-      private$note_policy()
+      .Call(C_scaler_load_state_dict, private$ptr, state_to_core(state, sys.call()))
       invisible(NULL)
     },
-    get_growth_factor = function() {
-      call_python(private$py$get_growth_factor())
-    },
+    get_growth_factor = function() .Call(C_scaler_factor, private$ptr, "growth_factor", NULL),
     set_growth_factor = function(new_factor) {
-      call_python(private$py$set_growth_factor(arg_number(new_factor, "new_factor", sys.call())))
+      .Call(C_scaler_factor, private$ptr, "growth_factor",
+            arg_number(new_factor, "new_factor", sys.call()))
       invisible(NULL)
     },
-    get_backoff_factor = function() {
-      call_python(private$py$get_backoff_factor())
-    },
+    get_backoff_factor = function() .Call(C_scaler_factor, private$ptr, "backoff_factor", NULL),
     set_backoff_factor = function(new_factor) {
-      call_python(private$py$set_backoff_factor(arg_number(new_factor, "new_factor", sys.call())))
+      .Call(C_scaler_factor, private$ptr, "backoff_factor",
+            arg_number(new_factor, "new_factor", sys.call()))
       invisible(NULL)
     },
-    get_growth_interval = function() {
-      call_python(private$py$get_growth_interval())
-    },
+    get_growth_interval = function() .Call(C_scaler_factor, private$ptr, "growth_interval", NULL),
     set_growth_interval = function(new_interval) {
-      call_python(private$py$set_growth_interval(
-        arg_number(new_interval, "new_interval", sys.call())))
+      .Call(C_scaler_factor, private$ptr, "growth_interval",
+            arg_number(new_interval, "new_interval", sys.call()))
       invisible(NULL)
     },
     step_was_skipped = function(optimizer = NULL) {
-      call_python(private$py$step_was_skipped(unwrap(optimizer)))
+      params <- if (is.null(optimizer)) NULL else optimizer_params(private$state, optimizer)
+      .Call(C_scaler_step_was_skipped, private$ptr, params)
     },
-    stats = function() {
-      call_python(private$py$stats())
-    },
+    stats = function() .Call(C_scaler_stats, private$ptr),
     overflow_report = function() {
-      rows <- call_python(private$py$overflow_report())
-      data.frame(
-        name = vapply(rows, function(r) r$name, character(1)),
-        inf = vapply(rows, function(r) as.numeric(r$inf), numeric(1)),
-        nan = vapply(rows, function(r) as.numeric(r$nan), numeric(1)),
-        stringsAsFactors = FALSE
-      )
+      rows <- .Call(C_scaler_overflow_report, private$ptr)
+      data.frame(name = rows[[1L]], inf = rows[[2L]], nan = rows[[3L]],
+                 stringsAsFactors = FALSE)
     },
+    options = function() .Call(C_scaler_options, private$ptr),
     print = function(...) {
-      cat("<AmpGradScaler> ", reticulate::py_repr(private$py), "\n", sep = "")
+      o <- self$options()
+      cat(sprintf(paste0("<AmpGradScaler> device = \"%s\", enabled = %s, scale = %s, ",
+                         "growth_factor = %s, backoff_factor = %s, growth_interval = %s\n"),
+                  .Call(C_scaler_info, private$ptr)[[2L]], o$enabled, format(self$get_scale()),
+                  format(o$growth_factor), format(o$backoff_factor),
+                  format(o$growth_interval)))
       invisible(self)
     }
   ),
   active = list(
-    python = function(value) {
-      if (!missing(value)) {
-        abort("`$python` is read-only.")
-      }
-      private$py
-    },
     # R torch's scaler keeps its scale tensor in `.scale`, and R torch code reads it there.
     .scale = function(value) {
       if (!missing(value)) {
         abort("`$.scale` is read-only: change the scale with `$update(new_scale)`.")
       }
-      call_python(.py$glue$scale_tensor(private$py))
-    }
+      .Call(C_scaler_scale_tensor, private$ptr)
+    },
+    host_reads = function(value) .Call(C_scaler_info, private$ptr)[[4L]]
   ),
-  private = list(
-    py = NULL, fn = NULL, warns = FALSE,
-    note_policy = function() {
-      state <- private$py$state_dict()
-      private$warns <- identical(state$on_min_scale, "warn")
-    }
-  )
+  private = list(ptr = NULL, state = NULL)
 )
 
-# A state for Python: a Python dict passes as it is; an R list becomes a dict of Python values
-# (numbers as floats, TRUE/FALSE as bools, strings, NULL as None; Python objects, such as tensors
-# from a torch checkpoint, as they are). Keys and values are not judged here: the core checks the
-# whole state (missing and unknown keys, each value's kind and rule) and changes nothing when it
-# is bad. R only refuses what has no Python value: NA, or a vector of other than one element.
-state_to_python <- function(state, call = NULL) {
+# A state for the core: an R list of numbers, flags, strings and NULLs (a Python dict, from a
+# torch checkpoint read through reticulate, is converted first; a 1-element tensor is its number).
+# Keys and values are judged by the core, which changes nothing when the state is bad.
+state_to_core <- function(state, call = NULL) {
   if (inherits(state, "python.builtin.object")) {
-    return(state)
+    state <- reticulate::py_to_r(state)
   }
   keys <- names(state)
   if (!is.list(state) || (length(state) > 0L && is.null(keys))) {
-    abort(sprintf(paste0("`state` must be a named list, as `$state_dict()` returns, or a Python ",
-                         "dict, got %s."), describe(state)), call)
+    abort(sprintf(paste0("`state` must be a named list, as `$state_dict()` returns, got %s."),
+                  describe(state)), call)
   }
-  values <- Map(function(value, key) state_value(value, key, call), state, keys)
-  reticulate::py_dict(keys %||% character(), unname(values))
+  Map(function(value, key) state_value(value, key, call), state, keys)
 }
 
 state_value <- function(value, key, call) {
-  if (is.null(value) || inherits(value, "python.builtin.object")) {
-    return(value)
+  if (is_torch_tensor(value) && length(value) == 1L) {
+    return(value$item())
+  }
+  if (inherits(value, "python.builtin.object")) {
+    value <- reticulate::py_to_r(value)
+  }
+  if (is.null(value)) {
+    return(NULL)
   }
   if (!is.atomic(value) || length(value) != 1L || (is.na(value) && !is_nan(value))) {
     abort(sprintf("`state$%s` must be one number, TRUE or FALSE, a string or NULL, got %s.",
@@ -428,5 +480,5 @@ state_value <- function(value, key, call) {
   if (is.numeric(value)) as.double(value) else value
 }
 
-# NaN is a number Python has (the core judges it); NA is not.
+# NaN is a number the core judges; NA is not.
 is_nan <- function(value) is.double(value) && is.nan(value)

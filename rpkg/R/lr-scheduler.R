@@ -1,80 +1,18 @@
-# R torch's learning-rate schedulers over torch.optim.lr_scheduler: lr_step(), lr_lambda(),
-# lr_one_cycle(), each with `$step()`.
-
-lr_scheduler_class <- R6::R6Class(
-  classname = "lr_scheduler",
-  lock_objects = FALSE,
-  public = list(
-    initialize = function(py, optimizer, verbose = FALSE) {
-      private$py_ <- py
-      private$verbose <- arg_flag(verbose, "verbose")
-      self$optimizer <- optimizer
-    },
-    step = function() {
-      with_python_warnings(call_python(nn_py()$scheduler_step(private$py_), call = NULL))
-      if (private$verbose) {
-        lrs <- self$get_last_lr()
-        for (i in seq_along(lrs)) {
-          message(sprintf("Adjusting learning rate of group %d to %.4e.", i, lrs[[i]]))
-        }
-      }
-      invisible(NULL)
-    },
-    get_last_lr = function() {
-      as.numeric(unlist(reticulate::py_to_r(private$py_$get_last_lr())))
-    },
-    state_dict = function() {
-      state <- reticulate::py_to_r(nn_py()$scheduler_state(private$py_))
-      state
-    },
-    load_state_dict = function(state_dict) {
-      if (!is.list(state_dict) || is.null(names(state_dict))) {
-        abort(sprintf("`state_dict` must be a scheduler's state dict (a named list), got %s.",
-                      describe(state_dict)), class = "value_error")
-      }
-      call_python(private$py_$load_state_dict(r_to_py_tree(state_dict)), call = NULL)
-      invisible(self)
-    }
-  ),
-  private = list(py_ = NULL, verbose = FALSE),
-  active = list(
-    last_epoch = function() reticulate::py_to_r(private$py_$last_epoch)
-  )
-)
-
-#' @export
-unwrap.lr_scheduler <- function(x) { # nolint: object_name_linter.
-  .subset2(x, ".__enclos_env__")$private$py_
-}
-
-new_scheduler <- function(classname, py, optimizer, verbose = FALSE) {
-  cls <- scheduler_classes[[classname]]
-  if (is.null(cls)) {
-    cls <- R6::R6Class(classname = classname, inherit = lr_scheduler_class, lock_objects = FALSE)
-    scheduler_classes[[classname]] <- cls
-  }
-  cls$new(py, optimizer, verbose)
-}
-
-scheduler_classes <- new.env(parent = emptyenv())
-
-optimizer_arg <- function(optimizer) {
-  if (!inherits(optimizer, "torch_optimizer")) {
-    abort(sprintf("`optimizer` must be a torch_optimizer (such as optim_sgd()), got %s.",
-                  describe(optimizer)), class = "value_error")
-  }
-  unwrap(optimizer)
-}
+# R torch's learning-rate schedulers, in R: each sets its optimizer's groups' `lr` at every
+# `$step()` by PyTorch's formula (its closed forms where PyTorch uses them, so that the rates
+# agree with PyTorch's to the last bit over the same steps).
 
 #' Learning-rate schedulers
 #'
 #' R torch's `lr_step()` (multiply the learning rate by `gamma` every
 #' `step_size` epochs), `lr_lambda()` (the initial learning rate times
-#' `lr_lambda(epoch)`, an R function of the epoch counted from 0) and
-#' `lr_one_cycle()` (the 1cycle policy), over PyTorch's `StepLR`, `LambdaLR`
-#' and `OneCycleLR`. Call `$step()` after each epoch (after each batch for
-#' `lr_one_cycle()`); `$get_last_lr()` gives the learning rates, one per
-#' parameter group. Classes `c("lr_step", "lr_scheduler")` etc.
+#' `lr_lambda(epoch)`, an R function of the epoch counted from 0),
+#' `lr_multiplicative()` (the rate times `lr_lambda(epoch)` at each step),
+#' `lr_cosine_annealing()`, `lr_one_cycle()` (the 1cycle policy) and
+#' `lr_reduce_on_plateau()` (reduce when a metric stops improving: `$step(metric)`).
+#' Call `$step()` after each epoch (after each batch for `lr_one_cycle()`);
+#' `$get_last_lr()` gives the learning rates, one per parameter group.
+#' Classes `c("lr_step", "lr_scheduler")` etc.
 #'
 #' @param optimizer An optimizer ([optim_sgd()], ...).
 #' @param step_size Epochs between decays.
@@ -92,47 +30,152 @@ optimizer_arg <- function(optimizer) {
 #'   Adam's first beta) inversely to the rate, between these values.
 #' @param div_factor,final_div_factor Initial rate `max_lr / div_factor`,
 #'   final rate the initial one `/ final_div_factor`.
+#' @param T_max,eta_min Cosine annealing's half period and lowest rate.
+#' @param mode,factor,patience,threshold,threshold_mode,cooldown,min_lr,eps
+#'   `lr_reduce_on_plateau()`'s options (PyTorch's).
 #' @return A scheduler.
 #' @name lr_schedulers
 #' @examples
-#' if (ampkit_available()) {
-#'   opt <- optim_sgd(nn_linear(2, 1)$parameters, lr = 1)
-#'   sched <- lr_step(opt, step_size = 2, gamma = 0.5)
-#'   for (epoch in 1:4) {
-#'     opt$step()
-#'     sched$step()
-#'   }
-#'   opt$param_groups[[1]]$lr
-#'   sched2 <- lr_lambda(optim_sgd(nn_linear(2, 1)$parameters, lr = 1),
-#'                       function(epoch) 0.9^epoch)
+#' opt <- optim_sgd(nn_linear(2, 1)$parameters, lr = 1)
+#' sched <- lr_step(opt, step_size = 2, gamma = 0.5)
+#' for (epoch in 1:4) {
+#'   opt$step()
+#'   sched$step()
 #' }
+#' opt$param_groups[[1]]$lr
+#' sched2 <- lr_lambda(optim_sgd(nn_linear(2, 1)$parameters, lr = 1),
+#'                     function(epoch) 0.9^epoch)
+#' sched2$get_last_lr()
 NULL
+
+# nolint start: object_name_linter, cyclocomp_linter.
+LRScheduler <- R6::R6Class(
+  "lr_scheduler",
+  lock_objects = FALSE,
+  public = list(
+    optimizer = NULL,
+    last_epoch = -1,
+    base_lrs = NULL,
+    verbose = FALSE,
+    initialize = function(optimizer, last_epoch = -1, verbose = FALSE) {
+      if (!is_optimizer(optimizer)) {
+        abort(sprintf("`optimizer` must be a torch_optimizer (such as optim_sgd()), got %s.",
+                      describe(optimizer)), class = "value_error")
+      }
+      self$optimizer <- optimizer
+      self$verbose <- verbose
+      if (last_epoch == -1) {
+        for (i in seq_along(optimizer$param_groups)) {
+          optimizer$param_groups[[i]]$initial_lr <- optimizer$param_groups[[i]]$lr
+        }
+      }
+      self$base_lrs <- vapply(optimizer$param_groups, function(g) g$initial_lr, 0)
+      self$last_epoch <- last_epoch
+      self$step()
+    },
+    get_lr = function() abort("A scheduler must define get_lr().", class = "not_implemented_error"),
+    get_last_lr = function() private$last_lr,
+    step = function() {
+      self$last_epoch <- self$last_epoch + 1
+      lrs <- self$get_lr()
+      for (i in seq_along(self$optimizer$param_groups)) {
+        self$optimizer$param_groups[[i]]$lr <- lrs[[i]]
+      }
+      private$last_lr <- vapply(self$optimizer$param_groups, function(g) g$lr, 0)
+      if (isTRUE(self$verbose)) {
+        message(sprintf("Adjusting learning rate of group %d to %.4e.", seq_along(lrs), lrs))
+      }
+      invisible(self)
+    },
+    state_dict = function() {
+      fields <- setdiff(ls(self), c("optimizer", ".__enclos_env__", "clone", "initialize",
+                                    ls(LRScheduler$public_methods)))
+      out <- mget(fields, envir = self)
+      out[!vapply(out, is.function, NA)]
+    },
+    load_state_dict = function(state_dict) {
+      for (name in names(state_dict)) assign(name, state_dict[[name]], envir = self)
+      invisible(self)
+    }
+  ),
+  private = list(last_lr = NULL)
+)
+# nolint end
+
+group_lrs <- function(self) vapply(self$optimizer$param_groups, function(g) g$lr, 0)
+
+new_scheduler <- function(classname, fields, get_lr, extra = list()) {
+  R6::R6Class(classname, inherit = LRScheduler, lock_objects = FALSE,
+              public = c(fields, list(get_lr = get_lr), extra))
+}
 
 #' @rdname lr_schedulers
 #' @export
 lr_step <- function(optimizer, step_size, gamma = 0.1, last_epoch = -1) {
-  py <- call_python(torch_py()$optim$lr_scheduler$StepLR(
-    optimizer_arg(optimizer), step_size = int_arg(step_size, "step_size"),
-    gamma = arg_number(gamma, "gamma"), last_epoch = int_arg(last_epoch, "last_epoch")),
-    call = NULL)
-  new_scheduler("lr_step", py, optimizer)
+  cls <- new_scheduler("lr_step", list(step_size = whole_number(step_size, "step_size"),
+                                       gamma = arg_number(gamma, "gamma")),
+    function() {
+      if (self$last_epoch == 0 || self$last_epoch %% self$step_size != 0) {
+        return(group_lrs(self))
+      }
+      group_lrs(self) * self$gamma
+    })
+  obj <- cls$new(optimizer, last_epoch)
+  obj
+}
+
+lambda_list <- function(lr_lambda, n) {
+  fns <- if (is.function(lr_lambda)) rep(list(lr_lambda), n) else lr_lambda
+  if (length(fns) != n || !all(vapply(fns, is.function, NA))) {
+    abort(sprintf(paste0("`lr_lambda` must be a function of the epoch (or a list of them, one ",
+                         "per group), got %s."), describe(lr_lambda)), class = "value_error")
+  }
+  fns
 }
 
 #' @rdname lr_schedulers
 #' @export
 lr_lambda <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
-  to_py <- function(f) {
-    if (!is.function(f)) {
-      abort(sprintf("`lr_lambda` must be a function of the epoch (or a list of them), got %s.",
-                    describe(f)), class = "value_error")
+  fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
+  cls <- new_scheduler("lr_lambda", list(lr_lambdas = fns), function() {
+    vapply(seq_along(self$base_lrs), function(i) {
+      self$base_lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch))
+    }, 0)
+  })
+  cls$new(optimizer, last_epoch, verbose)
+}
+
+#' @rdname lr_schedulers
+#' @export
+lr_multiplicative <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
+  fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
+  cls <- new_scheduler("lr_multiplicative", list(lr_lambdas = fns), function() {
+    lrs <- group_lrs(self)
+    if (self$last_epoch <= 0) {
+      return(lrs)
     }
-    reticulate::r_to_py(function(epoch) as.double(f(epoch)), convert = TRUE)
-  }
-  fns <- if (is.function(lr_lambda)) to_py(lr_lambda) else lapply(lr_lambda, to_py)
-  py <- call_python(torch_py()$optim$lr_scheduler$LambdaLR(
-    optimizer_arg(optimizer), lr_lambda = fns, last_epoch = int_arg(last_epoch, "last_epoch")),
-    call = NULL)
-  new_scheduler("lr_lambda", py, optimizer, verbose)
+    vapply(seq_along(lrs), function(i) lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch)), 0)
+  })
+  cls$new(optimizer, last_epoch, verbose)
+}
+
+#' @rdname lr_schedulers
+#' @export
+lr_cosine_annealing <- function(optimizer, T_max, eta_min = 0, last_epoch = -1, verbose = FALSE) {
+  cls <- new_scheduler("lr_cosine_annealing", list(T_max = T_max, eta_min = eta_min),
+    function() {
+      lrs <- group_lrs(self)
+      e <- self$last_epoch
+      if (e == 0) {
+        return(lrs)
+      }
+      if ((e - 1 - self$T_max) %% (2 * self$T_max) == 0) {
+        return(lrs + (self$base_lrs - self$eta_min) * (1 - cos(pi / self$T_max)) / 2)
+      }
+      (1 + cos(pi * e / self$T_max)) / (1 + cos(pi * (e - 1) / self$T_max)) *
+        (lrs - self$eta_min) + self$eta_min
+    })
+  cls$new(optimizer, last_epoch, verbose)
 }
 
 #' @rdname lr_schedulers
@@ -142,29 +185,136 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
                          cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95,
                          div_factor = 25, final_div_factor = 10000, last_epoch = -1,
                          verbose = FALSE) {
-  numbers <- function(x, name) {
-    if (!is.numeric(x) || length(x) == 0L || anyNA(x)) {
-      abort(sprintf("`%s` must be a number or one per parameter group, got %s.", name,
-                    describe(x)), class = "value_error")
+  if (is.null(total_steps)) {
+    if (is.null(epochs) || is.null(steps_per_epoch)) {
+      abort("You must define either total_steps OR (epochs AND steps_per_epoch)",
+            class = "value_error")
     }
-    if (length(x) == 1L) as.double(x) else as.list(as.double(x))
+    total_steps <- epochs * steps_per_epoch
   }
-  if (!is.character(anneal_strategy) || length(anneal_strategy) != 1L ||
-      !anneal_strategy %in% c("cos", "linear")) {
-    abort(sprintf("`anneal_strategy` must be \"cos\" or \"linear\", got %s.",
-                  describe(anneal_strategy)), class = "value_error")
+  arg_choice(anneal_strategy, "anneal_strategy", c("cos", "linear"))
+  n <- length(optimizer$param_groups)
+  max_lrs <- rep_len(max_lr, n)
+  momentum_key <- if (!is.null(optimizer$defaults$betas)) "betas" else "momentum"
+  if (cycle_momentum && momentum_key == "momentum" && is.null(optimizer$defaults$momentum)) {
+    abort("optimizer must support momentum with `cycle_momentum` option enabled",
+          class = "value_error")
   }
-  py <- call_python(torch_py()$optim$lr_scheduler$OneCycleLR(
-    optimizer_arg(optimizer), max_lr = numbers(max_lr, "max_lr"),
-    total_steps = int_arg(total_steps, "total_steps", null_ok = TRUE),
-    epochs = int_arg(epochs, "epochs", null_ok = TRUE),
-    steps_per_epoch = int_arg(steps_per_epoch, "steps_per_epoch", null_ok = TRUE),
-    pct_start = arg_number(pct_start, "pct_start"), anneal_strategy = anneal_strategy,
-    cycle_momentum = arg_flag(cycle_momentum, "cycle_momentum"),
-    base_momentum = numbers(base_momentum, "base_momentum"),
-    max_momentum = numbers(max_momentum, "max_momentum"),
-    div_factor = arg_number(div_factor, "div_factor"),
-    final_div_factor = arg_number(final_div_factor, "final_div_factor"),
-    last_epoch = int_arg(last_epoch, "last_epoch")), call = NULL)
-  new_scheduler("lr_one_cycle", py, optimizer, verbose)
+  if (last_epoch == -1) {
+    for (i in seq_len(n)) {
+      optimizer$param_groups[[i]]$initial_lr <- max_lrs[[i]] / div_factor
+      optimizer$param_groups[[i]]$max_lr <- max_lrs[[i]]
+      optimizer$param_groups[[i]]$min_lr <- max_lrs[[i]] / div_factor / final_div_factor
+      if (cycle_momentum) {
+        optimizer$param_groups[[i]]$max_momentum <- rep_len(max_momentum, n)[[i]]
+        optimizer$param_groups[[i]]$base_momentum <- rep_len(base_momentum, n)[[i]]
+        if (momentum_key == "betas") {
+          optimizer$param_groups[[i]]$betas[[1L]] <- rep_len(max_momentum, n)[[i]]
+        } else {
+          optimizer$param_groups[[i]]$momentum <- rep_len(max_momentum, n)[[i]]
+        }
+      }
+    }
+  }
+  phases <- list(
+    list(end = pct_start * total_steps - 1, start_lr = "initial_lr", end_lr = "max_lr",
+         start_m = "max_momentum", end_m = "base_momentum"),
+    list(end = total_steps - 1, start_lr = "max_lr", end_lr = "min_lr",
+         start_m = "base_momentum", end_m = "max_momentum")
+  )
+  anneal <- if (anneal_strategy == "cos") {
+    function(start, end, pct) end + (start - end) / 2 * (cos(pi * pct) + 1)
+  } else {
+    function(start, end, pct) (end - start) * pct + start
+  }
+  cls <- new_scheduler("lr_one_cycle",
+    list(total_steps = total_steps, phases = phases, anneal = anneal,
+         cycle_momentum = cycle_momentum, momentum_key = momentum_key),
+    function() {
+      step <- self$last_epoch
+      if (step >= self$total_steps) {
+        abort(sprintf("Tried to step %d times. The specified number of total steps is %d",
+                      step + 1, self$total_steps), class = "value_error")
+      }
+      lrs <- numeric(length(self$optimizer$param_groups))
+      for (i in seq_along(lrs)) {
+        group <- self$optimizer$param_groups[[i]]
+        start_step <- 0
+        for (k in seq_along(self$phases)) {
+          phase <- self$phases[[k]]
+          if (step <= phase$end || k == length(self$phases)) {
+            pct <- (step - start_step) / (phase$end - start_step)
+            lrs[[i]] <- self$anneal(group[[phase$start_lr]], group[[phase$end_lr]], pct)
+            if (self$cycle_momentum) {
+              m <- self$anneal(group[[phase$start_m]], group[[phase$end_m]], pct)
+              if (self$momentum_key == "betas") {
+                self$optimizer$param_groups[[i]]$betas[[1L]] <- m
+              } else {
+                self$optimizer$param_groups[[i]]$momentum <- m
+              }
+            }
+            break
+          }
+          start_step <- phase$end
+        }
+      }
+      lrs
+    })
+  cls$new(optimizer, last_epoch, verbose)
 }
+
+#' @rdname lr_schedulers
+#' @export
+lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience = 10,
+                                 threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
+                                 min_lr = 0, eps = 1e-8, verbose = FALSE) {
+  if (factor >= 1) abort("Factor should be < 1.0.", class = "value_error")
+  arg_choice(mode, "mode", c("min", "max"))
+  arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
+  n <- length(optimizer$param_groups)
+  obj <- structure(new.env(parent = emptyenv()), class = c("lr_reduce_on_plateau", "lr_scheduler"))
+  obj$optimizer <- optimizer
+  obj$min_lrs <- rep_len(min_lr, n)
+  obj$best <- if (mode == "min") Inf else -Inf
+  obj$num_bad_epochs <- 0
+  obj$cooldown_counter <- 0
+  obj$last_epoch <- 0
+  better <- function(a, best) {
+    if (mode == "min" && threshold_mode == "rel") return(a < best * (1 - threshold))
+    if (mode == "min") return(a < best - threshold)
+    if (threshold_mode == "rel") return(a > best * (threshold + 1))
+    a > best + threshold
+  }
+  obj$step <- function(metrics) {
+    current <- as.numeric(metrics)
+    obj$last_epoch <- obj$last_epoch + 1
+    if (better(current, obj$best)) {
+      obj$best <- current
+      obj$num_bad_epochs <- 0
+    } else {
+      obj$num_bad_epochs <- obj$num_bad_epochs + 1
+    }
+    if (obj$cooldown_counter > 0) {
+      obj$cooldown_counter <- obj$cooldown_counter - 1
+      obj$num_bad_epochs <- 0
+    }
+    if (obj$num_bad_epochs > patience) {
+      for (i in seq_len(n)) {
+        old <- obj$optimizer$param_groups[[i]]$lr
+        new <- max(old * factor, obj$min_lrs[[i]])
+        if (old - new > eps) {
+          obj$optimizer$param_groups[[i]]$lr <- new
+          if (isTRUE(verbose)) message(sprintf("Reducing learning rate of group %d to %.4e.", i, new))
+        }
+      }
+      obj$cooldown_counter <- cooldown
+      obj$num_bad_epochs <- 0
+    }
+    invisible(obj)
+  }
+  obj$get_last_lr <- function() vapply(obj$optimizer$param_groups, function(g) g$lr, 0)
+  obj
+}
+
+#' @export
+`$.lr_reduce_on_plateau` <- function(x, name) get0(name, envir = x, inherits = FALSE)

@@ -1,58 +1,65 @@
-# R torch's nn_module() over PyTorch (issue 18). A module is what R torch makes it: an R6 object
-# (class nn_Module) whose `self$x <- ...` registers parameters, buffers and submodules, handed to
-# the user as its forward function with R torch's class vector (c(classname, "nn_module")).
-# Each module also holds a real torch.nn.Module (private$py_): PyTorch's own module for the
-# built-ins (nn-layers.R), else an ampkit_r_nn.RModule whose forward calls back into the R
-# forward. Registration happens on both sides, so that optimizers, state_dict(), `$to()`,
-# autocast and DDP see an ordinary torch module, while R code calls the R forward directly.
+# R torch's modules, in R over native tensors. A module is an R6 object (class nn_Module) whose
+# `self$x <- ...` registers parameters (nn_parameter), buffers (nn_buffer) and submodules; the
+# user holds a callable: a function that calls the instance's forward, with R torch's class
+# vector (c(classname, "nn_module")) and the instance in its "module" attribute. Calling it runs
+# the instance's current forward, so that a precision policy or the overflow locator may wrap
+# forward in place and every reference sees it.
 
-.nn <- new.env(parent = emptyenv())
-.nn$nnf <- list()
+#' Parameters and buffers
+#'
+#' `nn_parameter(x)` marks a tensor as a module's parameter (assigned as
+#' `self$w <- nn_parameter(...)` in `initialize`); `nn_buffer(x)` as a buffer
+#' (state that is not trained, such as batch norm's running mean; saved in the
+#' state dict unless `persistent = FALSE`).
+#' @param x A tensor.
+#' @param requires_grad Whether the parameter is trained.
+#' @param persistent Whether the buffer is part of the state dict.
+#' @return The tensor, marked.
+#' @name nn_parameter
+#' @examples
+#' p <- nn_parameter(torch_zeros(3))
+#' is_nn_parameter(p)
+#' p$requires_grad
+NULL
 
-# inst/python/ampkit_r_nn.py (convert = FALSE), imported once, after torch (BLAS hook).
-nn_py <- function() {
-  mod <- .nn$py
-  if (is.null(mod)) {
-    torch_py()
-    mod <- reticulate::import_from_path("ampkit_r_nn", system.file("python", package = "ampkit"),
-                                        convert = FALSE)
-    .nn$py <- mod
+#' @rdname nn_parameter
+#' @export
+nn_parameter <- function(x, requires_grad = TRUE) {
+  if (!is_torch_tensor(x)) {
+    abort(sprintf("`x` must be a tensor, got %s.", describe(x)), class = "value_error")
   }
-  mod
+  x$requires_grad_(requires_grad)
+  if (!inherits(x, "nn_parameter")) class(x) <- c(class(x), "nn_parameter")
+  x
 }
 
-# The Python module torch.nn (convert = FALSE).
-torch_nn <- function() {
-  mod <- .nn$torch_nn
-  if (is.null(mod)) {
-    mod <- torch_py()$nn
-    .nn$torch_nn <- mod
-  }
-  mod
+#' @rdname nn_parameter
+#' @export
+is_nn_parameter <- function(x) inherits(x, "nn_parameter")
+
+#' @rdname nn_parameter
+#' @export
+nn_buffer <- function(x, persistent = TRUE) {
+  if (!inherits(x, "nn_buffer")) class(x) <- c(class(x), "nn_buffer")
+  attr(x, "persistent") <- persistent
+  x
 }
 
-# A Python result as an R value, for values that are tensors or containers of tensors.
-wrap_result <- function(py) wrap(py)
-
-# A Python tensor as an nn_parameter (R torch's class vector for parameters).
-as_nn_parameter <- function(py) {
-  p <- new_torch_tensor(py)
-  class(p) <- c(class(p), "nn_parameter")
-  p
-}
+#' @rdname nn_parameter
+#' @export
+is_nn_buffer <- function(x) inherits(x, "nn_buffer")
 
 # nolint start: object_name_linter, cyclocomp_linter. (R torch's name; one R6 class)
 nn_Module <- R6::R6Class(
   classname = "nn_Module",
   lock_objects = FALSE,
   public = list(
+    training = TRUE,
     initialize = function() invisible(NULL),
     forward = function(...) {
       abort("Forward method is not implemented.", class = "not_implemented_error")
     },
-    add_module = function(name, module) {
-      self$register_module(name, module)
-    },
+    add_module = function(name, module) self$register_module(name, module),
     register_module = function(name, module) {
       name <- module_key(name)
       if (inherits(module, "nn_module_generator")) {
@@ -63,34 +70,23 @@ nn_Module <- R6::R6Class(
         abort(sprintf("`module` must be an nn_module, got %s.", describe(module)),
               class = "value_error")
       }
-      call_python(self$.py_module()$add_module(name, unwrap(module)), call = NULL)
       private$modules_[[name]] <- module
       invisible(self)
     },
     register_parameter = function(name, param) {
       name <- module_key(name)
-      if (!is_torch_tensor(param)) {
+      if (!is.null(param) && !is_torch_tensor(param)) {
         abort(sprintf("Parameter \"%s\" must be a tensor, got %s.", name, describe(param)),
               class = "value_error")
       }
-      py <- unwrap(param)
-      if (!inherits(py, "torch.nn.parameter.Parameter")) {
-        py <- torch_nn()$Parameter(py, requires_grad = py$requires_grad)
-      }
-      call_python(self$.py_module()$register_parameter(name, py), call = NULL)
-      private$parameters_[[name]] <- as_nn_parameter(py)
+      if (!is.null(param) && !is_nn_parameter(param)) param <- nn_parameter(param)
+      private$parameters_[name] <- list(param)
       invisible(self)
     },
     register_buffer = function(name, tensor, persistent = TRUE) {
       name <- module_key(name)
-      if (!is_torch_tensor(tensor)) {
-        abort(sprintf("Buffer \"%s\" must be a tensor, got %s.", name, describe(tensor)),
-              class = "value_error")
-      }
       persistent <- arg_flag(persistent, "persistent")
-      call_python(self$.py_module()$register_buffer(name, unwrap(tensor), persistent = persistent),
-                  call = NULL)
-      private$buffers_[[name]] <- new_torch_tensor(unwrap(tensor))
+      private$buffers_[name] <- list(tensor)
       private$non_persistent_buffers_ <- if (persistent) {
         setdiff(private$non_persistent_buffers_, name)
       } else {
@@ -100,11 +96,31 @@ nn_Module <- R6::R6Class(
     },
     train = function(mode = TRUE) {
       mode <- arg_flag(mode, "mode")
-      self$.py_module()$train(mode)
+      self$training <- mode
+      for (m in private$modules_) module_of(m)$train(mode)
       invisible(create_nn_module_callable(self))
     },
-    eval = function() {
-      self$train(FALSE)
+    eval = function() self$train(FALSE),
+    # Applies `fn` to every parameter and buffer (recursively), in place of the old tensors:
+    # parameters stay parameters (and keep requires_grad), gradients follow.
+    .apply = function(fn) {
+      for (m in private$modules_) module_of(m)$.apply(fn)
+      for (name in names(private$parameters_)) {
+        p <- private$parameters_[[name]]
+        if (is.null(p)) next
+        new <- with_no_grad(fn(p))
+        grad <- p$grad
+        new <- nn_parameter(new$detach(), requires_grad = p$requires_grad)
+        if (!is_undefined_tensor(grad)) new$set_grad_(with_no_grad(fn(grad)))
+        private$parameters_[[name]] <- new
+      }
+      for (name in names(private$buffers_)) {
+        b <- private$buffers_[[name]]
+        if (is.null(b)) next
+        private$buffers_[[name]] <- nn_buffer(with_no_grad(fn(b)),
+                                              attr(b, "persistent") %||% TRUE)
+      }
+      invisible(create_nn_module_callable(self))
     },
     to = function(dtype = NULL, device = NULL, tensor = NULL, non_blocking = FALSE,
                   copy = FALSE, memory_format = NULL) {
@@ -112,168 +128,162 @@ nn_Module <- R6::R6Class(
         dtype <- tensor$dtype
         device <- tensor$device
       }
-      # `$to("cuda")`: a device given in the place of the dtype (R torch's first argument).
-      if ((is.character(dtype) && is.null(dtype_aliases[[tolower(dtype[[1L]])]])) ||
-          inherits(dtype, "torch_device")) {
+      # `$to("cuda")`: a device in the place of the dtype (R torch's first argument).
+      if ((is.character(dtype) && !tolower(dtype[[1L]]) %in% names(dtype_aliases)) ||
+          is_torch_device(dtype)) {
         device <- dtype
         dtype <- NULL
       }
-      py_dtype <- as_py_dtype(dtype)
-      if (!is.null(dtype) && !isTRUE(reticulate::py_to_r(py_dtype$is_floating_point))) {
-        abort(sprintf(paste0("nn_module$to() only accepts floating point dtypes, but got ",
-                             "desired dtype %s."), format_dtype(py_dtype)),
-              class = "value_error")
+      dtype <- as_torch_dtype(dtype)
+      if (!is.null(dtype) && !dtype_info(dtype)[[2L]] && !dtype_info(dtype)[[3L]]) {
+        abort(paste0("nn.Module.to only accepts floating point or complex dtypes, but got ",
+                     "desired dtype=", as.character(dtype)), class = "value_error")
       }
-      call_python(self$.py_module()$to(device = as_py_device(device), dtype = py_dtype,
-                                       non_blocking = arg_flag(non_blocking, "non_blocking")),
-                  call = NULL)
-      self$.sync()
-      invisible(create_nn_module_callable(self))
+      self$.apply(function(x) {
+        if (!is.null(dtype) && (x$is_floating_point() || x$is_complex())) {
+          x$to(dtype = dtype, device = device, non_blocking = non_blocking, copy = copy)
+        } else {
+          x$to(device = device, non_blocking = non_blocking, copy = copy)
+        }
+      })
     },
-    cuda = function(device = NULL) {
-      call_python(self$.py_module()$cuda(device), call = NULL)
-      self$.sync()
-      invisible(create_nn_module_callable(self))
-    },
-    cpu = function() {
-      call_python(self$.py_module()$cpu(), call = NULL)
-      self$.sync()
-      invisible(create_nn_module_callable(self))
-    },
-    state_dict = function(prefix = "", keepvars = FALSE) {
-      # wrap(), not py_to_r(): the tensors must stay convert = FALSE.
-      out <- wrap(nn_py()$state_dict(self$.py_module(),
-                                     keep_vars = arg_flag(keepvars, "keepvars")))
-      keys <- as.character(unlist(out[[1L]]))
-      values <- out[[2L]]
-      names(values) <- paste0(prefix, keys)
-      values
-    },
-    load_state_dict = function(state_dict, ..., .refer_to_state_dict = FALSE) {
-      check_state_dict(state_dict)
-      own <- names(self$state_dict())
-      missing <- setdiff(own, names(state_dict))
-      if (length(missing) > 0L) {
-        abort(sprintf("Could not find %s in the state_dict.", missing[[1L]]),
-              class = "value_error")
-      }
-      keys <- intersect(names(state_dict), own)
-      values <- lapply(state_dict[keys], unwrap)
-      call_python(nn_py()$load_state_dict(self$.py_module(), as.list(keys), unname(values)),
-                  call = NULL)
-      self$.sync()
-      invisible(create_nn_module_callable(self))
-    },
-    zero_grad = function(set_to_none = FALSE) {
-      self$.py_module()$zero_grad(set_to_none = arg_flag(set_to_none, "set_to_none"))
-      invisible(NULL)
-    },
+    cuda = function(device = NULL) self$to(device = if (is.null(device)) "cuda" else device),
+    cpu = function() self$to(device = "cpu"),
     apply = function(fn) {
-      for (module in private$modules_) {
-        module$apply(fn)
-      }
+      for (m in private$modules_) module_of(m)$apply(fn)
       fn(create_nn_module_callable(self))
       invisible(create_nn_module_callable(self))
     },
+    zero_grad = function(set_to_none = TRUE) {
+      .Call(C_zero_grad, unname(self$parameters), arg_flag(set_to_none, "set_to_none"))
+      invisible(self)
+    },
     named_parameters = function(recursive = TRUE) {
-      if (recursive) self$parameters else private$parameters_
+      if (isTRUE(recursive)) self$parameters else private$parameters_
     },
     named_buffers = function(recursive = TRUE) {
-      if (recursive) self$buffers else private$buffers_
+      if (isTRUE(recursive)) self$buffers else private$buffers_
     },
+    state_dict = function(prefix = "", keepvars = FALSE) {
+      out <- list()
+      for (name in names(private$parameters_)) {
+        p <- private$parameters_[[name]]
+        if (!is.null(p)) out[[paste0(prefix, name)]] <- if (keepvars) p else p$detach()
+      }
+      for (name in setdiff(names(private$buffers_), private$non_persistent_buffers_)) {
+        b <- private$buffers_[[name]]
+        if (!is.null(b)) out[[paste0(prefix, name)]] <- if (keepvars) b else b$detach()
+      }
+      for (name in names(private$modules_)) {
+        out <- c(out, module_of(private$modules_[[name]])$state_dict(
+          prefix = paste0(prefix, name, "."), keepvars = keepvars))
+      }
+      out
+    },
+    load_state_dict = function(state_dict, ..., .refer_to_state_dict = FALSE) {
+      if (inherits(state_dict, "python.builtin.object")) {
+        state_dict <- py_state_dict_to_r(state_dict)
+      }
+      private$load_from(state_dict, "", isTRUE(.refer_to_state_dict))
+      invisible(create_nn_module_callable(self))
+    },
+    register_forward_hook = function(hook) add_forward_hook(self, hook, pre = FALSE),
+    register_forward_pre_hook = function(hook) add_forward_hook(self, hook, pre = TRUE),
     print = function(...) {
-      print_nn_module(self, private)
-      invisible(self)
-    },
-    # ampkit's own: the torch.nn.Module behind this module (an RModule made on first use).
-    .py_module = function() {
-      if (is.null(private$py_)) {
-        py <- nn_py()$RModule(class(self)[[1L]])
-        self_ <- self
-        forward <- function(...) {
-          unwrap(do.call(self_$forward, lapply(list(...), wrap)))
+      cat("An `nn_module` containing ", format_count(length(self$parameters)), " parameters.\n",
+          sep = "")
+      if (length(private$modules_)) {
+        cat("\n── Modules ─────────────────────────────────────────────────\n")
+        for (name in names(private$modules_)) {
+          m <- private$modules_[[name]]
+          cat("• ", name, ": <", class(m)[[1L]], "> #", format_count(
+            sum(vapply(m$parameters, length, 0))), " parameters\n", sep = "")
         }
-        reticulate::py_set_attr(py, "_r_forward", reticulate::r_to_py(forward, convert = FALSE))
-        private$py_ <- py
       }
-      private$py_
-    },
-    # The built-ins: this module is PyTorch's module `py`.
-    .set_py = function(py) {
-      private$py_ <- py
-      private$call_ <- py$`__call__`
-      self$.sync()
-      invisible(self)
-    },
-    # Re-reads this module's (and its submodules') parameters and buffers from Python, after
-    # PyTorch replaced them ($to() makes new buffer tensors).
-    .sync = function() {
-      local <- wrap(nn_py()$local_tensors(self$.py_module()))
-      params <- lapply(local[[2L]], function(p) as_nn_parameter(unwrap(p)))
-      names(params) <- as.character(unlist(local[[1L]]))
-      buffers <- local[[4L]]
-      names(buffers) <- as.character(unlist(local[[3L]]))
-      private$parameters_ <- params
-      private$buffers_ <- buffers
-      for (module in private$modules_) {
-        module$.sync()
+      if (length(private$parameters_)) {
+        cat("\n── Parameters ──────────────────────────────────────────────\n")
+        for (name in names(private$parameters_)) {
+          p <- private$parameters_[[name]]
+          if (!is.null(p)) {
+            cat("• ", name, ": ", format_tensor_type(p), "\n", sep = "")
+          }
+        }
       }
       invisible(self)
-    }
+    },
+    .classes = NULL
   ),
   private = list(
-    py_ = NULL,
-    call_ = NULL, # py_'s __call__ (an R function; the module object itself is not one)
     parameters_ = list(),
     buffers_ = list(),
     modules_ = list(),
     non_persistent_buffers_ = character(),
-    # Calls the Python module with the arguments unwrapped; the built-ins' forward.
-    .forward_py = function(...) {
-      args <- lapply(list(...), unwrap)
-      wrap(call_python(do.call(private$call_, args), call = NULL))
+    forward_hooks_ = list(),
+    load_from = function(state_dict, prefix, refer) {
+      own <- c(names(private$parameters_),
+               setdiff(names(private$buffers_), private$non_persistent_buffers_))
+      for (name in own) {
+        key <- paste0(prefix, name)
+        value <- state_dict[[key]]
+        if (is.null(value)) {
+          if (grepl("num_batches_tracked$", name)) next
+          abort(sprintf("Could not find %s in the state_dict.", key), class = "value_error")
+        }
+        if (!is_torch_tensor(value)) value <- torch_tensor(value)
+        is_param <- name %in% names(private$parameters_)
+        target <- if (is_param) private$parameters_[[name]] else private$buffers_[[name]]
+        if (refer) {
+          if (is_param) {
+            private$parameters_[[name]] <- nn_parameter(value, target$requires_grad)
+          } else {
+            private$buffers_[[name]] <- value
+          }
+        } else {
+          with_no_grad(target$copy_(value))
+        }
+      }
+      for (name in names(private$modules_)) {
+        .subset2(module_of(private$modules_[[name]]), ".__enclos_env__")$private$load_from(
+          state_dict, paste0(prefix, name, "."), refer)
+      }
     }
   ),
   active = list(
-    training = function(value) {
+    parameters = function(value, recursive = TRUE) {
       if (!missing(value)) {
-        if (!(is.logical(value) && length(value) == 1L && !is.na(value))) {
-          abort("Field `training` must be a logical flag.", class = "value_error")
+        abort("It's not possible to modify the parameters list.", class = "runtime_error")
+      }
+      out <- Filter(Negate(is.null), private$parameters_)
+      for (name in names(private$modules_)) {
+        sub <- module_of(private$modules_[[name]])$parameters
+        if (length(sub)) {
+          names(sub) <- paste0(name, ".", names(sub))
+          out <- c(out, sub)
         }
-        reticulate::py_set_attr(self$.py_module(), "training", value)
       }
-      reticulate::py_to_r(self$.py_module()$training)
-    },
-    parameters = function(value) {
-      if (!missing(value)) {
-        abort(paste0("It's not possible to modify the parameters list. You can modify the ",
-                     "parameter in-place or use `module$parameter_name <- new_value`."),
-              class = "runtime_error")
-      }
-      pars <- lapply(private$modules_, function(x) x$parameters)
-      pars <- append(pars, list(private$parameters_))
-      pars <- unlist_named(pars)
-      # Shared parameters once (a tied weight is one Python Parameter in two modules).
-      pars[!duplicated(vapply(pars, function(p) reticulate::py_id(unwrap(p)), ""))]
+      unique_tensors(out)
     },
     buffers = function(value) {
       if (!missing(value)) {
         abort("It's not possible to modify the buffers list.", class = "runtime_error")
       }
-      bufs <- lapply(private$modules_, function(x) x$buffers)
-      bufs <- append(bufs, list(private$buffers_))
-      bufs <- unlist_named(bufs)
-      bufs[!duplicated(vapply(bufs, function(p) reticulate::py_id(unwrap(p)), ""))]
+      out <- Filter(Negate(is.null), private$buffers_)
+      for (name in names(private$modules_)) {
+        sub <- module_of(private$modules_[[name]])$buffers
+        if (length(sub)) {
+          names(sub) <- paste0(name, ".", names(sub))
+          out <- c(out, sub)
+        }
+      }
+      out
     },
     modules = function(value) {
       if (!missing(value)) {
         abort("It's not possible to modify the modules list.", class = "runtime_error")
       }
-      mods <- c(list(create_nn_module_callable(self)),
-                unlist(lapply(unname(private$modules_), function(x) x$modules),
-                       recursive = FALSE))
-      instances <- lapply(mods, function(x) attr(x, "module"))
-      mods[!duplicated(instances)]
+      out <- list(create_nn_module_callable(self))
+      for (m in private$modules_) out <- c(out, module_of(m)$modules)
+      out
     },
     children = function(value) {
       if (!missing(value)) {
@@ -285,370 +295,260 @@ nn_Module <- R6::R6Class(
 )
 # nolint end
 
-# list(child = list(a = p1), list(w = p2)) -> list(child.a = p1, w = p2): R torch's names.
-unlist_named <- function(x) {
-  out <- list()
-  for (i in seq_along(x)) {
-    prefix <- names(x)[i]
-    items <- x[[i]]
-    if (length(items) == 0L) next
-    if (!is.null(prefix) && nzchar(prefix)) {
-      names(items) <- paste0(prefix, ".", names(items))
-    }
-    out <- c(out, items)
+# Several names for one tensor (a parameter shared between modules) keep the first.
+unique_tensors <- function(tensors) {
+  if (length(tensors) < 2L) {
+    return(tensors)
   }
-  out
+  ids <- vapply(tensors, function(t) meta(t, "impl"), 0)
+  tensors[!duplicated(ids)]
 }
 
-module_key <- function(name) { # nolint: cyclocomp_linter.
-  if (is.numeric(name) && length(name) == 1L && !is.na(name)) {
-    name <- as.character(name)
-  }
+format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
+
+format_tensor_type <- function(x) {
+  sprintf("%s [%s]", as.character(x$dtype), paste0("1:", dim(x), collapse = ", "))
+}
+
+module_key <- function(name) {
+  if (is.numeric(name)) name <- as.character(name)
   if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name)) {
-    abort(sprintf("`name` must be a non-empty string, got %s.", describe(name)),
+    abort(sprintf("A module's name must be a non-empty string, got %s.", describe(name)),
           class = "value_error")
   }
   name
 }
 
-format_dtype <- function(py_dtype) {
-  paste0("torch_", dtype_r_names[[dtype_key(py_dtype)]] %||% dtype_key(py_dtype))
+# The R6 instance behind a callable (or the instance itself).
+module_of <- function(x) {
+  if (R6::is.R6(x)) x else attr(x, "module", exact = TRUE)
 }
 
-check_state_dict <- function(state_dict) {
-  ok <- is.list(state_dict) && (length(state_dict) == 0L || !is.null(names(state_dict))) &&
-    all(vapply(state_dict, is_torch_tensor, logical(1)))
-  if (!ok) {
-    abort(sprintf(paste0("`state_dict` must be a named list of tensors, as `$state_dict()` ",
-                         "or `torch_load()` return, got %s."), describe(state_dict)),
-          class = "value_error")
-  }
-}
-
-print_nn_module <- function(self, private) {
-  count <- sum(vapply(self$parameters, function(p) prod(p$shape), numeric(1)))
-  cat("An `nn_module` containing ", format(count, big.mark = ",", scientific = FALSE),
-      " parameters.\n", sep = "")
-  if (length(private$modules_) > 0L) {
-    cat("\n-- Modules --\n")
-    for (name in names(private$modules_)) {
-      m <- private$modules_[[name]]
-      n <- sum(vapply(m$parameters, function(p) prod(p$shape), numeric(1)))
-      cat("* ", name, ": <", class(m)[[1L]], "> #", format(n, big.mark = ","),
-          " parameters\n", sep = "")
-    }
-  }
-  if (length(private$parameters_) > 0L) {
-    cat("\n-- Parameters --\n")
-    for (name in names(private$parameters_)) {
-      p <- private$parameters_[[name]]
-      cat("* ", name, ": ", format_tensor_brief(p), "\n", sep = "")
-    }
-  }
-  if (length(private$buffers_) > 0L) {
-    cat("\n-- Buffers --\n")
-    for (name in names(private$buffers_)) {
-      cat("* ", name, ": ", format_tensor_brief(private$buffers_[[name]]), "\n", sep = "")
-    }
-  }
-}
-
-format_tensor_brief <- function(t) {
-  py <- unwrap(t)
-  shape <- as.integer(unlist(wrap(nn_py()$shape_of(py))))
-  paste0(sub("^torch_", "", format_dtype(py$dtype)), " [", paste0("1:", shape, collapse = ", "),
-         "]")
-}
-
-#' Parameters and buffers of a module
+#' Defining modules
 #'
-#' `nn_parameter()` marks a tensor as a parameter of an [nn_module()]: assigned
-#' with `self$name <- nn_parameter(x)` in `initialize`, it is registered, listed
-#' in `$parameters` and the state dict, and trained by optimizers.
-#' `nn_buffer()` marks a tensor as a buffer: registered and saved in the state
-#' dict (unless `persistent = FALSE`), moved by `$to()`, but not trained.
+#' `nn_module(classname, initialize, forward, ...)` defines a module class as
+#' R torch does: `initialize()` assigns parameters (`self$w <-
+#' nn_parameter(...)`), buffers and submodules (`self$fc <- nn_linear(4, 2)`),
+#' `forward()` computes the output; other elements of `...` become methods.
+#' Calling the returned generator makes a module, which is called like a
+#' function (`model(x)`). A module's `$parameters` is a named list of its
+#' parameters and its submodules'; `$state_dict()` and `$load_state_dict()`
+#' save and restore them; `$train()`, `$eval()`, `$to()`, `$cuda()`,
+#' `$zero_grad()` do what R torch's do.
 #'
-#' As in PyTorch, the parameter is a new tensor object sharing `x`'s storage
-#' (R torch marks `x` itself).
-#'
-#' @param x A tensor.
-#' @param requires_grad Whether the parameter requires gradients.
-#' @param persistent Whether the buffer is part of the state dict.
-#' @return The tensor, with class `"nn_parameter"` or `"nn_buffer"` added.
-#' @export
-#' @examples
-#' if (ampkit_available()) {
-#'   scale <- nn_module(
-#'     initialize = function(n) {
-#'       self$w <- nn_parameter(torch_ones(n))
-#'       self$calls <- nn_buffer(torch_zeros(1))
-#'     },
-#'     forward = function(x) x * self$w
-#'   )
-#'   m <- scale(3)
-#'   names(m$parameters)
-#'   names(m$state_dict())
-#' }
-nn_parameter <- function(x, requires_grad = TRUE) {
-  if (!is_torch_tensor(x)) {
-    abort(sprintf("`x` must be a tensor, got %s.", describe(x)), class = "value_error")
-  }
-  requires_grad <- arg_flag(requires_grad, "requires_grad")
-  py <- call_python(torch_nn()$Parameter(unwrap(x), requires_grad = requires_grad), call = NULL)
-  as_nn_parameter(py)
-}
-
-#' @rdname nn_parameter
-#' @export
-is_nn_parameter <- function(x) inherits(x, "nn_parameter")
-
-#' @rdname nn_parameter
-#' @export
-nn_buffer <- function(x, persistent = TRUE) {
-  if (!is_torch_tensor(x)) {
-    abort(sprintf("`x` must be a tensor, got %s.", describe(x)), class = "value_error")
-  }
-  class(x) <- c(class(x), "nn_buffer")
-  attr(x, "persistent") <- arg_flag(persistent, "persistent")
-  x
-}
-
-#' @rdname nn_parameter
-#' @export
-is_nn_buffer <- function(x) inherits(x, "nn_buffer")
-
-#' @rdname nn_module
-#' @export
-is_nn_module <- function(x) {
-  inherits(x, "nn_module") && !inherits(x, "nn_module_generator")
-}
-
-get_inherited_classes <- function(inherit) {
-  classes <- inherit$public_fields$.classes
-  classes[!classes %in% c("nn_Module", "R6ClassGenerator", "nn_module_generator", "nn_module")]
-}
-
-get_init <- function(generator) {
-  init <- generator$public_methods$initialize
-  if (!is.null(init)) {
-    return(init)
-  }
-  get_init(generator$get_inherit())
-}
-
-#' Define a neural network module
-#'
-#' R torch's `nn_module()`: `initialize` builds the module (assign submodules,
-#' [nn_parameter()]s and [nn_buffer()]s to `self$name`; they are registered),
-#' `forward` computes with them; other arguments in `...` become methods or
-#' fields. The result is a generator: calling it with `initialize`'s arguments
-#' gives a module, which is called like a function (its forward). Modules have
-#' class `c(classname, "nn_module")`.
-#'
-#' Each module is also a real `torch.nn.Module` in Python (optimizers, state
-#' dicts, autocast and DDP see it as one); a module defined in R runs its R
-#' forward, also when Python calls it.
-#'
-#' @section Methods and fields of a module:
-#' \describe{
-#'   \item{`$parameters`, `$buffers`}{Named lists of all parameters / buffers,
-#'     submodules' included (names such as `"fc1.weight"`).}
-#'   \item{`$named_parameters(recursive = TRUE)`, `$named_buffers()`}{The same
-#'     as methods; `recursive = FALSE` for this module's own only.}
-#'   \item{`$modules`, `$children`}{All modules (this one first), and the
-#'     direct submodules by name.}
-#'   \item{`$train(mode = TRUE)`, `$eval()`, `$training`}{Training mode.}
-#'   \item{`$state_dict()`, `$load_state_dict(state_dict)`}{A named list of
-#'     tensors (keys 0-based for [nn_sequential()], as in R torch and PyTorch),
-#'     and loading one (a key missing from it is an error; extra keys are
-#'     ignored, as in R torch).}
-#'   \item{`$to(dtype = , device = )`, `$cuda()`, `$cpu()`}{Move or cast the
-#'     parameters and buffers (floating-point dtypes only).}
-#'   \item{`$zero_grad()`, `$apply(fn)`, `$register_parameter()`,
-#'     `$register_buffer()`, `$add_module()`, `$register_module()`}{As in R
-#'     torch.}
-#' }
-#'
-#' @param classname The module's class name.
+#' @param classname The class name.
 #' @param inherit A module generator to inherit from.
-#' @param ... Methods and fields: `initialize`, `forward`, others.
-#' @param private,active Passed to [R6::R6Class()].
-#' @param parent_env The environment the methods are defined in.
+#' @param ... Methods: `initialize`, `forward`, others.
+#' @param private,active Private methods and fields, active bindings (R6).
+#' @param parent_env The environment the methods are evaluated in.
 #' @param x An object.
-#' @return `nn_module()`: a module generator (class
-#'   `c(classname, "nn_module", "nn_module_generator")`). `is_nn_module()`:
-#'   whether `x` is a module (not a generator).
+#' @return `nn_module()`: a module generator. `is_nn_module()`: `TRUE` or
+#'   `FALSE`.
 #' @export
 #' @examples
-#' if (ampkit_available()) {
-#'   net <- nn_module(
-#'     "net",
-#'     initialize = function(n_in, n_hidden) {
-#'       self$fc1 <- nn_linear(n_in, n_hidden)
-#'       self$fc2 <- nn_linear(n_hidden, 1)
-#'     },
-#'     forward = function(x) {
-#'       x <- nnf_relu(self$fc1(x))
-#'       self$fc2(x)
-#'     }
-#'   )
-#'   model <- net(4, 8)
-#'   class(model)
-#'   names(model$parameters)
-#'   model(torch_randn(2, 4))$shape
-#' }
+#' net <- nn_module(
+#'   "net",
+#'   initialize = function() {
+#'     self$fc1 <- nn_linear(4, 8)
+#'     self$fc2 <- nn_linear(8, 1)
+#'   },
+#'   forward = function(x) {
+#'     x |> self$fc1() |> nnf_relu() |> self$fc2()
+#'   }
+#' )
+#' model <- net()
+#' model(torch_randn(2, 4))
+#' names(model$parameters)
 nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL,
                       active = NULL, parent_env = parent.frame()) {
-  if (inherits(inherit, "nn_module")) {
+  if (inherits(inherit, "nn_module_generator")) {
     inherit <- attr(inherit, "module")
   }
-  e <- new.env(parent = parent_env)
-  e$inherit <- inherit
-  classes <- c(classname, get_inherited_classes(inherit), "nn_module")
-  Module <- R6::R6Class( # nolint: object_name_linter.
-    classname = classname,
-    inherit = inherit,
-    lock_objects = FALSE,
-    public = list(.classes = classes, ...),
-    private = private,
-    active = active,
-    parent_env = e
-  )
-  init <- get_init(Module)
-  fun <- rlang::new_function(
-    args = rlang::fn_fmls(init),
+  inherited <- get_inherited_classes(inherit)
+  classes <- c(classname, inherited, "nn_module")
+  methods <- list(...)
+  methods$.classes <- classes
+  # R6 evaluates `inherit` in parent_env: it is given as the generator itself.
+  Module <- rlang::inject(R6::R6Class(classname = classname, inherit = !!inherit,
+                                      lock_objects = FALSE, public = methods, private = private,
+                                      active = active, parent_env = parent_env))
+  init <- Module$public_methods$initialize %||% function(...) NULL
+  generator <- rlang::new_function(
+    args = formals(init),
     body = rlang::expr({
-      instance <- Module$new(!!!rlang::fn_fmls_syms(init))
-      instance$.py_module()
+      instance <- Module$new(!!!rlang::syms(names(formals(init))))
       create_nn_module_callable(instance)
     })
   )
-  attr(fun, "class") <- c(classes, "nn_module_generator")
-  attr(fun, "module") <- Module
-  fun
+  # `...` in initialize must be passed on as `...`.
+  if ("..." %in% names(formals(init))) {
+    body(generator) <- quote({
+      args <- as.list(match.call())[-1L]
+      args <- lapply(args, eval, envir = parent.frame())
+      instance <- do.call(Module$new, args)
+      create_nn_module_callable(instance)
+    })
+  }
+  environment(generator) <- list2env(list(Module = Module), parent = asNamespace("ampkit"))
+  attr(generator, "class") <- c(classname, inherited, "nn_module_generator")
+  attr(generator, "module") <- Module
+  generator
 }
 
+get_inherited_classes <- function(inherit) {
+  classes <- inherit$public_fields$.classes %||% inherit$public_methods$.classes
+  setdiff(classes, c("nn_module", "nn_Module"))
+}
+
+# The callable a user holds: calls the instance's current forward.
 create_nn_module_callable <- function(instance) {
-  f <- instance$forward
-  attr(f, "class") <- instance$.classes
+  f <- function(...) .subset2(instance, "forward")(...)
+  attr(f, "class") <- instance$.classes %||% "nn_module"
   attr(f, "module") <- instance
   f
 }
 
+#' @rdname nn_module
+#' @export
+is_nn_module <- function(x) inherits(x, "nn_module") && !inherits(x, "nn_module_generator")
+
 #' @export
 `$.nn_module` <- function(x, name) {
-  attr(x, "module")[[name]]
+  module_lookup(attr(x, "module", exact = TRUE), name)
 }
 
 #' @export
-`[[.nn_module` <- function(x, i) {
-  attr(x, "module")[[i]]
+`[[.nn_module` <- function(x, name) `$.nn_module`(x, name)
+
+#' @export
+`$.nn_Module` <- function(x, name) module_lookup(x, name)
+
+#' @export
+`[[.nn_Module` <- function(x, name) module_lookup(x, name)
+
+module_lookup <- function(instance, name) {
+  priv <- .subset2(instance, ".__enclos_env__")$private
+  if (is.numeric(name)) {
+    return(.subset2(priv, "modules_")[[name]])
+  }
+  # Parameters, buffers, submodules, then the instance's own fields and methods (a parameter
+  # registered as NULL, such as a missing bias, reads as NULL all the same).
+  found <- .subset2(.subset2(priv, "parameters_"), name)
+  if (!is.null(found)) {
+    return(found)
+  }
+  found <- .subset2(.subset2(priv, "buffers_"), name)
+  if (!is.null(found)) {
+    return(found)
+  }
+  found <- .subset2(.subset2(priv, "modules_"), name)
+  if (!is.null(found)) {
+    return(found)
+  }
+  get0(name, envir = instance, inherits = FALSE)
 }
 
 #' @export
-`$<-.nn_module` <- function(x, name, value) { # nolint: object_name_linter.
-  module <- attr(x, "module")
-  module[[name]] <- value
-  invisible(x)
+`$<-.nn_module` <- function(x, name, value) {
+  module_assign(attr(x, "module", exact = TRUE), name, value)
+  x
 }
 
 #' @export
-`[[<-.nn_module` <- `$<-.nn_module`
+`[[<-.nn_module` <- function(x, name, value) `$<-.nn_module`(x, name, value)
 
 #' @export
-`$.nn_Module` <- function(x, name) { # nolint: object_name_linter.
-  x[[name]]
+`$<-.nn_Module` <- function(x, name, value) {
+  module_assign(x, name, value)
+  x
 }
 
 #' @export
-`[[.nn_Module` <- function(x, i) { # nolint: cyclocomp_linter. (R torch's lookup order)
-  if (identical(i, ".__enclos_env__")) {
-    return(.subset2(x, i))
-  }
-  private <- .subset2(x, ".__enclos_env__")$private
-  if (is.numeric(i)) {
-    return(private$modules_[[i]])
-  }
-  if (!is.null(private)) {
-    o <- private$parameters_[[i]]
-    if (!is.null(o)) {
-      return(o)
-    }
-    o <- private$buffers_[[i]]
-    if (!is.null(o)) {
-      return(o)
-    }
-    o <- private$modules_[[i]]
-    if (!is.null(o)) {
-      return(o)
-    }
-  }
-  o <- .subset2(x, i)
-  if (is.null(o) && !is.null(private$py_) && !startsWith(i, ".")) {
-    # The built-ins' settings are their PyTorch module's attributes (`fc$in_features`).
-    o <- py_module_field(private$py_, i)
-  }
-  o
-}
+`[[<-.nn_Module` <- function(x, name, value) `$<-.nn_Module`(x, name, value)
 
-# A Python module's attribute `name` as an R value (NULL when it has none); a tuple of numbers
-# (kernel_size) as a numeric vector.
-py_module_field <- function(py, name) {
-  if (!reticulate::py_has_attr(py, name)) {
-    return(NULL)
-  }
-  value <- wrap(reticulate::py_get_attr(py, name))
-  if (is.list(value) && length(value) > 0L &&
-      all(vapply(value, function(e) is.numeric(e) && length(e) == 1L, logical(1)))) {
-    value <- unlist(value)
-  }
-  value
-}
-
-#' @export
-`[[<-.nn_Module` <- function(x, i, value) {
-  private <- .subset2(x, ".__enclos_env__")$private
+module_assign <- function(instance, name, value) {
+  priv <- .subset2(instance, ".__enclos_env__")$private
   if (inherits(value, "nn_parameter")) {
-    x$register_parameter(i, value)
+    instance$register_parameter(name, value)
   } else if (inherits(value, "nn_buffer")) {
-    x$register_buffer(i, value, attr(value, "persistent") %||% TRUE)
+    instance$register_buffer(name, value, attr(value, "persistent") %||% TRUE)
   } else if (is_nn_module(value)) {
-    x$add_module(i, value)
-  } else if (!is.null(private$buffers_[[i]]) && is_torch_tensor(value)) {
-    x$register_buffer(i, value, !i %in% private$non_persistent_buffers_)
-  } else if (!is.null(private$parameters_[[i]])) {
-    abort(sprintf(paste0("Cannot assign %s as parameter \"%s\": wrap it in nn_parameter() ",
-                         "(or assign NULL to a new name)."), describe(value), i),
-          class = "value_error")
+    instance$register_module(name, value)
+  } else if (name %in% names(priv$parameters_) && (is.null(value) || is_torch_tensor(value))) {
+    instance$register_parameter(name, value)
+  } else if (name %in% names(priv$buffers_) && (is.null(value) || is_torch_tensor(value))) {
+    priv$buffers_[name] <- list(value)
   } else {
-    assign(i, value, envir = x)
+    assign(name, value, envir = instance)
   }
-  invisible(x)
-}
-
-#' @export
-`$<-.nn_Module` <- function(x, name, value) { # nolint: object_name_linter.
-  x[[name]] <- value
-  invisible(x)
+  invisible(instance)
 }
 
 #' @export
 print.nn_module <- function(x, ...) {
-  attr(x, "module")$print()
+  attr(x, "module", exact = TRUE)$print(...)
   invisible(x)
 }
 
 #' @export
 names.nn_module <- function(x) {
-  ls(attr(x, "module"), all.names = FALSE)
+  instance <- attr(x, "module", exact = TRUE)
+  priv <- .subset2(instance, ".__enclos_env__")$private
+  c(names(priv$parameters_), names(priv$buffers_), names(priv$modules_),
+    ls(instance, all.names = FALSE))
 }
 
 #' @export
-unwrap.nn_module <- function(x) { # nolint: object_name_linter.
-  attr(x, "module")$.py_module()
+.DollarNames.nn_module <- function(x, pattern = "") {
+  grep(pattern, names(x), value = TRUE)
 }
 
-#' @export
-unwrap.nn_Module <- function(x) { # nolint: object_name_linter.
-  x$.py_module()
+# Forward hooks: `hook(module, input, output)` after forward (a non-NULL value replaces the
+# output); pre hooks `hook(module, input)` before it (a non-NULL list replaces the input). The
+# instance's forward is wrapped while any hook is registered.
+add_forward_hook <- function(instance, hook, pre) {
+  priv <- .subset2(instance, ".__enclos_env__")$private
+  id <- paste0(if (pre) "pre" else "post", length(priv$forward_hooks_) + 1L, "_",
+               sample.int(1e9, 1L))
+  priv$forward_hooks_[[id]] <- list(fn = hook, pre = pre)
+  if (is.null(priv$plain_forward)) {
+    plain <- .subset2(instance, "forward")
+    priv$plain_forward <- plain
+    set_forward(instance, function(...) {
+      input <- list(...)
+      callable <- create_nn_module_callable(instance)
+      for (h in priv$forward_hooks_) {
+        if (h$pre) {
+          out <- h$fn(callable, input)
+          if (!is.null(out)) input <- if (is.list(out)) out else list(out)
+        }
+      }
+      output <- do.call(plain, input)
+      for (h in priv$forward_hooks_) {
+        if (!h$pre) {
+          out <- h$fn(callable, input, output)
+          if (!is.null(out)) output <- out
+        }
+      }
+      output
+    })
+  }
+  handle <- new.env(parent = emptyenv())
+  handle$remove <- function() {
+    priv$forward_hooks_[[id]] <- NULL
+    if (length(priv$forward_hooks_) == 0L && !is.null(priv$plain_forward)) {
+      set_forward(instance, priv$plain_forward)
+      priv$plain_forward <- NULL
+    }
+    invisible(NULL)
+  }
+  class(handle) <- "torch_hook"
+  handle
+}
+
+# Replaces an instance's forward (R6 locks its methods' bindings).
+set_forward <- function(instance, f) {
+  unlockBinding("forward", instance)
+  assign("forward", f, envir = instance)
+  lockBinding("forward", instance)
 }

@@ -1,326 +1,449 @@
-# R torch's optimizers over PyTorch's: optim_sgd(), optim_adam(), optim_adamw() take
-# `net$parameters` (a named list of tensors) or a list of parameter groups, and hold the
-# torch.optim optimizer (unwrap() gives it, for the grad scaler and for Python code).
-
-# An R value tree as Python: tensors unwrapped, named lists as dicts (in order), unnamed lists
-# as lists, scalars as Python scalars, longer vectors as lists, NULL as None.
-r_to_py_tree <- function(x) { # nolint: cyclocomp_linter.
-  if (is_torch_tensor(x)) {
-    return(unwrap(x))
-  }
-  if (inherits(x, "python.builtin.object") || is.null(x)) {
-    return(x)
-  }
-  if (inherits(x, c("torch_dtype", "torch_device"))) {
-    return(unwrap(x))
-  }
-  if (is.list(x)) {
-    values <- lapply(unname(x), r_to_py_tree)
-    if (!is.null(names(x))) {
-      return(reticulate::py_dict(as.list(names(x)), values, convert = FALSE))
-    }
-    return(reticulate::r_to_py(values, convert = FALSE))
-  }
-  if (is.atomic(x) && length(x) != 1L) {
-    return(reticulate::r_to_py(as.list(x), convert = FALSE))
-  }
-  reticulate::r_to_py(x, convert = FALSE)
-}
-
-# A Python value tree as R: dicts as named lists, lists and tuples as lists, tensors wrapped.
-py_tree_to_r <- function(py) {
-  wrap(py)
-}
-
-# `params` (a tensor, a list of tensors, or a list of parameter groups: lists with an element
-# `params`) as what torch.optim takes.
-optimizer_params <- function(params, call = NULL) { # nolint: cyclocomp_linter.
-  if (is_torch_tensor(params)) {
-    params <- list(params)
-  }
-  bad <- function() {
-    abort(sprintf(paste0("`params` must be a list of tensors (such as `net$parameters`) or a ",
-                         "list of parameter groups (lists with an element `params`), got %s."),
-                  describe(params)), call, class = "value_error")
-  }
-  if (!is.list(params) || length(params) == 0L) {
-    if (is.list(params)) {
-      abort("`params` is an empty list: the optimizer has no parameters to optimize.", call,
-            class = "value_error")
-    }
-    bad()
-  }
-  if (all(vapply(params, is_torch_tensor, logical(1)))) {
-    return(reticulate::r_to_py(lapply(unname(params), unwrap), convert = FALSE))
-  }
-  if (all(vapply(params, function(g) is.list(g) && !is.null(g$params), logical(1)))) {
-    groups <- lapply(params, function(g) {
-      ps <- g$params
-      if (is_torch_tensor(ps)) ps <- list(ps)
-      if (!all(vapply(ps, is_torch_tensor, logical(1)))) bad()
-      g$params <- lapply(unname(ps), unwrap)
-      r_to_py_tree(lapply(g, function(v) {
-        if (is.numeric(v) && length(v) > 1L) do.call(reticulate::tuple, as.list(v)) else v
-      }))
-    })
-    return(reticulate::r_to_py(groups, convert = FALSE))
-  }
-  bad()
-}
-
-torch_optimizer_class <- R6::R6Class( # nolint: cyclocomp_linter.
-  classname = "torch_optimizer",
-  lock_objects = FALSE,
-  public = list(
-    initialize = function(py) {
-      private$py_ <- py
-    },
-    step = function(closure = NULL) {
-      if (is.null(closure)) {
-        return(invisible(wrap(call_python(private$py_$step(), call = NULL))))
-      }
-      if (!is.function(closure)) {
-        abort(sprintf("`closure` must be a function returning the loss, or NULL, got %s.",
-                      describe(closure)), class = "value_error")
-      }
-      fn <- reticulate::r_to_py(function() unwrap(closure()), convert = FALSE)
-      invisible(wrap(call_python(private$py_$step(fn), call = NULL)))
-    },
-    zero_grad = function(set_to_none = FALSE) {
-      private$py_$zero_grad(set_to_none = arg_flag(set_to_none, "set_to_none"))
-      invisible(NULL)
-    },
-    state_dict = function() {
-      py_tree_to_r(private$py_$state_dict())
-    },
-    load_state_dict = function(state_dict) {
-      ok <- is.list(state_dict) && all(c("state", "param_groups") %in% names(state_dict))
-      if (!ok) {
-        abort(sprintf(paste0("`state_dict` must be an optimizer's state dict (a list with ",
-                             "elements `state` and `param_groups`, as `$state_dict()` and ",
-                             "`torch_load()` return), got %s."),
-                      if (is.list(state_dict)) {
-                        paste0("a list with elements ", paste0("`", names(state_dict), "`",
-                                                              collapse = ", "))
-                      } else {
-                        describe(state_dict)
-                      }), class = "value_error")
-      }
-      n_groups <- reticulate::py_len(private$py_$param_groups)
-      if (length(state_dict$param_groups) != n_groups) {
-        abort(sprintf(paste0("`state_dict` has %d parameter groups, but this optimizer has %d."),
-                      length(state_dict$param_groups), n_groups), class = "value_error")
-      }
-      py <- nn_py()$optimizer_state_from_r(r_to_py_tree(state_dict))
-      call_python(private$py_$load_state_dict(py), call = NULL)
-      invisible(self)
-    },
-    add_param_group = function(param_group) {
-      groups <- optimizer_params(list(param_group))
-      call_python(private$py_$add_param_group(groups[0L]), call = NULL)
-      invisible(self)
-    },
-    print = function(...) {
-      cat("<", class(self)[[1L]], "> with ", length(self$param_groups),
-          " parameter group(s)\n", sep = "")
-      invisible(self)
-    }
-  ),
-  private = list(py_ = NULL),
-  active = list(
-    param_groups = function(value) {
-      groups <- private$py_$param_groups
-      n <- reticulate::py_len(groups)
-      current <- lapply(seq_len(n) - 1L, function(i) group_to_r(reticulate::py_get_item(groups, i)))
-      if (missing(value)) {
-        return(current)
-      }
-      if (!is.list(value) || length(value) != n) {
-        abort(sprintf("`param_groups` must stay a list of %d parameter groups.", n),
-              class = "value_error")
-      }
-      for (i in seq_len(n)) {
-        for (key in setdiff(names(value[[i]]), "params")) {
-          if (!identical(value[[i]][[key]], current[[i]][[key]])) {
-            v <- value[[i]][[key]]
-            if (is.numeric(v) && length(v) > 1L) v <- as.list(v)
-            nn_py()$set_group_value(reticulate::py_get_item(groups, i - 1L), key, v)
-          }
-        }
-      }
-      invisible(value)
-    },
-    state = function() {
-      py_tree_to_r(private$py_$state_dict())$state
-    }
-  )
-)
-
-# One Python parameter group as an R list: `params` wrapped tensors, numbers as R numbers,
-# a tuple of numbers (betas) a numeric vector.
-group_to_r <- function(group) {
-  params <- wrap(group$get("params"))
-  rest <- wrap(nn_py()$group_options(group))
-  rest <- lapply(rest, function(v) {
-    scalars <- function(e) is.numeric(e) && length(e) == 1L
-    if (is.list(v) && length(v) > 0L && all(vapply(v, scalars, logical(1)))) {
-      unlist(v)
-    } else {
-      v
-    }
-  })
-  c(list(params = params), rest)
-}
-
-#' @export
-unwrap.torch_optimizer <- function(x) { # nolint: object_name_linter.
-  .subset2(x, ".__enclos_env__")$private$py_
-}
-
-new_optimizer <- function(classname, py) {
-  cls <- optimizer_classes[[classname]]
-  if (is.null(cls)) {
-    cls <- R6::R6Class(classname = classname, inherit = torch_optimizer_class, lock_objects = FALSE)
-    optimizer_classes[[classname]] <- cls
-  }
-  cls$new(py)
-}
-
-optimizer_classes <- new.env(parent = emptyenv())
-
-# optim_sgd()'s `lr`: required, unless every parameter group has its own.
-check_lr <- function(lr, missing_lr, params) {
-  if (missing_lr) {
-    own <- is.list(params) && length(params) > 0L &&
-      all(vapply(params, function(g) is.list(g) && !is.null(g$lr), logical(1)))
-    if (!own) {
-      abort(paste0("`lr` must be given: optim_sgd() has no default learning rate (or give ",
-                   "each parameter group its own `lr`)."), class = "value_error")
-    }
-    lr <- params[[1L]]$lr
-  }
-  arg_number(lr, "lr")
-}
+# R torch's optimizers, in R over libtorch's foreach and fused kernels: one call per parameter
+# group and update, not one per parameter. The update rules are PyTorch's, computed as its
+# default implementation on each device computes them (per tensor on the CPU, foreach on CUDA),
+# so that a step gives PyTorch's numbers bit for bit. `fused = TRUE` (Adam, AdamW, SGD) uses
+# libtorch's fused kernels, which also take the grad scaler's scale and inf flag: a scaled step
+# then needs no host read.
 
 #' Optimizers
 #'
-#' R torch's `optim_sgd()`, `optim_adam()`, `optim_adamw()`, `optim_rmsprop()`
-#' and `optim_adagrad()`: PyTorch's `SGD`, `Adam`, `AdamW`, `RMSprop` and
-#' `Adagrad` on `params`, which is `net$parameters` (or any
-#' list of tensors) or a list of parameter groups (`list(list(params = ...,
-#' lr = ...), ...)`). The result has class `c("optim_sgd", "torch_optimizer")`
-#' (etc.) and the methods of R torch's optimizers:
-#' \describe{
-#'   \item{`$step(closure = NULL)`}{One optimization step (`closure`: a
-#'     function re-evaluating the loss, for optimizers that need one).}
-#'   \item{`$zero_grad(set_to_none = FALSE)`}{Zeroes the gradients (or sets them
-#'     to `NULL`).}
-#'   \item{`$param_groups`}{A list of groups, each a list with `params` and the
-#'     options (`lr`, ...); assign to change options:
-#'     `opt$param_groups[[1]]$lr <- 0.01`.}
-#'   \item{`$state_dict()`, `$load_state_dict(state_dict)`}{The optimizer's state
-#'     as a list (`state`, keyed by parameter number from 0 as in R torch and
-#'     PyTorch, and `param_groups`), and loading one, e.g. from [torch_load()].}
-#' }
-#' The grad scaler ([amp_grad_scaler()]) takes these optimizers as they are.
+#' R torch's optimizers: `optim_sgd()`, `optim_adam()`, `optim_adamw()`,
+#' `optim_rmsprop()`, `optim_adagrad()`. `params` is a list of tensors (a
+#' module's `$parameters`, or `$named_parameters()`), or a list of parameter
+#' groups (lists with `params` and options of their own). `$step()` updates
+#' the parameters from their gradients (`$step(closure)` re-evaluates the loss
+#' first); `$zero_grad()` zeroes the gradients (`set_to_none = TRUE`: removes
+#' them); `$param_groups` holds the groups and their options (assignable:
+#' `opt$param_groups[[1]]$lr <- 0.01`); `$state_dict()` and
+#' `$load_state_dict()` save and restore the state in R torch's layout (a
+#' state saved by PyTorch loads too). The updates are PyTorch's, bit for bit.
 #'
-#' @param params Tensors to optimize, or a list of parameter groups.
+#' @param params Parameters or parameter groups.
 #' @param lr Learning rate.
-#' @param momentum,dampening,nesterov SGD's momentum options.
-#' @param weight_decay Weight decay (L2 penalty; decoupled in AdamW).
-#' @param betas Coefficients of the running averages of the gradient and its
-#'   square.
-#' @param eps Added to the denominator for numerical stability.
-#' @param amsgrad Whether to use the AMSGrad variant.
-#' @return An optimizer.
+#' @param momentum,dampening,nesterov,weight_decay,maximize SGD's options.
+#' @param betas,eps,amsgrad Adam's options (`betas`: two numbers).
+#' @param alpha,centered RMSprop's options.
+#' @param lr_decay,initial_accumulator_value Adagrad's options.
+#' @param fused Use libtorch's fused kernel (Adam, AdamW, SGD).
+#' @param x An object.
+#' @return An optimizer (class `c("optim_<name>", "torch_optimizer", "R6")`).
+#'   `is_optimizer()`: `TRUE` or `FALSE`.
 #' @name optimizers
 #' @examples
-#' if (ampkit_available()) {
-#'   net <- nn_linear(3, 1)
-#'   opt <- optim_sgd(net$parameters, lr = 0.1, momentum = 0.9)
-#'   class(opt)
-#'   loss <- nnf_mse_loss(net(torch_randn(8, 3)), torch_zeros(8, 1))
-#'   loss$backward()
-#'   opt$step()
-#'   opt$zero_grad()
-#'   opt$param_groups[[1]]$lr
-#' }
+#' torch_manual_seed(1)
+#' model <- nn_linear(3, 1)
+#' opt <- optim_adam(model$parameters, lr = 0.01)
+#' loss <- nnf_mse_loss(model(torch_randn(8, 3)), torch_zeros(8, 1))
+#' loss$backward()
+#' opt$step()
+#' opt$zero_grad()
+#' opt$param_groups[[1]]$lr
+#' names(opt$state_dict())
 NULL
 
-#' @rdname optimizers
-#' @export
-optim_sgd <- function(params, lr, momentum = 0, dampening = 0, weight_decay = 0,
-                      nesterov = FALSE) {
-  lr <- check_lr(if (!missing(lr)) lr, missing(lr), params)
-  py <- call_python(torch_py()$optim$SGD(
-    optimizer_params(params), lr = lr, momentum = arg_number(momentum, "momentum"),
-    dampening = arg_number(dampening, "dampening"),
-    weight_decay = arg_number(weight_decay, "weight_decay"),
-    nesterov = arg_flag(nesterov, "nesterov")), call = NULL)
-  new_optimizer("optim_sgd", py)
-}
+# nolint start: object_name_linter, cyclocomp_linter.
+Optimizer <- R6::R6Class(
+  "torch_optimizer",
+  lock_objects = FALSE,
+  public = list(
+    param_groups = NULL,
+    defaults = NULL,
+    .fused = FALSE,
+    initialize = function(params, defaults) {
+      self$defaults <- defaults
+      self$param_groups <- list()
+      private$state <- new.env(parent = emptyenv())
+      groups <- param_group_list(params)
+      for (g in groups) self$add_param_group(g)
+    },
+    add_param_group = function(param_group) {
+      params <- param_group$params
+      names <- names(params)
+      params <- unname(params)
+      for (p in params) {
+        if (!is_torch_tensor(p)) {
+          abort(sprintf("`params` must be a list of tensors, got an element that is %s.",
+                        describe(p)), class = "value_error")
+        }
+        if (!p$is_leaf) abort("can't optimize a non-leaf Tensor", class = "value_error")
+      }
+      param_group$params <- params
+      if (!is.null(names) && all(nzchar(names))) param_group$param_names <- names
+      for (name in names(self$defaults)) {
+        if (is.null(param_group[[name]])) {
+          if (inherits(self$defaults[[name]], "optim_required")) {
+            abort(sprintf("`%s` must be given (for this optimizer or every parameter group).",
+                          name), class = "value_error")
+          }
+          param_group[name] <- list(self$defaults[[name]])
+        }
+      }
+      self$param_groups <- c(self$param_groups, list(param_group))
+      invisible(self)
+    },
+    zero_grad = function(set_to_none = FALSE) {
+      .Call(C_zero_grad, private$all_params(), arg_flag(set_to_none, "set_to_none"))
+      invisible(NULL)
+    },
+    step = function(closure = NULL, grad_scale = NULL, found_inf = NULL) {
+      loss <- NULL
+      if (!is.null(closure)) {
+        if (!is.function(closure)) {
+          abort(sprintf("`closure` must be a function, got %s.", describe(closure)),
+                class = "value_error")
+        }
+        loss <- with_enable_grad(closure())
+      }
+      with_no_grad({
+        for (i in seq_along(self$param_groups)) {
+          group <- self$param_groups[[i]]
+          grads <- .Call(C_grads, group$params)
+          has_grad <- !vapply(grads, is.null, NA)
+          if (!any(has_grad)) next
+          private$update(group, group$params[has_grad], grads[has_grad],
+                         grad_scale = grad_scale, found_inf = found_inf)
+        }
+      })
+      invisible(loss)
+    },
+    state_dict = function() {
+      params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
+      keys <- vapply(params, param_key, "")
+      state <- list()
+      for (i in seq_along(params)) {
+        s <- private$state[[keys[[i]]]]
+        if (!is.null(s)) state[[as.character(i)]] <- s
+      }
+      start <- 0L
+      groups <- lapply(self$param_groups, function(g) {
+        n <- length(g$params)
+        g$params <- as.numeric(start + seq_len(n))
+        g$param_names <- NULL
+        start <<- start + n
+        g
+      })
+      list(param_groups = groups, state = state)
+    },
+    load_state_dict = function(state_dict, ..., .refer_to_state_dict = FALSE) {
+      if (inherits(state_dict, "python.builtin.object")) {
+        state_dict <- py_state_dict_to_r(state_dict)
+      }
+      if (!is.list(state_dict)) {
+        abort(sprintf("`state_dict` must be an optimizer's state dict (a list), got %s.",
+                      describe(state_dict)), class = "value_error")
+      }
+      if (!all(c("state", "param_groups") %in% names(state_dict))) {
+        abort("An optimizer's state dict has `state` and `param_groups`.", class = "value_error")
+      }
+      groups <- state_dict$param_groups
+      if (length(groups) != length(self$param_groups)) {
+        abort("Loaded state dict has a different number of parameter groups",
+              class = "value_error")
+      }
+      for (i in seq_along(groups)) {
+        if (length(groups[[i]]$params) != length(self$param_groups[[i]]$params)) {
+          abort(paste0("Loaded state dict contains a parameter group that doesn't match the ",
+                       "size of optimizer's group."), class = "value_error")
+        }
+      }
+      params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
+      # PyTorch's state dicts count parameters from 0, R torch's from 1.
+      offset <- if (any(unlist(lapply(groups, function(g) g$params)) == 0)) 1L else 0L
+      private$state <- new.env(parent = emptyenv())
+      for (key in names(state_dict$state)) {
+        p <- params[[as.integer(key) + offset]]
+        value <- state_dict$state[[key]]
+        if (!.refer_to_state_dict) {
+          value <- lapply(value, function(v) {
+            if (is_torch_tensor(v)) with_no_grad(v$clone()$to(device = p$device)) else v
+          })
+        }
+        private$state[[param_key(p)]] <- value
+      }
+      for (i in seq_along(groups)) {
+        for (name in setdiff(names(groups[[i]]), c("params", "param_names"))) {
+          value <- groups[[i]][[name]]
+          if (is.list(value) && all(vapply(value, is.numeric, NA))) value <- unlist(value)
+          self$param_groups[[i]][name] <- list(value)
+        }
+      }
+      invisible(self)
+    },
+    print = function(...) {
+      n <- length(self$param_groups)
+      cat(sprintf("<%s> with %d parameter group%s\n", class(self)[[1L]], n,
+                  if (n == 1L) "" else "s"))
+      invisible(self)
+    }
+  ),
+  private = list(
+    state = NULL,
+    all_params = function() unlist(lapply(self$param_groups, function(g) g$params),
+                                   recursive = FALSE),
+    update = function(group, params, grads, grad_scale, found_inf) {
+      abort("An optimizer must define its update.", class = "not_implemented_error")
+    },
+    # The state of `params` (keyed by tensor), made with `init(p)` where there is none.
+    states = function(params, init) {
+      lapply(params, function(p) {
+        key <- param_key(p)
+        s <- private$state[[key]]
+        if (is.null(s)) {
+          s <- init(p)
+          private$state[[key]] <- s
+        }
+        s
+      })
+    },
+    set_states = function(params, states) {
+      for (i in seq_along(params)) private$state[[param_key(params[[i]])]] <- states[[i]]
+    }
+  )
+)
+# nolint end
 
-betas_arg <- function(betas) {
-  if (!is.numeric(betas) || length(betas) != 2L || anyNA(betas)) {
-    abort(sprintf("`betas` must be two numbers, such as c(0.9, 0.999), got %s.",
-                  describe(betas)), class = "value_error")
+param_key <- function(p) format(meta(p, "impl"), scientific = FALSE)
+
+# `params` as a list of groups: a list of tensors is one group.
+param_group_list <- function(params) {
+  if (is_torch_tensor(params)) params <- list(params)
+  if (!is.list(params)) {
+    abort(sprintf("`params` must be a list of tensors or of parameter groups, got %s.",
+                  describe(params)), class = "value_error")
   }
-  reticulate::tuple(as.double(betas[[1L]]), as.double(betas[[2L]]))
+  if (length(params) == 0L) {
+    abort("optimizer got an empty list of parameters.", class = "value_error")
+  }
+  if (is.list(params[[1L]]) && !is_torch_tensor(params[[1L]])) {
+    return(params)
+  }
+  for (p in params) {
+    if (!is_torch_tensor(p)) {
+      abort(sprintf("`params` must be a list of tensors or of parameter groups, got %s.",
+                    describe(p)), class = "value_error")
+    }
+  }
+  list(list(params = params))
 }
 
-adam_like <- function(python_name, classname, params, lr, betas, eps, weight_decay, amsgrad) {
-  py <- call_python(do.call("$", list(torch_py()$optim, python_name))(
-    optimizer_params(params), lr = arg_number(lr, "lr"), betas = betas_arg(betas),
-    eps = arg_number(eps, "eps"), weight_decay = arg_number(weight_decay, "weight_decay"),
-    amsgrad = arg_flag(amsgrad, "amsgrad")), call = NULL)
-  new_optimizer(classname, py)
+optim_required <- function() structure(list(), class = "optim_required")
+
+check_lr <- function(lr) {
+  if (inherits(lr, "optim_required")) {
+    return(lr)
+  }
+  if (!is.numeric(lr) || length(lr) != 1L || is.na(lr)) {
+    abort(sprintf("`lr` must be a number, got %s.", describe(lr)), class = "value_error")
+  }
+  if (lr < 0) abort(sprintf("Invalid learning rate: %s", lr), class = "value_error")
+  lr
+}
+
+check_betas <- function(betas) {
+  if (!is.numeric(betas) || length(betas) != 2L || anyNA(betas) || any(betas < 0 | betas >= 1)) {
+    abort(sprintf("`betas` must be two numbers in [0, 1), got %s.", describe(betas)),
+          class = "value_error")
+  }
+  betas
+}
+
+new_optimizer <- function(classname, update, fused = FALSE, decoupled = FALSE) {
+  R6::R6Class(classname, inherit = Optimizer, lock_objects = FALSE,
+              public = list(.fused = fused),
+              private = list(update = update, decoupled = decoupled))
+}
+
+on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
+
+# ---- SGD ---------------------------------------------------------------------------------------
+
+sgd_update <- function(group, params, grads, grad_scale, found_inf) {
+  lr <- group$lr
+  if (isTRUE(group$fused)) {
+    bufs <- private$states(params, function(p) list(momentum_buffer = torch_zeros_like(p)))
+    first <- is.null(private$state$.sgd_started)
+    private$state$.sgd_started <- TRUE
+    torch__fused_sgd_(params, grads, lapply(bufs, function(s) s$momentum_buffer),
+                      group$weight_decay, group$momentum, lr, group$dampening, group$nesterov,
+                      group$maximize, first, grad_scale, found_inf)
+    return(invisible())
+  }
+  if (group$maximize) grads <- torch__foreach_neg(grads)
+  if (group$weight_decay != 0) {
+    grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
+  }
+  if (group$momentum != 0) {
+    bufs <- lapply(params, function(p) private$state[[param_key(p)]]$momentum_buffer)
+    fresh <- vapply(bufs, is.null, NA)
+    if (any(!fresh)) {
+      old <- bufs[!fresh]
+      torch__foreach_mul_(old, scalar = group$momentum)
+      torch__foreach_add_(old, grads[!fresh], alpha = 1 - group$dampening)
+    }
+    for (i in which(fresh)) {
+      bufs[[i]] <- grads[[i]]$clone()$detach()
+    }
+    private$set_states(params, lapply(bufs, function(b) list(momentum_buffer = b)))
+    grads <- if (group$nesterov) torch__foreach_add(grads, bufs, alpha = group$momentum) else bufs
+  }
+  torch__foreach_add_(params, grads, alpha = -lr)
 }
 
 #' @rdname optimizers
 #' @export
-optim_adam <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
-                       weight_decay = 0, amsgrad = FALSE) {
-  adam_like("Adam", "optim_adam", params, lr, betas, eps, weight_decay, amsgrad)
+optim_sgd <- function(params, lr = optim_required(), momentum = 0, dampening = 0,
+                      weight_decay = 0, nesterov = FALSE, maximize = FALSE, fused = FALSE) {
+  defaults <- list(lr = check_lr(lr), momentum = momentum, dampening = dampening,
+                   weight_decay = weight_decay, nesterov = nesterov, maximize = maximize,
+                   fused = fused)
+  new_optimizer("optim_sgd", sgd_update, fused)$new(params, defaults)
+}
+
+# ---- Adam and AdamW ------------------------------------------------------------------------------
+
+adam_update <- function(group, params, grads, grad_scale, found_inf) {
+    decoupled <- private$decoupled
+    lr <- group$lr
+    beta1 <- group$betas[[1L]]
+    beta2 <- group$betas[[2L]]
+    states <- private$states(params, function(p) {
+      s <- list(step = torch_zeros(size = integer(), device = if (isTRUE(group$fused)) p$device),
+                exp_avg = torch_zeros_like(p, memory_format = torch_preserve_format()),
+                exp_avg_sq = torch_zeros_like(p, memory_format = torch_preserve_format()))
+      if (group$amsgrad) s$max_exp_avg_sq <- torch_zeros_like(p)
+      s
+    })
+    steps <- lapply(states, function(s) s$step)
+    exp_avgs <- lapply(states, function(s) s$exp_avg)
+    exp_avg_sqs <- lapply(states, function(s) s$exp_avg_sq)
+    max_sqs <- if (group$amsgrad) lapply(states, function(s) s$max_exp_avg_sq) else list()
+    if (isTRUE(group$fused)) {
+      fused <- if (decoupled) torch__fused_adamw_ else torch__fused_adam_
+      fused(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
+            group$weight_decay, group$eps, group$amsgrad, group$maximize, grad_scale, found_inf)
+      return(invisible())
+    }
+    if (group$maximize) grads <- torch__foreach_neg(grads)
+    torch__foreach_add_(steps, scalar = 1)
+    if (group$weight_decay != 0) {
+      if (decoupled) {
+        torch__foreach_mul_(params, scalar = 1 - lr * group$weight_decay)
+      } else {
+        grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
+      }
+    }
+    torch__foreach_lerp_(exp_avgs, grads, weight = 1 - beta1)
+    torch__foreach_mul_(exp_avg_sqs, scalar = beta2)
+    torch__foreach_addcmul_(exp_avg_sqs, grads, grads, value = 1 - beta2)
+    step <- vapply(steps, function(s) s$item(), 0)
+    bias1 <- 1 - beta1^step
+    bias2 <- 1 - beta2^step
+    step_size <- lr / bias1
+    # PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
+    # default) ** 0.5: the same formula as the default on this device, to the last bit.
+    bias2_sqrt <- if (on_cuda(params)) bias2^0.5 else sqrt(bias2)
+    if (group$amsgrad) {
+      torch__foreach_maximum_(max_sqs, exp_avg_sqs)
+      denom <- torch__foreach_sqrt(max_sqs)
+    } else {
+      denom <- torch__foreach_sqrt(exp_avg_sqs)
+    }
+    torch__foreach_div_(denom, scalars = bias2_sqrt)
+    torch__foreach_add_(denom, scalar = group$eps)
+    torch__foreach_addcdiv_(params, exp_avgs, denom, scalars = -step_size)
+}
+
+adam_like <- function(classname, decoupled, params, lr, betas, eps, weight_decay, amsgrad,
+                      maximize, fused) {
+  defaults <- list(lr = check_lr(lr), betas = check_betas(betas), eps = eps,
+                   weight_decay = weight_decay, amsgrad = amsgrad, maximize = maximize,
+                   fused = fused)
+  new_optimizer(classname, adam_update, fused, decoupled)$new(params, defaults)
+}
+
+#' @rdname optimizers
+#' @export
+optim_adam <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8, weight_decay = 0,
+                       amsgrad = FALSE, maximize = FALSE, fused = FALSE) {
+  adam_like("optim_adam", FALSE, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
 }
 
 #' @rdname optimizers
 #' @export
 optim_adamw <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
-                        weight_decay = 0.01, amsgrad = FALSE) {
-  adam_like("AdamW", "optim_adamw", params, lr, betas, eps, weight_decay, amsgrad)
+                        weight_decay = 0.01, amsgrad = FALSE, maximize = FALSE, fused = FALSE) {
+  adam_like("optim_adamw", TRUE, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
+}
+
+# ---- RMSprop and Adagrad (per tensor, as PyTorch's CPU default) ----------------------------------
+
+rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
+  states <- private$states(params, function(p) {
+    s <- list(step = torch_zeros(size = integer()), square_avg = torch_zeros_like(p))
+    if (group$momentum > 0) s$momentum_buffer <- torch_zeros_like(p)
+    if (group$centered) s$grad_avg <- torch_zeros_like(p)
+    s
+  })
+  for (i in seq_along(params)) {
+    p <- params[[i]]
+    g <- grads[[i]]
+    s <- states[[i]]
+    s$step$add_(1)
+    if (group$weight_decay != 0) g <- g$add(p, alpha = group$weight_decay)
+    s$square_avg$mul_(group$alpha)$addcmul_(g, g, value = 1 - group$alpha)
+    if (group$centered) {
+      s$grad_avg$lerp_(g, 1 - group$alpha)
+      avg <- s$square_avg$addcmul(s$grad_avg, s$grad_avg, value = -1)$sqrt_()
+    } else {
+      avg <- s$square_avg$sqrt()
+    }
+    avg <- avg$add_(group$eps)
+    if (group$momentum > 0) {
+      s$momentum_buffer$mul_(group$momentum)$addcdiv_(g, avg)
+      p$add_(s$momentum_buffer, alpha = -group$lr)
+    } else {
+      p$addcdiv_(g, avg, value = -group$lr)
+    }
+  }
 }
 
 #' @rdname optimizers
-#' @param alpha RMSprop's smoothing constant.
-#' @param centered Whether RMSprop normalizes by the gradient's estimated variance.
 #' @export
 optim_rmsprop <- function(params, lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
                           momentum = 0, centered = FALSE) {
-  py <- call_python(torch_py()$optim$RMSprop(
-    optimizer_params(params), lr = arg_number(lr, "lr"), alpha = arg_number(alpha, "alpha"),
-    eps = arg_number(eps, "eps"), weight_decay = arg_number(weight_decay, "weight_decay"),
-    momentum = arg_number(momentum, "momentum"), centered = arg_flag(centered, "centered")),
-    call = NULL)
-  new_optimizer("optim_rmsprop", py)
+  defaults <- list(lr = check_lr(lr), alpha = alpha, eps = eps, weight_decay = weight_decay,
+                   momentum = momentum, centered = centered)
+  new_optimizer("optim_rmsprop", rmsprop_update)$new(params, defaults)
+}
+
+adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
+  states <- private$states(params, function(p) {
+    list(step = torch_zeros(size = integer()),
+         sum = torch_full_like(p, group$initial_accumulator_value))
+  })
+  for (i in seq_along(params)) {
+    p <- params[[i]]
+    g <- grads[[i]]
+    s <- states[[i]]
+    s$step$add_(1)
+    step <- s$step$item()
+    if (group$weight_decay != 0) g <- g$add(p, alpha = group$weight_decay)
+    clr <- group$lr / (1 + (step - 1) * group$lr_decay)
+    s$sum$addcmul_(g, g, value = 1)
+    std <- s$sum$sqrt()$add_(group$eps)
+    p$addcdiv_(g, std, value = -clr)
+  }
 }
 
 #' @rdname optimizers
-#' @param lr_decay Adagrad's learning-rate decay.
-#' @param initial_accumulator_value Adagrad's starting sum of squared gradients.
 #' @export
 optim_adagrad <- function(params, lr = 0.01, lr_decay = 0, weight_decay = 0,
                           initial_accumulator_value = 0, eps = 1e-10) {
-  py <- call_python(torch_py()$optim$Adagrad(
-    optimizer_params(params), lr = arg_number(lr, "lr"),
-    lr_decay = arg_number(lr_decay, "lr_decay"),
-    weight_decay = arg_number(weight_decay, "weight_decay"),
-    initial_accumulator_value = arg_number(initial_accumulator_value,
-                                           "initial_accumulator_value"),
-    eps = arg_number(eps, "eps")), call = NULL)
-  new_optimizer("optim_adagrad", py)
+  defaults <- list(lr = check_lr(lr), lr_decay = lr_decay, weight_decay = weight_decay,
+                   initial_accumulator_value = initial_accumulator_value, eps = eps)
+  new_optimizer("optim_adagrad", adagrad_update)$new(params, defaults)
 }
 
 #' @rdname optimizers
-#' @param x An object.
 #' @export
 is_optimizer <- function(x) inherits(x, "torch_optimizer")

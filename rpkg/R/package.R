@@ -1,47 +1,41 @@
 #' ampkit: automatic mixed precision through one C++ core
 #'
-#' ampkit's autocast guard and grad scaler live in one C++ core that R reaches
-#' through the Python extension `ampkit._C`, via reticulate. The R API mirrors
-#' R torch's ([with_autocast()], [local_autocast()], [set_autocast()],
-#' [cuda_amp_grad_scaler()]); tensors, modules and optimizers come from
-#' Python's torch (`torch <- reticulate::import("torch")`).
+#' R torch's API (tensors, `nn_module()`, optimizers, autograd, AMP) on
+#' libtorch, called directly from compiled code: every tensor operation,
+#' module call, autocast region and scaler step runs in C++ without Python.
+#' ampkit's autocast guard and grad scaler are its C++ core, the same library
+#' Python's `ampkit` uses. The operators are generated from libtorch's
+#' schemas, as R torch generates its own.
 #'
-#' @section Finding Python:
-#' ampkit uses the Python in the environment variable `RETICULATE_PYTHON` when
-#' it is set, else the Python it was installed against (`make setup` in the
-#' ampkit repository installs it against its `.venv`, and writes nothing
-#' global such as `~/.Renviron`). Python starts on the first call that
-#' needs it, not at `library(ampkit)`. When the Python module `ampkit` cannot
-#' be imported, that call fails with one error (of class `ampkit_unavailable`)
-#' saying what is missing and how to install it; [ampkit_available()] asks the
-#' same question without an error.
+#' @section Python:
+#' libtorch comes from the Python torch ampkit was installed against (`make
+#' setup` in the ampkit repository), which also holds ampkit's core library:
+#' one libtorch, one core. Python itself starts only when asked for: tensors
+#' handed to or taken from Python's torch (reticulate), the autocast audit, the
+#' precision tools that are Python's, scalers for several processes and the
+#' DeepSpeed/Megatron presets. ampkit uses the Python in `RETICULATE_PYTHON`
+#' when it is set, else the one it was installed against; [ampkit_available()]
+#' tells whether it can be imported.
 #'
 #' @section torch keeps its own BLAS:
-#' R loads a BLAS of its own (Debian's reference BLAS) before Python starts, and
-#' a torch imported afterwards would run its float32 matrix products on it:
-#' 15-40x slower than in Python, and not bit-identical. `library(ampkit)` starts
-#' no Python, but arranges that torch, whenever it is imported (by
-#' `reticulate::import("torch")`, by ampkit, in either order), keeps its own
-#' BLAS: right after reticulate starts Python (a `"reticulate.onPyInit"` hook),
-#' torch's import is given `RTLD_DEEPBIND`. Only a torch imported before
-#' `library(ampkit)` cannot be helped: when it uses another BLAS, ampkit's first
-#' call warns (class `ampkit_warning`) and says how to fix it: load ampkit
-#' before anything imports torch.
+#' R loads a BLAS of its own (Debian's reference BLAS) before libtorch, and
+#' libtorch's float32 matrix products would otherwise run on it: 15-40x slower
+#' and not bit-identical to PyTorch. `library(ampkit)` loads libtorch with
+#' `RTLD_DEEPBIND` first, so that it keeps its own; a Python torch imported
+#' later in the process uses the same libtorch.
 #'
 #' @section Errors:
-#' Every error ampkit raises is an rlang error of class `ampkit_error`:
-#' `c("ampkit_error", "rlang_error", "error", "condition")`, with subclasses
-#' before `"ampkit_error"` where there are some (`ampkit_unavailable`).
-#' Errors from the core (Python exceptions such as `ampkit.StateError`) carry
-#' the core's message, without reticulate's traceback, and the Python
-#' exception's class name in the field `python_type`; the core judges every
-#' number (ranges, whole numbers such as `growth_interval`). Arguments R cannot
-#' convert (not one number, string or flag; `NA`) get an R-side error naming
-#' the argument and the value received. Warnings have class `ampkit_warning`.
+#' Errors of libtorch and of ampkit's own checks are R conditions with R
+#' torch's classes (`value_error`, `runtime_error`, `index_error`,
+#' `type_error`, `not_implemented_error`), without C++ backtraces; the core's
+#' errors are also of class `ampkit_error` (and `ampkit_scale_collapse` for a
+#' collapse), with the core's error kind in the field `core_type`. Every
+#' error is an rlang error. Warnings have class `ampkit_warning`.
 #'
 #' @keywords internal
 #' @importFrom R6 R6Class
 #' @importFrom rlang %||%
+#' @importFrom utils head tail str
 "_PACKAGE"
 
 # The Python modules as reticulate's delay-load proxies, so that library(ampkit) starts no
@@ -49,20 +43,19 @@
 .py <- new.env(parent = emptyenv())
 
 .onLoad <- function(libname, pkgname) {
+  load_native(libname, pkgname)
+  build_tensor_methods()
   .py$ready <- FALSE
   .py$check_blas <- FALSE
-  # torch keeps its own BLAS however it is imported: the finder is installed right after
-  # reticulate starts Python, or now if Python already runs. (Where it does, import(delay_load =
-  # TRUE) would import at once, torch with it: python_modules() imports the modules instead.)
+  # A Python torch imported later in this process keeps libtorch's BLAS too: the finder is
+  # installed right after reticulate starts Python, or now if Python already runs.
   if (reticulate::py_available(initialize = FALSE)) {
     keep_torch_blas()
     return(invisible())
   }
   setHook(py_init_hook, keep_torch_blas)
   prefer_installed_python()
-  # "ampkit" first: reticulate prefers, when RETICULATE_PYTHON is unset, a Python that has the
-  # first delay-loaded module.
-  .py$ampkit <- reticulate::import("ampkit", delay_load = TRUE)
+  invisible()
 }
 
 .onUnload <- function(libpath) {
@@ -104,14 +97,6 @@ python_modules <- function() {
     # ampkit.r_glue is R's whole interface to ampkit's Python side (no private name is read
     # from R); it ships inside the Python package, versioned with the extension it calls.
     .py$glue <- reticulate::import("ampkit.r_glue")
-    # convert = FALSE: tokens and requests stay Python objects, no conversion tried.
-    regions <- reticulate::import("ampkit.r_glue", convert = FALSE)
-    .py$open_region <- regions$open_region
-    .py$enter_region <- regions$enter_region
-    .py$exit_region <- regions$exit_region
-    .py$is_autocast_enabled <- .py$glue$is_autocast_enabled
-    .py$get_autocast_dtype <- .py$glue$get_autocast_dtype
-    .py$scaler_options <- .py$glue$scaler_options()
     .py$ready <- TRUE
     warn_foreign_blas()
   }
@@ -170,9 +155,10 @@ abort_unavailable <- function(cause) {
 #' Is ampkit's Python side available?
 #'
 #' Imports the Python module `ampkit` (starting Python if needed) and reports
-#' whether that worked, instead of raising the error every other ampkit
-#' function raises when Python or the module is missing. Use it to guard
-#' examples and scripts.
+#' whether that worked, instead of raising the error the functions that need
+#' Python raise when it or the module is missing (tensors, modules,
+#' optimizers and AMP need no Python). Use it to guard code that hands
+#' tensors to Python's torch.
 #'
 #' @return `TRUE` or `FALSE`.
 #' @export

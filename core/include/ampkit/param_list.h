@@ -31,4 +31,11 @@ class ParamList {
   uint64_t id_;  // unique for the process's lifetime
 };
 
+// Names for an optimizer's parameters (overflow reports): a group's own names where it has one per
+// parameter (an optimizer built from named parameters), else "group{g}.param{i}". The second
+// optimizer a scaler meets, and each after it (`optimizer` counts from 0), prefixes its names with
+// "optimizer{k}.", so that names stay unique across optimizers. `given[g]` empty: none given.
+std::vector<std::string> param_names(const std::vector<std::vector<std::string>>& given,
+                                     const std::vector<size_t>& sizes, int optimizer);
+
 }  // namespace ampkit

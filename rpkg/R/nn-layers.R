@@ -1,0 +1,621 @@
+#' @include nn-module.R
+NULL
+
+# R torch's built-in layers and losses, as nn_modules over the nnf_* functions. Parameters are
+# initialized as PyTorch's modules initialize them (libtorch's generator, the same draws), so that
+# torch_manual_seed() gives PyTorch's and R torch's weights.
+
+#' Initializing parameters
+#'
+#' R torch's `nn_init_*` functions fill a tensor in place (without recording
+#' autograd) and return it: `nn_init_uniform_(x, a, b)`, `nn_init_normal_(x,
+#' mean, std)`, `nn_init_constant_(x, val)`, `nn_init_zeros_()`,
+#' `nn_init_ones_()`, `nn_init_eye_()`, and the fan-based ones
+#' (`nn_init_kaiming_uniform_()`, `nn_init_kaiming_normal_()`,
+#' `nn_init_xavier_uniform_()`, `nn_init_xavier_normal_()`), with PyTorch's
+#' formulas.
+#' @param tensor A tensor.
+#' @param a,b Bounds (uniform); `a`: the negative slope (kaiming).
+#' @param mean,std The normal's parameters.
+#' @param val A value.
+#' @param mode `"fan_in"` or `"fan_out"`.
+#' @param nonlinearity The nonlinearity the gain is computed for.
+#' @param gain A scaling factor.
+#' @return The tensor, invisibly.
+#' @name nn_init
+#' @examples
+#' w <- torch_empty(3, 5)
+#' nn_init_xavier_uniform_(w)
+#' nn_init_constant_(torch_empty(2), 0.5)
+NULL
+
+init_no_grad <- function(code) invisible(with_no_grad(code))
+
+#' @rdname nn_init
+#' @export
+nn_init_uniform_ <- function(tensor, a = 0, b = 1) init_no_grad(tensor$uniform_(a, b))
+
+#' @rdname nn_init
+#' @export
+nn_init_normal_ <- function(tensor, mean = 0, std = 1) init_no_grad(tensor$normal_(mean, std))
+
+#' @rdname nn_init
+#' @export
+nn_init_constant_ <- function(tensor, val) init_no_grad(tensor$fill_(val))
+
+#' @rdname nn_init
+#' @export
+nn_init_zeros_ <- function(tensor) init_no_grad(tensor$zero_())
+
+#' @rdname nn_init
+#' @export
+nn_init_ones_ <- function(tensor) init_no_grad(tensor$fill_(1))
+
+#' @rdname nn_init
+#' @export
+nn_init_eye_ <- function(tensor) {
+  if (tensor$dim() != 2L) {
+    abort("Only tensors with 2 dimensions are supported", class = "value_error")
+  }
+  init_no_grad(tensor$copy_(torch_eye(tensor$size(1), tensor$size(2), dtype = tensor$dtype)))
+}
+
+# PyTorch's fan computation (torch.nn.init._calculate_fan_in_and_fan_out).
+fan_in_out <- function(tensor) {
+  shape <- dim(tensor)
+  if (length(shape) < 2L) {
+    abort("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions",
+          class = "value_error")
+  }
+  receptive <- if (length(shape) > 2L) prod(shape[-(1:2)]) else 1
+  c(fan_in = shape[[2L]] * receptive, fan_out = shape[[1L]] * receptive)
+}
+
+init_gain <- function(nonlinearity, param = NULL) {
+  switch(nonlinearity,
+    linear = , conv1d = , conv2d = , conv3d = , sigmoid = 1,
+    tanh = 5 / 3,
+    relu = sqrt(2),
+    leaky_relu = {
+      slope <- if (is.null(param)) 0.01 else param
+      sqrt(2 / (1 + slope^2))
+    },
+    selu = 3 / 4,
+    abort(sprintf("Unsupported nonlinearity %s", nonlinearity), class = "value_error")
+  )
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_kaiming_uniform_ <- function(tensor, a = 0, mode = "fan_in",
+                                     nonlinearity = "leaky_relu") {
+  fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
+  bound <- init_gain(nonlinearity, a) * sqrt(3 / fan)
+  init_no_grad(tensor$uniform_(-bound, bound))
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_kaiming_normal_ <- function(tensor, a = 0, mode = "fan_in", nonlinearity = "leaky_relu") {
+  fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
+  init_no_grad(tensor$normal_(0, init_gain(nonlinearity, a) / sqrt(fan)))
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_xavier_uniform_ <- function(tensor, gain = 1) {
+  fans <- fan_in_out(tensor)
+  bound <- gain * sqrt(2 / sum(fans)) * sqrt(3)
+  init_no_grad(tensor$uniform_(-bound, bound))
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_xavier_normal_ <- function(tensor, gain = 1) {
+  init_no_grad(tensor$normal_(0, gain * sqrt(2 / sum(fan_in_out(tensor)))))
+}
+
+# PyTorch's reset_parameters() of Linear and the convolutions: kaiming_uniform(a = sqrt(5)) for the
+# weight, uniform(+-1/sqrt(fan_in)) for the bias.
+reset_linear_like <- function(self) {
+  nn_init_kaiming_uniform_(self$weight, a = sqrt(5))
+  if (!is.null(self$bias)) {
+    bound <- 1 / sqrt(fan_in_out(self$weight)[["fan_in"]])
+    nn_init_uniform_(self$bias, -bound, bound)
+  }
+}
+
+#' Layers
+#'
+#' R torch's built-in layers: each an [nn_module()] whose parameters are
+#' initialized as PyTorch initializes them (so [torch_manual_seed()] gives
+#' PyTorch's weights). Sizes may be R doubles; two-dimensional sizes a
+#' number or a vector of two.
+#'
+#' @param in_features,out_features Input and output sizes.
+#' @param bias Whether to learn an additive bias.
+#' @param in_channels,out_channels,kernel_size,stride,padding,dilation,groups
+#'   Convolution sizes.
+#' @param ceil_mode,count_include_pad,divisor_override,output_size Pooling
+#'   options.
+#' @param num_features,eps,momentum,affine,track_running_stats Batch norm.
+#' @param normalized_shape,elementwise_affine Layer norm.
+#' @param num_embeddings,embedding_dim,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse,.weight
+#'   Embedding.
+#' @param p,inplace Dropout.
+#' @param start_dim,end_dim Flatten.
+#' @param dim A dimension (1-based).
+#' @param negative_slope,alpha,beta,threshold,approximate Activations.
+#' @param reduction,weight,ignore_index,label_smoothing,pos_weight Losses.
+#' @param ... Modules (`nn_sequential()`), or ignored.
+#' @param modules A list of modules (`nn_module_list()`).
+#' @return A module.
+#' @name nn_layers
+#' @examples
+#' torch_manual_seed(1)
+#' model <- nn_sequential(nn_linear(4, 8), nn_relu(), nn_linear(8, 2))
+#' model(torch_randn(3, 4))
+#' conv <- nn_conv2d(3, 8, kernel_size = 3, padding = 1)
+#' dim(conv(torch_randn(1, 3, 16, 16)))
+#' nn_cross_entropy_loss()(torch_randn(2, 5), torch_tensor(c(1L, 5L)))
+NULL
+
+#' @rdname nn_layers
+#' @export
+nn_linear <- nn_module(
+  "nn_linear",
+  initialize = function(in_features, out_features, bias = TRUE) {
+    self$in_features <- whole_number(in_features, "in_features")
+    self$out_features <- whole_number(out_features, "out_features")
+    self$weight <- nn_parameter(torch_empty(self$out_features, self$in_features))
+    if (isTRUE(bias)) {
+      self$bias <- nn_parameter(torch_empty(self$out_features))
+    } else {
+      self$bias <- NULL
+    }
+    reset_linear_like(self)
+  },
+  forward = function(input) nnf_linear(input, self$weight, self$bias)
+)
+
+conv_module <- function(classname, nd, f) {
+  nn_module(
+    classname,
+    initialize = function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                          dilation = 1, groups = 1, bias = TRUE, padding_mode = "zeros") {
+      kernel <- rep_len(whole_numbers(kernel_size, "kernel_size"), nd)
+      self$stride <- rep_len(whole_numbers(stride, "stride"), nd)
+      self$padding <- if (is.character(padding)) padding else rep_len(whole_numbers(padding, "padding"), nd)
+      self$dilation <- rep_len(whole_numbers(dilation, "dilation"), nd)
+      self$groups <- whole_number(groups, "groups")
+      in_channels <- whole_number(in_channels, "in_channels")
+      out_channels <- whole_number(out_channels, "out_channels")
+      self$weight <- nn_parameter(torch_empty(c(out_channels, in_channels / self$groups, kernel)))
+      self$bias <- if (isTRUE(bias)) nn_parameter(torch_empty(out_channels)) else NULL
+      reset_linear_like(self)
+    },
+    forward = function(input) {
+      f(input, self$weight, self$bias, self$stride, self$padding, self$dilation, self$groups)
+    }
+  )
+}
+
+#' @rdname nn_layers
+#' @export
+nn_conv1d <- conv_module("nn_conv1d", 1L, function(...) torch_conv1d(...))
+
+#' @rdname nn_layers
+#' @export
+nn_conv2d <- conv_module("nn_conv2d", 2L, function(...) torch_conv2d(...))
+
+#' @rdname nn_layers
+#' @export
+nn_max_pool2d <- nn_module(
+  "nn_max_pool2d",
+  initialize = function(kernel_size, stride = NULL, padding = 0, dilation = 1,
+                        return_indices = FALSE, ceil_mode = FALSE) {
+    self$kernel_size <- kernel_size
+    self$stride <- stride %||% kernel_size
+    self$padding <- padding
+    self$dilation <- dilation
+    self$ceil_mode <- ceil_mode
+  },
+  forward = function(input) {
+    nnf_max_pool2d(input, self$kernel_size, self$stride, self$padding, self$dilation,
+                   self$ceil_mode)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_avg_pool2d <- nn_module(
+  "nn_avg_pool2d",
+  initialize = function(kernel_size, stride = NULL, padding = 0, ceil_mode = FALSE,
+                        count_include_pad = TRUE, divisor_override = NULL) {
+    self$kernel_size <- kernel_size
+    self$stride <- stride %||% kernel_size
+    self$padding <- padding
+    self$ceil_mode <- ceil_mode
+    self$count_include_pad <- count_include_pad
+    self$divisor_override <- divisor_override
+  },
+  forward = function(input) {
+    nnf_avg_pool2d(input, self$kernel_size, self$stride, self$padding, self$ceil_mode,
+                   self$count_include_pad, self$divisor_override)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_adaptive_avg_pool2d <- nn_module(
+  "nn_adaptive_avg_pool2d",
+  initialize = function(output_size) self$output_size <- rep_len(output_size, 2L),
+  forward = function(input) nnf_adaptive_avg_pool2d(input, self$output_size)
+)
+
+batch_norm_module <- function(classname, dims) {
+  nn_module(
+    classname,
+    initialize = function(num_features, eps = 1e-5, momentum = 0.1, affine = TRUE,
+                          track_running_stats = TRUE) {
+      self$num_features <- whole_number(num_features, "num_features")
+      self$eps <- eps
+      self$momentum <- momentum
+      self$affine <- affine
+      self$track_running_stats <- track_running_stats
+      if (affine) {
+        self$weight <- nn_parameter(torch_ones(self$num_features))
+        self$bias <- nn_parameter(torch_zeros(self$num_features))
+      }
+      if (track_running_stats) {
+        self$running_mean <- nn_buffer(torch_zeros(self$num_features))
+        self$running_var <- nn_buffer(torch_ones(self$num_features))
+        self$num_batches_tracked <- nn_buffer(torch_tensor(0L))
+      }
+    },
+    forward = function(input) {
+      if (!input$dim() %in% dims) {
+        abort(sprintf("expected %s input (got %dD input)",
+                      paste0(dims, "D", collapse = " or "), input$dim()), class = "value_error")
+      }
+      average <- if (is.null(self$momentum)) 0 else self$momentum
+      if (self$training && self$track_running_stats) {
+        with_no_grad(self$num_batches_tracked$add_(1L))
+        if (is.null(self$momentum)) {
+          average <- 1 / as.numeric(self$num_batches_tracked)
+        }
+      }
+      use_batch <- self$training || !self$track_running_stats
+      nnf_batch_norm(input, self$running_mean, self$running_var, self$weight, self$bias,
+                     training = use_batch, momentum = average, eps = self$eps)
+    }
+  )
+}
+
+#' @rdname nn_layers
+#' @export
+nn_batch_norm1d <- batch_norm_module("nn_batch_norm1d", c(2L, 3L))
+
+#' @rdname nn_layers
+#' @export
+nn_batch_norm2d <- batch_norm_module("nn_batch_norm2d", 4L)
+
+#' @rdname nn_layers
+#' @export
+nn_layer_norm <- nn_module(
+  "nn_layer_norm",
+  initialize = function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE) {
+    self$normalized_shape <- whole_numbers(normalized_shape, "normalized_shape")
+    self$eps <- eps
+    if (elementwise_affine) {
+      self$weight <- nn_parameter(torch_ones(self$normalized_shape))
+      self$bias <- nn_parameter(torch_zeros(self$normalized_shape))
+    }
+  },
+  forward = function(input) {
+    nnf_layer_norm(input, self$normalized_shape, self$weight, self$bias, self$eps)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_embedding <- nn_module(
+  "nn_embedding",
+  initialize = function(num_embeddings, embedding_dim, padding_idx = NULL, max_norm = NULL,
+                        norm_type = 2, scale_grad_by_freq = FALSE, sparse = FALSE,
+                        .weight = NULL) {
+    self$num_embeddings <- whole_number(num_embeddings, "num_embeddings")
+    self$embedding_dim <- whole_number(embedding_dim, "embedding_dim")
+    if (!is.null(padding_idx)) {
+      padding_idx <- whole_number(padding_idx, "padding_idx")
+      if (padding_idx > 0) padding_idx <- padding_idx - 1L
+    }
+    self$padding_idx <- padding_idx
+    self$max_norm <- max_norm
+    self$norm_type <- norm_type
+    self$scale_grad_by_freq <- scale_grad_by_freq
+    self$sparse <- sparse
+    if (is.null(.weight)) {
+      self$weight <- nn_parameter(torch_empty(self$num_embeddings, self$embedding_dim))
+      nn_init_normal_(self$weight)
+      if (!is.null(padding_idx)) with_no_grad(self$weight[padding_idx + 1L, ]$fill_(0))
+    } else {
+      self$weight <- nn_parameter(.weight)
+    }
+  },
+  forward = function(input) {
+    nnf_embedding(input, self$weight, self$padding_idx, self$max_norm, self$norm_type,
+                  self$scale_grad_by_freq, self$sparse)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_dropout <- nn_module(
+  "nn_dropout",
+  initialize = function(p = 0.5, inplace = FALSE) {
+    check_probability(p)
+    self$p <- p
+  },
+  forward = function(input) nnf_dropout(input, self$p, self$training)
+)
+
+#' @rdname nn_layers
+#' @export
+nn_dropout2d <- nn_module(
+  "nn_dropout2d",
+  initialize = function(p = 0.5, inplace = FALSE) {
+    check_probability(p)
+    self$p <- p
+  },
+  forward = function(input) nnf_dropout2d(input, self$p, self$training)
+)
+
+#' @rdname nn_layers
+#' @export
+nn_flatten <- nn_module(
+  "nn_flatten",
+  initialize = function(start_dim = 2, end_dim = -1) {
+    self$start_dim <- start_dim
+    self$end_dim <- end_dim
+  },
+  forward = function(input) nnf_flatten(input, self$start_dim, self$end_dim)
+)
+
+#' @rdname nn_layers
+#' @export
+nn_identity <- nn_module(
+  "nn_identity",
+  initialize = function(...) invisible(NULL),
+  forward = function(input) input
+)
+
+# An activation without parameters of its own: `f(input, <the module's arguments>)`.
+activation_module <- function(classname, f, arguments = list()) {
+  nn_module(
+    classname,
+    initialize = rlang::new_function(
+      args = c(arguments, alist(inplace = FALSE)),
+      body = rlang::expr({
+        for (name in !!names(arguments)) self[[name]] <- get(name)
+      })
+    ),
+    forward = rlang::new_function(
+      args = alist(input = ),
+      body = rlang::expr((!!f)(input, !!!lapply(names(arguments), function(n) {
+        rlang::expr(self[[!!n]])
+      })))
+    )
+  )
+}
+
+#' @rdname nn_layers
+#' @export
+nn_relu <- activation_module("nn_relu", function(input) torch_relu(input))
+#' @rdname nn_layers
+#' @export
+nn_relu6 <- activation_module("nn_relu6", function(input) nnf_relu6(input))
+#' @rdname nn_layers
+#' @export
+nn_sigmoid <- activation_module("nn_sigmoid", function(input) torch_sigmoid(input))
+#' @rdname nn_layers
+#' @export
+nn_tanh <- activation_module("nn_tanh", function(input) torch_tanh(input))
+#' @rdname nn_layers
+#' @export
+nn_silu <- activation_module("nn_silu", function(input) torch_silu(input))
+#' @rdname nn_layers
+#' @export
+nn_gelu <- activation_module("nn_gelu", function(input, approximate) nnf_gelu(input, approximate),
+                             list(approximate = "none"))
+#' @rdname nn_layers
+#' @export
+nn_leaky_relu <- activation_module("nn_leaky_relu", function(input, s) nnf_leaky_relu(input, s),
+                                   list(negative_slope = 0.01))
+#' @rdname nn_layers
+#' @export
+nn_elu <- activation_module("nn_elu", function(input, a) nnf_elu(input, a), list(alpha = 1))
+#' @rdname nn_layers
+#' @export
+nn_celu <- activation_module("nn_celu", function(input, a) nnf_celu(input, a), list(alpha = 1))
+#' @rdname nn_layers
+#' @export
+nn_softplus <- activation_module("nn_softplus", function(input, b, t) nnf_softplus(input, b, t),
+                                 list(beta = 1, threshold = 20))
+#' @rdname nn_layers
+#' @export
+nn_softmax <- activation_module("nn_softmax", function(input, dim) nnf_softmax(input, dim),
+                                alist(dim = ))
+#' @rdname nn_layers
+#' @export
+nn_log_softmax <- activation_module("nn_log_softmax",
+                                    function(input, dim) nnf_log_softmax(input, dim),
+                                    alist(dim = ))
+
+loss_module <- function(classname, f, arguments = list()) {
+  nn_module(
+    classname,
+    initialize = rlang::new_function(
+      args = c(arguments, alist(reduction = "mean")),
+      body = rlang::expr({
+        for (name in c(!!names(arguments), "reduction")) self[[name]] <- get(name)
+      })
+    ),
+    forward = rlang::new_function(
+      args = alist(input = , target = ),
+      body = rlang::expr((!!f)(input, target, !!!lapply(c(names(arguments), "reduction"),
+                                                          function(n) rlang::expr(self[[!!n]]))))
+    )
+  )
+}
+
+#' @rdname nn_layers
+#' @export
+nn_mse_loss <- loss_module("nn_mse_loss", function(i, t, r) nnf_mse_loss(i, t, r))
+#' @rdname nn_layers
+#' @export
+nn_l1_loss <- loss_module("nn_l1_loss", function(i, t, r) nnf_l1_loss(i, t, r))
+#' @rdname nn_layers
+#' @export
+nn_bce_loss <- loss_module("nn_bce_loss", function(i, t, w, r) nnf_binary_cross_entropy(i, t, w, r),
+                           list(weight = NULL))
+#' @rdname nn_layers
+#' @export
+nn_bce_with_logits_loss <- loss_module(
+  "nn_bce_with_logits_loss",
+  function(i, t, w, pw, r) nnf_binary_cross_entropy_with_logits(i, t, w, r, pw),
+  list(weight = NULL, pos_weight = NULL))
+#' @rdname nn_layers
+#' @export
+nn_cross_entropy_loss <- loss_module(
+  "nn_cross_entropy_loss",
+  function(i, t, w, ii, ls, r) nnf_cross_entropy(i, t, w, ii, r, ls),
+  list(weight = NULL, ignore_index = -100, label_smoothing = 0))
+#' @rdname nn_layers
+#' @export
+nn_nll_loss <- loss_module("nn_nll_loss", function(i, t, w, ii, r) nnf_nll_loss(i, t, w, ii, r),
+                           list(weight = NULL, ignore_index = -100))
+
+#' @rdname nn_layers
+#' @export
+nn_sequential <- nn_module(
+  "nn_sequential",
+  initialize = function(...) {
+    modules <- list(...)
+    for (i in seq_along(modules)) {
+      if (!is_nn_module(modules[[i]])) {
+        abort(sprintf("Expected nn_module but got object of type %s", class(modules[[i]])[[1L]]),
+              class = "value_error")
+      }
+      self$add_module(names(modules)[i] %||% as.character(i - 1L), modules[[i]])
+    }
+  },
+  forward = function(input) {
+    for (m in private$modules_) input <- m(input)
+    input
+  }
+)
+
+#' @export
+length.nn_sequential <- function(x) length(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+
+#' @export
+`[[.nn_sequential` <- function(x, name) {
+  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_
+  if (is.numeric(name)) modules[[name]] else `$.nn_module`(x, name)
+}
+
+#' @export
+`[.nn_sequential` <- function(x, i) {
+  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_[i]
+  do.call(nn_sequential, unname(modules))
+}
+
+#' @rdname nn_layers
+#' @export
+nn_module_list <- nn_module(
+  "nn_module_list",
+  initialize = function(modules = list()) {
+    for (m in modules) self$append(m)
+  },
+  append = function(module) {
+    self$add_module(as.character(length(private$modules_)), module)
+    invisible(self)
+  },
+  extend = function(modules) {
+    for (m in modules) self$append(m)
+    invisible(self)
+  },
+  insert = function(index, module) {
+    modules <- private$modules_
+    modules <- append(modules, list(module), after = index - 1L)
+    private$modules_ <- list()
+    for (m in modules) self$append(m)
+    invisible(self)
+  }
+)
+
+#' @export
+length.nn_module_list <- function(x) length(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+
+#' @export
+`[[.nn_module_list` <- function(x, name) {
+  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_
+  if (is.numeric(name)) modules[[name]] else `$.nn_module`(x, name)
+}
+
+#' @export
+as.list.nn_module_list <- function(x, ...) unname(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+
+#' Clipping gradients
+#'
+#' `nn_utils_clip_grad_norm_()` scales the gradients of `parameters` so that
+#' their total norm is at most `max_norm` (returns the norm before clipping);
+#' `nn_utils_clip_grad_value_()` clamps each gradient to `[-clip_value,
+#' clip_value]`. With a grad scaler, call `scaler$unscale_(optimizer)` first.
+#' @param parameters A tensor or a list of tensors (a module's `$parameters`).
+#' @param max_norm,norm_type The largest total norm, and the norm's order.
+#' @param clip_value The largest absolute value.
+#' @param error_if_nonfinite Raise when the norm is inf or NaN.
+#' @return `nn_utils_clip_grad_norm_()`: the total norm (a tensor).
+#' @name nn_utils_clip_grad
+#' @examples
+#' m <- nn_linear(3, 1)
+#' m(torch_randn(4, 3))$sum()$backward()
+#' nn_utils_clip_grad_norm_(m$parameters, max_norm = 0.1)
+NULL
+
+grads_of <- function(parameters) {
+  if (is_torch_tensor(parameters)) parameters <- list(parameters)
+  grads <- lapply(parameters, function(p) p$grad)
+  Filter(function(g) !is_undefined_tensor(g), grads)
+}
+
+#' @rdname nn_utils_clip_grad
+#' @export
+nn_utils_clip_grad_norm_ <- function(parameters, max_norm, norm_type = 2,
+                                     error_if_nonfinite = FALSE) {
+  grads <- unname(grads_of(parameters))
+  if (length(grads) == 0L) {
+    return(torch_tensor(0))
+  }
+  with_no_grad({
+    norms <- torch__foreach_norm(grads, norm_type)
+    total <- torch_linalg_vector_norm(torch_stack(norms), norm_type)
+    if (isTRUE(error_if_nonfinite) && !as.logical(torch_isfinite(total))) {
+      abort("The total norm of gradients is non-finite, so it cannot be clipped.",
+            class = "runtime_error")
+    }
+    coef <- torch_clamp(max_norm / (total + 1e-6), max = 1)
+    torch__foreach_mul_(grads, coef)
+  })
+  total
+}
+
+#' @rdname nn_utils_clip_grad
+#' @export
+nn_utils_clip_grad_value_ <- function(parameters, clip_value) {
+  grads <- unname(grads_of(parameters))
+  with_no_grad(for (g in grads) g$clamp_(-clip_value, clip_value))
+  invisible(NULL)
+}

@@ -1,0 +1,401 @@
+# Tensors: R torch's torch_tensor objects, each holding a libtorch tensor (rpkg/src/values.cpp).
+# `x$name` looks up R torch's fields (shape, dtype, grad, ...), then the methods written here
+# (R torch's own wrappers: 1-based results, sizes given as `...`), then the methods generated
+# from libtorch's schemas (gen-ops.R).
+
+#' Tensors
+#'
+#' `torch_tensor()` makes a tensor from R data, as R torch does: R doubles
+#' become float32, integers int64, logicals bool, raw uint8, complex
+#' complex64; a vector is a 1-dimensional tensor (a single number too), an
+#' array keeps its shape with element `[i, j]` at `[i, j]`. `dtype` and
+#' `device` convert; `requires_grad = TRUE` makes a leaf that autograd tracks.
+#' A tensor given as `data` is copied.
+#'
+#' Tensors hold libtorch tensors: operations on them run in libtorch, in this
+#' process, with no copy. The same tensor can be handed to Python's torch
+#' (`reticulate::r_to_py(x)`) and back.
+#'
+#' @param data An R vector or array, or a tensor.
+#' @param dtype A `torch_dtype` ([torch_float32()], ...) or its name; `NULL`:
+#'   from the data.
+#' @param device A `torch_device` or a string (`"cpu"`, `"cuda"`); `NULL`: the
+#'   CPU.
+#' @param requires_grad Whether autograd records operations on the tensor.
+#' @param pin_memory Whether the tensor is placed in pinned memory (CPU).
+#' @param x An object.
+#' @return `torch_tensor()`: a tensor (class `torch_tensor`).
+#'   `is_torch_tensor()`, `is_undefined_tensor()`: `TRUE` or `FALSE`.
+#' @examples
+#' x <- torch_tensor(matrix(1:6, 2), dtype = torch_float32())
+#' x
+#' x$shape
+#' x$sum(dim = 2)
+#' as_array(x * 2)
+#' torch_tensor(c(TRUE, FALSE))$dtype
+#' @export
+torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALSE,
+                         pin_memory = FALSE) {
+  dtype <- as_torch_dtype(dtype)
+  device <- as_torch_device(device)
+  if (is_torch_tensor(data)) {
+    out <- data$detach()$clone()
+    if (!is.null(dtype) || !is.null(device)) out <- out$to(dtype = dtype, device = device)
+    if (isTRUE(requires_grad)) out$requires_grad_(TRUE)
+    return(out)
+  }
+  if (is.null(data)) {
+    data <- logical()
+  }
+  if (is.list(data)) {
+    abort("`data` must be an R vector or array, not a list: use torch_stack() for tensors.",
+          class = "value_error")
+  }
+  out <- .Call(C_tensor_from_r, data, dtype, device, arg_flag(requires_grad, "requires_grad"))
+  if (isTRUE(pin_memory)) out <- out$pin_memory()
+  out
+}
+
+#' @rdname torch_tensor
+#' @export
+is_torch_tensor <- function(x) inherits(x, "torch_tensor")
+
+#' @rdname torch_tensor
+#' @export
+is_undefined_tensor <- function(x) is_torch_tensor(x) && !.Call(C_tensor_meta, x, "defined")
+
+# A tensor's metadata from C++ (values.cpp's C_tensor_meta).
+meta <- function(x, what) .Call(C_tensor_meta, x, what)
+
+# ---- `$`: fields, then written methods, then generated ones ---------------------------------------
+
+# Fields: computed when read (R torch's active fields).
+tensor_fields <- list(
+  shape = function(self) meta(self, "shape"),
+  dtype = function(self) meta(self, "dtype"),
+  device = function(self) meta(self, "device"),
+  ndim = function(self) meta(self, "ndim"),
+  is_cuda = function(self) identical(meta(self, "device")$type, "cuda"),
+  requires_grad = function(self) .Call(C_tensor_autograd, self, "requires_grad", NULL),
+  grad = function(self) .Call(C_tensor_autograd, self, "grad", NULL),
+  grad_fn = function(self) .Call(C_tensor_autograd, self, "grad_fn", NULL),
+  is_leaf = function(self) .Call(C_tensor_autograd, self, "is_leaf", NULL),
+  names = function(self) NULL,
+  ptr = function(self) self,
+  data = function(self) self$detach(),
+  real = function(self) torch_real(self),
+  imag = function(self) torch_imag(self),
+  T = function(self) if (meta(self, "ndim") < 2L) self else self$permute(rev(seq_len(meta(self, "ndim")))),
+  mT = function(self) self$transpose(-2L, -1L),
+  H = function(self) self$conj()$t()
+)
+
+# Fields that can be assigned (`x$requires_grad <- TRUE`).
+tensor_setters <- list(
+  requires_grad = function(self, value) {
+    .Call(C_tensor_autograd, self, "requires_grad", arg_flag(value, "requires_grad"))
+  },
+  grad = function(self, value) {
+    .Call(C_tensor_autograd, self, "grad", if (is.null(value)) FALSE else value)
+  },
+  real = function(self, value) self$real$copy_(value),
+  imag = function(self, value) self$imag$copy_(value)
+)
+
+.tensor_methods <- new.env(parent = emptyenv())
+
+# The method table: the generated methods, then the written ones over them. Built at load.
+build_tensor_methods <- function() {
+  for (name in names(tensor_methods)) assign(name, tensor_methods[[name]], envir = .tensor_methods)
+  for (name in names(written_methods)) assign(name, written_methods[[name]], envir = .tensor_methods)
+}
+
+#' @export
+`$.torch_tensor` <- function(x, name) {
+  f <- tensor_fields[[name]]
+  if (!is.null(f)) {
+    return(f(x))
+  }
+  method <- .tensor_methods[[name]]
+  if (is.null(method)) {
+    abort(sprintf("A tensor has no method or field `%s`.", name), class = "value_error")
+  }
+  function(...) method(x, ...)
+}
+
+#' @export
+`[[.torch_tensor` <- function(x, i) {
+  if (is.character(i)) {
+    return(`$.torch_tensor`(x, i))
+  }
+  abort("Tensors are indexed with `[`, not `[[`.", class = "value_error")
+}
+
+#' @export
+`$<-.torch_tensor` <- function(x, name, value) {
+  setter <- tensor_setters[[name]]
+  if (is.null(setter)) {
+    abort(sprintf("`$%s` of a tensor cannot be assigned.", name), class = "value_error")
+  }
+  setter(x, value)
+  invisible(x)
+}
+
+#' @export
+`[[<-.torch_tensor` <- function(x, i, value) `$<-.torch_tensor`(x, i, value)
+
+#' @export
+.DollarNames.torch_tensor <- function(x, pattern = "") {
+  candidates <- c(names(tensor_fields), ls(.tensor_methods))
+  sort(unique(grep(pattern, candidates, value = TRUE)))
+}
+
+# ---- R data ---------------------------------------------------------------------------------------
+
+#' Tensors as R data
+#'
+#' `as_array()` converts a tensor to an R vector (1 dimension or 0) or array,
+#' with element `[i, j]` at `[i, j]`: doubles for floating dtypes, integers for
+#' integer ones (int64 values beyond R's integers become doubles), logicals for
+#' bool, complex for complex ones. The usual R conversions (`as.numeric()`,
+#' `as.matrix()`, ...) go through it; `dim()` is the shape and `length()` the
+#' number of elements.
+#' @param x A tensor.
+#' @param ... Unused.
+#' @param mode As for [as.vector()].
+#' @return An R vector or array.
+#' @name as_array
+#' @examples
+#' x <- torch_tensor(matrix(c(1, 2, 3, 4), 2))
+#' as_array(x)
+#' as.numeric(x)
+#' dim(x)
+#' length(x)
+NULL
+
+#' @rdname as_array
+#' @export
+as_array <- function(x) {
+  if (!is_torch_tensor(x)) {
+    abort(sprintf("`x` must be a tensor, got %s.", describe(x)), class = "value_error")
+  }
+  .Call(C_r_from_tensor, x)
+}
+
+#' @rdname as_array
+#' @export
+as.array.torch_tensor <- function(x, ...) as_array(x)
+
+#' @rdname as_array
+#' @export
+as.matrix.torch_tensor <- function(x, ...) as.matrix(as_array(x))
+
+#' @rdname as_array
+#' @export
+as.numeric.torch_tensor <- function(x, ...) as.numeric(as_array(x))
+
+#' @rdname as_array
+#' @export
+as.double.torch_tensor <- function(x, ...) as.double(as_array(x))
+
+#' @rdname as_array
+#' @export
+as.integer.torch_tensor <- function(x, ...) as.integer(as_array(x))
+
+#' @rdname as_array
+#' @export
+as.logical.torch_tensor <- function(x, ...) as.logical(as_array(x))
+
+#' @rdname as_array
+#' @export
+as.vector.torch_tensor <- function(x, mode = "any") as.vector(as_array(x), mode = mode)
+
+#' @rdname as_array
+#' @export
+dim.torch_tensor <- function(x) meta(x, "shape")
+
+#' @rdname as_array
+#' @export
+length.torch_tensor <- function(x) {
+  if (!.Call(C_tensor_meta, x, "defined")) 0L else as.integer(meta(x, "numel"))
+}
+
+# ---- printing -------------------------------------------------------------------------------------
+
+#' @export
+print.torch_tensor <- function(x, n = 30, ...) {
+  cat("torch_tensor\n")
+  text <- strsplit(meta(x, "print"), "\n", fixed = TRUE)[[1L]]
+  if (length(text) > n && n > 1L) {
+    text <- c(text[seq_len(n)], "... [the output was truncated (use n=-1 to disable)]",
+              text[[length(text)]])
+  }
+  cat(paste(text, collapse = "\n"))
+  if (.Call(C_tensor_meta, x, "defined")) {
+    node <- x$grad_fn
+    if (!is.null(node)) {
+      cat("[ grad_fn = <", node_info(node)[[1L]], "> ]", sep = "")
+    } else if (x$requires_grad) {
+      cat("[ requires_grad = TRUE ]")
+    }
+  }
+  cat("\n")
+  invisible(x)
+}
+
+#' @export
+str.torch_tensor <- function(object, ...) {
+  shape <- meta(object, "shape")
+  dims <- if (length(shape)) paste0("[", paste0("1:", shape, collapse = ", "), "]") else "[]"
+  cat(as.character(meta(object, "dtype")), " ", dims, "\n", sep = "")
+  invisible()
+}
+
+#' First and last rows of a tensor
+#'
+#' `head()` and `tail()` give the first and last `n` elements along the first
+#' dimension, as R torch's do.
+#' @param x A tensor.
+#' @param n How many.
+#' @param ... Unused.
+#' @return A tensor.
+#' @name tensor-head
+#' @examples
+#' x <- torch_tensor(1:10)
+#' head(x, 3)
+#' tail(x, 2)
+NULL
+
+#' @rdname tensor-head
+#' @export
+head.torch_tensor <- function(x, n = 6L, ...) {
+  len <- meta(x, "shape")[[1L]]
+  x[seq_len(min(n, len))]
+}
+
+#' @rdname tensor-head
+#' @export
+tail.torch_tensor <- function(x, n = 6L, ...) {
+  len <- meta(x, "shape")[[1L]]
+  n <- min(n, len)
+  x[seq(len - n + 1L, len)]
+}
+
+# ---- methods written by hand (R torch's own) -------------------------------------------------------
+
+# A size given as numbers, vectors of numbers or a list (`x$view(2, 3)`, `x$view(c(2, 3))`).
+size_args <- function(...) {
+  size <- unlist(lapply(list(...), function(s) if (is_torch_tensor(s)) as_array(s) else s))
+  if (is.null(size)) integer() else size
+}
+
+# The 1-based index positions in a result (R torch adds 1 to returned indices).
+plus_one <- function(indices) indices + 1L
+
+written_methods <- list(
+  size = function(self, dim) {
+    shape <- meta(self, "shape")
+    if (missing(dim)) {
+      return(shape)
+    }
+    dim <- whole_number(dim, "dim")
+    if (dim == 0) {
+      abort("Indexing starts at 1 and got a 0.", class = "runtime_error")
+    }
+    if (dim > 0) shape[[dim]] else rev(shape)[[abs(dim)]]
+  },
+  dim = function(self) meta(self, "ndim"),
+  length = function(self) length.torch_tensor(self),
+  numel = function(self) meta(self, "numel"),
+  element_size = function(self) meta(self, "element_size"),
+  is_contiguous = function(self) meta(self, "is_contiguous"),
+  item = function(self) {
+    value <- as_array(self$reshape(1L)[1L])
+    if (is.integer(value) || is.logical(value) || is.complex(value)) value else as.double(value)
+  },
+  view = function(self, ...) tensor_methods$view(self, size = size_args(...)),
+  reshape = function(self, ...) tensor_methods$reshape(self, shape = size_args(...)),
+  expand = function(self, ..., implicit = FALSE) {
+    tensor_methods$expand(self, size = size_args(...), implicit = implicit)
+  },
+  permute = function(self, ...) tensor_methods$permute(self, dims = size_args(...)),
+  `repeat` = function(self, ...) tensor_methods[["repeat"]](self, repeats = size_args(...)),
+  tile = function(self, ...) tensor_methods$tile(self, dims = size_args(...)),
+  flip = function(self, ...) tensor_methods$flip(self, dims = size_args(...)),
+  new_zeros = function(self, ...) tensor_methods$new_zeros(self, size = size_args(...)),
+  new_ones = function(self, ...) tensor_methods$new_ones(self, size = size_args(...)),
+  new_empty = function(self, ...) tensor_methods$new_empty(self, size = size_args(...)),
+  to = function(self, dtype = NULL, device = NULL, other = NULL, non_blocking = FALSE,
+                copy = FALSE, memory_format = NULL) {
+    if (!is.null(other)) {
+      if (!is.null(dtype) || !is.null(device)) {
+        abort("Had `other` but `device` or `dtype` are non NULL.", class = "value_error")
+      }
+      dtype <- other$dtype
+      device <- other$device
+    }
+    dtype <- as_torch_dtype(dtype)
+    device <- as_torch_device(device)
+    if (is.null(dtype) && is.null(device)) {
+      return(if (isTRUE(copy)) self$clone() else self)
+    }
+    tensor_methods$to(self, dtype = dtype, device = device, non_blocking = non_blocking,
+                      copy = copy, memory_format = memory_format)
+  },
+  cpu = function(self, memory_format = NULL) self$to(device = "cpu", memory_format = memory_format),
+  cuda = function(self, device = NULL, non_blocking = FALSE, memory_format = NULL) {
+    device <- if (is.null(device)) "cuda" else as_torch_device(device)
+    self$to(device = device, non_blocking = non_blocking, memory_format = memory_format)
+  },
+  float = function(self) self$to(dtype = torch_float32()),
+  double = function(self) self$to(dtype = torch_float64()),
+  half = function(self) self$to(dtype = torch_float16()),
+  bfloat16 = function(self) self$to(dtype = torch_bfloat16()),
+  long = function(self) self$to(dtype = torch_long()),
+  int = function(self) self$to(dtype = torch_int()),
+  bool = function(self) self$to(dtype = torch_bool()),
+  max = function(self, dim, other, keepdim = FALSE) {
+    torch_max(self, dim = dim, other = other, keepdim = keepdim)
+  },
+  min = function(self, dim, other, keepdim = FALSE) {
+    torch_min(self, dim = dim, other = other, keepdim = keepdim)
+  },
+  argmax = function(self, dim = NULL, keepdim = FALSE) torch_argmax(self, dim, keepdim),
+  argmin = function(self, dim = NULL, keepdim = FALSE) torch_argmin(self, dim, keepdim),
+  argsort = function(self, dim = -1L, descending = FALSE) torch_argsort(self, dim, descending),
+  sort = function(self, dim = -1L, descending = FALSE, stable) {
+    torch_sort(self, dim = dim, descending = descending, stable = stable)
+  },
+  topk = function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) {
+    torch_topk(self, k, dim, largest, sorted)
+  },
+  nonzero = function(self, as_list = FALSE) torch_nonzero(self, as_list),
+  split = function(self, split_size, dim = 1L) torch_split(self, split_size, dim),
+  narrow = function(self, dim, start, length) torch_narrow(self, dim, start, length),
+  movedim = function(self, source, destination) torch_movedim(self, source, destination),
+  norm = function(self, p = 2, dim = NULL, keepdim = FALSE, dtype = NULL) {
+    torch_norm(self, p, dim, keepdim, dtype)
+  },
+  repeat_interleave = function(self, repeats, dim = NULL, output_size = NULL) {
+    torch_repeat_interleave(self, repeats, dim, output_size)
+  },
+  bincount = function(self, weights = NULL, minlength = 0L) torch_bincount(self, weights, minlength),
+  backward = function(self, gradient = NULL, retain_graph = create_graph, create_graph = FALSE,
+                      inputs = NULL, ...) {
+    autograd_backward(self, gradient, retain_graph, create_graph, inputs)
+  },
+  register_hook = function(self, hook) register_tensor_hook(self, hook),
+  retain_grad = function(self) invisible(tensor_methods$retain_grad(self)),
+  requires_grad_ = function(self, requires_grad = TRUE) {
+    .Call(C_tensor_autograd, self, "requires_grad", arg_flag(requires_grad, "requires_grad"))
+    invisible(self)
+  },
+  set_grad_ = function(self, grad) {
+    .Call(C_tensor_autograd, self, "grad", grad)
+    invisible(self)
+  },
+  has_names = function(self) FALSE,
+  is_sparse = function(self) meta(self, "layout") != 0L,
+  print = function(self, n = 30) print.torch_tensor(self, n)
+)
+

@@ -1,0 +1,487 @@
+# R torch's value objects over libtorch's: dtypes, devices, layouts, memory formats, generators,
+# seeds and the CUDA queries. A dtype is an integer (libtorch's ScalarType) of class
+# c("torch_dtype", "R7"), a device a string ("cpu", "cuda:0") of class c("torch_device", "R7"):
+# cheap to make and to hand to C++ (rpkg/src/values.cpp).
+
+# ---- dtypes ------------------------------------------------------------------------------------
+
+# libtorch's dtype names (R torch prints them: torch_Float) and the names R code may use.
+dtype_aliases <- c(
+  float = "Float", float32 = "Float", double = "Double", float64 = "Double", half = "Half",
+  float16 = "Half", bfloat16 = "BFloat16", long = "Long", int64 = "Long", int = "Int",
+  int32 = "Int", short = "Short", int16 = "Short", int8 = "Char", uint8 = "Byte", bool = "Bool",
+  cfloat = "ComplexFloat", complex64 = "ComplexFloat", cdouble = "ComplexDouble",
+  complex128 = "ComplexDouble", chalf = "ComplexHalf", complex32 = "ComplexHalf",
+  float8_e4m3fn = "Float8_e4m3fn", float8_e5m2 = "Float8_e5m2", uint16 = "UInt16",
+  uint32 = "UInt32", uint64 = "UInt64"
+)
+
+# libtorch's names -> PyTorch's (what get_autocast_dtype() reports).
+pytorch_dtype_names <- c(
+  Float = "float32", Double = "float64", Half = "float16", BFloat16 = "bfloat16",
+  Long = "int64", Int = "int32", Short = "int16", Char = "int8", Byte = "uint8", Bool = "bool",
+  ComplexFloat = "complex64", ComplexDouble = "complex128", ComplexHalf = "complex32"
+)
+
+.dtype_cache <- new.env(parent = emptyenv())
+
+# The dtype named `name` (libtorch's name, "Float"), made once.
+dtype_named <- function(name) {
+  d <- .dtype_cache[[name]]
+  if (is.null(d)) {
+    d <- .Call(C_dtype_named, name)
+    assign(name, d, envir = .dtype_cache)
+  }
+  d
+}
+
+#' Tensor data types
+#'
+#' R torch's dtype objects, printed as R torch prints them (`torch_Float`).
+#' `torch_float32()` and `torch_float()` are 32-bit floats (the type R doubles
+#' become), `torch_float64()`/`torch_double()` 64-bit, `torch_float16()`/
+#' `torch_half()` and `torch_bfloat16()` 16-bit; `torch_long()` (R integers
+#' become it), `torch_int()`, `torch_bool()` (R logicals) and the rest are
+#' integer, boolean and complex types. Compare them with `==`. Where a dtype
+#' is expected its name works too (`"float16"`, `"half"`, `"long"`).
+#' @return An object of class `torch_dtype`.
+#' @name torch_dtype
+#' @examples
+#' torch_float16()
+#' torch_tensor(1:3)$dtype == torch_long()
+#' torch_finfo(torch_float16())$max
+NULL
+
+#' @rdname torch_dtype
+#' @export
+torch_float32 <- function() dtype_named("Float")
+#' @rdname torch_dtype
+#' @export
+torch_float <- function() dtype_named("Float")
+#' @rdname torch_dtype
+#' @export
+torch_float64 <- function() dtype_named("Double")
+#' @rdname torch_dtype
+#' @export
+torch_double <- function() dtype_named("Double")
+#' @rdname torch_dtype
+#' @export
+torch_float16 <- function() dtype_named("Half")
+#' @rdname torch_dtype
+#' @export
+torch_half <- function() dtype_named("Half")
+#' @rdname torch_dtype
+#' @export
+torch_bfloat16 <- function() dtype_named("BFloat16")
+#' @rdname torch_dtype
+#' @export
+torch_long <- function() dtype_named("Long")
+#' @rdname torch_dtype
+#' @export
+torch_int64 <- function() dtype_named("Long")
+#' @rdname torch_dtype
+#' @export
+torch_int <- function() dtype_named("Int")
+#' @rdname torch_dtype
+#' @export
+torch_int32 <- function() dtype_named("Int")
+#' @rdname torch_dtype
+#' @export
+torch_short <- function() dtype_named("Short")
+#' @rdname torch_dtype
+#' @export
+torch_int16 <- function() dtype_named("Short")
+#' @rdname torch_dtype
+#' @export
+torch_int8 <- function() dtype_named("Char")
+#' @rdname torch_dtype
+#' @export
+torch_uint8 <- function() dtype_named("Byte")
+#' @rdname torch_dtype
+#' @export
+torch_bool <- function() dtype_named("Bool")
+#' @rdname torch_dtype
+#' @export
+torch_cfloat <- function() dtype_named("ComplexFloat")
+#' @rdname torch_dtype
+#' @export
+torch_cfloat64 <- function() dtype_named("ComplexFloat")
+#' @rdname torch_dtype
+#' @export
+torch_cdouble <- function() dtype_named("ComplexDouble")
+#' @rdname torch_dtype
+#' @export
+torch_cfloat128 <- function() dtype_named("ComplexDouble")
+#' @rdname torch_dtype
+#' @export
+torch_chalf <- function() dtype_named("ComplexHalf")
+
+#' @rdname torch_dtype
+#' @param x An object.
+#' @export
+is_torch_dtype <- function(x) inherits(x, "torch_dtype")
+
+# A dtype argument: a torch_dtype, or a name ("float16", "half", "long", "Float"); NULL passes.
+as_torch_dtype <- function(x, arg = "dtype", call = NULL) {
+  if (is.null(x) || inherits(x, "torch_dtype")) {
+    return(x)
+  }
+  if (is.character(x) && length(x) == 1L && !is.na(x)) {
+    name <- dtype_aliases[[tolower(sub("^torch[._]", "", x))]] %||%
+      (if (x %in% dtype_aliases) x else NULL)
+    if (!is.null(name)) {
+      return(dtype_named(name))
+    }
+  }
+  abort(sprintf(paste0("`%s` must be a torch_dtype such as torch_float32() or the name of one ",
+                       "(\"float16\", \"long\"), got %s."), arg, describe(x)), call,
+        class = "value_error")
+}
+
+dtype_info <- function(x) .Call(C_dtype_info, x)
+
+#' @export
+print.torch_dtype <- function(x, ...) {
+  cat("torch_", dtype_info(x)[[1L]], "\n", sep = "")
+  invisible(x)
+}
+
+#' @export
+as.character.torch_dtype <- function(x, ...) dtype_info(x)[[1L]]
+
+#' @export
+`$.torch_dtype` <- function(x, name) {
+  switch(name,
+    .type = function() dtype_info(x)[[1L]],
+    is_floating_point = dtype_info(x)[[2L]],
+    is_complex = dtype_info(x)[[3L]],
+    itemsize = dtype_info(x)[[4L]],
+    NULL
+  )
+}
+
+#' @export
+Ops.torch_dtype <- function(e1, e2) {
+  if (!.Generic %in% c("==", "!=")) {
+    abort(sprintf("`%s` is not defined for dtypes.", .Generic), class = "runtime_error")
+  }
+  if (!is_torch_dtype(e1) || !is_torch_dtype(e2)) {
+    abort("One of the objects is not a dtype. Comparison is not possible.",
+          class = "runtime_error")
+  }
+  same <- identical(unclass(e1)[[1L]], unclass(e2)[[1L]])
+  if (.Generic == "==") same else !same
+}
+
+#' @rdname torch_dtype
+#' @param dtype A `torch_dtype` (or its name): `torch_finfo()` for floating
+#'   dtypes (`bits`, `eps`, `max`, `min`, `tiny`, `resolution`),
+#'   `torch_iinfo()` for integer dtypes (`bits`, `max`, `min`);
+#'   `torch_set_default_dtype()`: the floating dtype floating creation
+#'   functions give from now on.
+#' @export
+torch_finfo <- function(dtype) {
+  dtype <- as_torch_dtype(dtype)
+  info <- dtype_info(dtype)
+  if (!info[[2L]]) {
+    abort(sprintf("torch_finfo() needs a floating dtype, got %s.", info[[1L]]),
+          class = "value_error")
+  }
+  bits <- 8L * info[[4L]]
+  # The limits as libtorch computes them: from tensors of the dtype.
+  one <- torch_ones(1L, dtype = dtype)
+  eps <- as.numeric(torch_nextafter(one, one * 2) - one)
+  max <- switch(info[[1L]], Half = 65504, BFloat16 = 3.3895313892515355e38,
+                Float = 3.4028234663852886e38, Double = .Machine$double.xmax)
+  tiny <- switch(info[[1L]], Half = 6.103515625e-05, BFloat16 = 1.1754943508222875e-38,
+                 Float = 1.1754943508222875e-38, Double = .Machine$double.xmin)
+  digits <- switch(info[[1L]], Half = 3, BFloat16 = 2, Float = 6, Double = 15)
+  list(bits = bits, eps = eps, max = max, min = -max, tiny = tiny, resolution = 10^-digits)
+}
+
+#' @rdname torch_dtype
+#' @export
+torch_iinfo <- function(dtype) {
+  dtype <- as_torch_dtype(dtype)
+  info <- dtype_info(dtype)
+  name <- info[[1L]]
+  limits <- list(Byte = c(0, 255), Char = c(-128, 127), Short = c(-32768, 32767),
+                 Int = c(-2147483648, 2147483647), Long = c(-9223372036854775808,
+                                                            9223372036854775807),
+                 Bool = c(0, 1))[[name]]
+  if (is.null(limits)) {
+    abort(sprintf("torch_iinfo() needs an integer dtype, got %s.", name), class = "value_error")
+  }
+  list(bits = 8L * info[[4L]], max = limits[[2L]], min = limits[[1L]])
+}
+
+#' @rdname torch_dtype
+#' @export
+torch_get_default_dtype <- function() .Call(C_default_dtype, NULL)
+
+#' @rdname torch_dtype
+#' @export
+torch_set_default_dtype <- function(dtype) {
+  invisible(.Call(C_default_dtype, as_torch_dtype(dtype)))
+}
+
+# ---- devices -----------------------------------------------------------------------------------
+
+#' Devices
+#'
+#' `torch_device("cpu")`, `torch_device("cuda", 0)` or `torch_device("cuda:1")`:
+#' where a tensor lives. `$type` is `"cpu"`, `"cuda"`, ...; `$index` the
+#' device's number (`NULL` when none was given). Where a device is expected a
+#' string works too. `with_device()` / `local_device()` set the device the
+#' creation functions use when none is given.
+#' @param type A device type, or a device string such as `"cuda:0"`.
+#' @param index The device's number (0-based, as libtorch numbers them), or
+#'   `NULL`.
+#' @param x An object.
+#' @return `torch_device()`: an object of class `torch_device`.
+#' @name torch_device
+#' @examples
+#' d <- torch_device("cpu")
+#' d$type
+#' torch_device("cuda", 0)$index
+#' is_torch_device(d)
+#' with_device(device = "cpu", torch_zeros(2)$device)
+NULL
+
+#' @rdname torch_device
+#' @export
+torch_device <- function(type, index = NULL) {
+  if (!is.character(type) || length(type) != 1L || is.na(type)) {
+    abort(sprintf("`type` must be a string such as \"cpu\" or \"cuda\", got %s.",
+                  describe(type)), class = "value_error")
+  }
+  if (!is.null(index)) {
+    if (grepl(":", type, fixed = TRUE)) {
+      abort(sprintf("type %s should not include any index because index was passed explicitly.",
+                    type), class = "value_error")
+    }
+    type <- paste0(type, ":", whole_number(index, "index"))
+  }
+  .Call(C_device_info, type)[[3L]]
+}
+
+#' @rdname torch_device
+#' @export
+is_torch_device <- function(x) inherits(x, "torch_device")
+
+as_torch_device <- function(x, arg = "device", call = NULL) {
+  if (is.null(x) || inherits(x, "torch_device")) {
+    return(x)
+  }
+  if (is.character(x) && length(x) == 1L && !is.na(x)) {
+    return(torch_device(x))
+  }
+  abort(sprintf("`%s` must be a torch_device or a string such as \"cpu\" or \"cuda\", got %s.",
+                arg, describe(x)), call, class = "value_error")
+}
+
+#' @export
+`$.torch_device` <- function(x, name) {
+  info <- .Call(C_device_info, x)
+  switch(name, type = info[[1L]], index = info[[2L]], NULL)
+}
+
+#' @export
+print.torch_device <- function(x, ...) {
+  info <- .Call(C_device_info, x)
+  index <- if (is.null(info[[2L]])) "" else paste0(", index=", info[[2L]])
+  cat("torch_device(type='", info[[1L]], "'", index, ") \n", sep = "")
+  invisible(x)
+}
+
+#' @export
+as.character.torch_device <- function(x, ...) unclass(x)[[1L]]
+
+#' @export
+length.torch_device <- function(x) 1L
+
+#' @export
+Ops.torch_device <- function(e1, e2) {
+  if (!.Generic %in% c("==", "!=")) {
+    abort(sprintf("`%s` is not defined for devices.", .Generic), class = "runtime_error")
+  }
+  if (!is_torch_device(e1)) e1 <- as_torch_device(e1)
+  if (!is_torch_device(e2)) e2 <- as_torch_device(e2)
+  same <- identical(unclass(e1)[[1L]], unclass(e2)[[1L]])
+  if (.Generic == "==") same else !same
+}
+
+.default_device <- new.env(parent = emptyenv())
+
+#' @rdname torch_device
+#' @param code Code to run with `device` as the default device.
+#' @param device A device: the default for creation functions while `code` runs.
+#' @export
+with_device <- function(code, ..., device) {
+  local_device(device)
+  force(code)
+}
+
+#' @rdname torch_device
+#' @param ... Must be empty.
+#' @param .env The environment whose exit restores the previous default.
+#' @export
+local_device <- function(device, ..., .env = parent.frame()) {
+  before <- .default_device$device
+  .default_device$device <- as_torch_device(device)
+  withr::defer(.default_device$device <- before, envir = .env)
+  invisible(.default_device$device)
+}
+
+# The device a creation function uses: the given one, else with_device()'s, else none (CPU).
+creation_device <- function(device) {
+  as_torch_device(device) %||% .default_device$device
+}
+
+#' @rdname torch_device
+#' @export
+is_meta_device <- function(x) identical(as_torch_device(x)$type, "meta")
+
+# ---- layouts and memory formats ----------------------------------------------------------------
+
+#' Layouts and memory formats
+#'
+#' `torch_strided()` (dense) and `torch_sparse_coo()` layouts;
+#' `torch_contiguous_format()`, `torch_preserve_format()`,
+#' `torch_channels_last_format()` memory formats, as R torch names them.
+#' @return An object of class `torch_layout` or `torch_memory_format`.
+#' @name torch_layout
+#' @examples
+#' torch_zeros(2, 3, 4, 5, memory_format = torch_channels_last_format())$is_contiguous()
+NULL
+
+# libtorch's enum values (c10/core/Layout.h, c10/core/MemoryFormat.h).
+torch_enum <- function(value, class) structure(as.integer(value), class = c(class, "R7"))
+
+#' @rdname torch_layout
+#' @export
+torch_strided <- function() torch_enum(0L, "torch_layout")
+#' @rdname torch_layout
+#' @export
+torch_sparse_coo <- function() torch_enum(1L, "torch_layout")
+#' @rdname torch_layout
+#' @export
+torch_contiguous_format <- function() torch_enum(0L, "torch_memory_format")
+#' @rdname torch_layout
+#' @export
+torch_preserve_format <- function() torch_enum(1L, "torch_memory_format")
+#' @rdname torch_layout
+#' @export
+torch_channels_last_format <- function() torch_enum(2L, "torch_memory_format")
+
+# ---- generators and seeds ----------------------------------------------------------------------
+
+#' Random number generators and seeds
+#'
+#' `torch_manual_seed(seed)` seeds libtorch's default generators (the CPU's and
+#' every CUDA device's): the same seed gives the same numbers as PyTorch's
+#' `torch.manual_seed`. `torch_generator()` is a generator of its own, for the
+#' functions that take `generator`; `$current_seed()` and
+#' `$set_current_seed(seed)` read and set its seed.
+#' `with_torch_manual_seed()` runs code with a seed and restores the generator
+#' afterwards.
+#' @param seed A whole number.
+#' @param code Code to run with the seed.
+#' @return `torch_generator()`: an object of class `torch_generator`.
+#' @name torch_manual_seed
+#' @examples
+#' torch_manual_seed(1)
+#' a <- torch_randn(3)
+#' torch_manual_seed(1)
+#' torch_equal(a, torch_randn(3))
+#' g <- torch_generator()
+#' g$set_current_seed(42)
+#' g$current_seed()
+NULL
+
+#' @rdname torch_manual_seed
+#' @export
+torch_manual_seed <- function(seed) {
+  invisible(.Call(C_manual_seed, whole_number(seed, "seed")))
+}
+
+#' @rdname torch_manual_seed
+#' @export
+torch_generator <- function() .Call(C_generator_new, NULL)
+
+#' @export
+`$.torch_generator` <- function(x, name) {
+  switch(name,
+    current_seed = function() .Call(C_generator_seed, x, NULL),
+    set_current_seed = function(seed) {
+      invisible(.Call(C_generator_seed, x, whole_number(seed, "seed")))
+    },
+    NULL
+  )
+}
+
+#' @export
+print.torch_generator <- function(x, ...) {
+  cat("torch_generator()\n")
+  invisible(x)
+}
+
+#' @rdname torch_manual_seed
+#' @export
+with_torch_manual_seed <- function(code, ..., seed) {
+  state <- torch_get_rng_state()
+  on.exit(torch_set_rng_state(state), add = TRUE)
+  torch_manual_seed(seed)
+  force(code)
+}
+
+#' @rdname torch_manual_seed
+#' @param state A generator state, as `torch_get_rng_state()` returns it.
+#' @export
+torch_get_rng_state <- function() .Call(C_rng_state, NULL)
+
+#' @rdname torch_manual_seed
+#' @export
+torch_set_rng_state <- function(state) invisible(.Call(C_rng_state, state))
+
+# ---- CUDA and threads --------------------------------------------------------------------------
+
+#' CUDA devices and threads
+#'
+#' `cuda_is_available()` tells whether libtorch sees a CUDA device;
+#' `cuda_device_count()` how many; `cuda_synchronize()` waits until a device
+#' has run its queued work. `torch_set_num_threads()` and
+#' `torch_get_num_threads()` set and read the threads libtorch's CPU operations
+#' use.
+#' @param device The device's number (0-based), or `NULL` for the current one.
+#' @param num_threads A whole number >= 1.
+#' @return `cuda_is_available()`: `TRUE` or `FALSE`. `cuda_device_count()`,
+#'   `torch_get_num_threads()`: a number.
+#' @name cuda_is_available
+#' @examples
+#' cuda_is_available()
+#' cuda_device_count()
+#' torch_get_num_threads()
+NULL
+
+#' @rdname cuda_is_available
+#' @export
+cuda_is_available <- function() .Call(C_cuda, "available", NULL)
+
+#' @rdname cuda_is_available
+#' @export
+cuda_device_count <- function() .Call(C_cuda, "count", NULL)
+
+#' @rdname cuda_is_available
+#' @export
+cuda_synchronize <- function(device = NULL) invisible(.Call(C_cuda, "synchronize", device))
+
+#' @rdname cuda_is_available
+#' @export
+torch_get_num_threads <- function() .Call(C_num_threads, NULL)
+
+#' @rdname cuda_is_available
+#' @export
+torch_set_num_threads <- function(num_threads) {
+  invisible(.Call(C_num_threads, whole_number(num_threads, "num_threads")))
+}

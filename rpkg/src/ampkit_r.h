@@ -1,0 +1,101 @@
+// The R package's compiled layer: R objects for libtorch's values, and R's calls into libtorch
+// and ampkit's core with no Python on the way (docs/architecture.md, "The R front end").
+//
+// Translation units (each one that includes ATen costs the build tens of seconds: keep them few):
+//   errors.cpp    libtorch's and the core's exceptions as R conditions of R torch's classes
+//   values.cpp    R objects for tensors, dtypes, devices, generators; R data <-> tensors; memory
+//   ops.cpp       the generated op surface: schema lookup, overload choice, argument conversion
+//   amp.cpp       autocast regions and the grad scaler, straight into the core
+//   autograd.cpp  backward, autograd_grad, hooks and R autograd functions (R code on R's thread)
+//   init.cpp      routine registration
+#pragma once
+
+#define R_NO_REMAP
+#include <R.h>
+#include <Rinternals.h>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace ampkit_r {
+
+// ---- errors (errors.cpp) -----------------------------------------------------------------------
+
+// An error raised from C++ for R: `r_class` is R torch's condition class ("value_error",
+// "runtime_error", "index_error", "type_error", ...).
+struct Error : std::exception {
+  Error(std::string r_class, std::string message)
+      : r_class(std::move(r_class)), message(std::move(message)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string r_class;
+  std::string message;
+};
+
+[[noreturn]] void value_error(const std::string& message);
+[[noreturn]] void type_error(const std::string& message);
+
+// Keeps the exception in flight (called in a catch block) for signal_kept_error().
+void keep_error(std::exception_ptr error) noexcept;
+// Signals the kept error as an R condition (a longjmp: call it where no C++ object with a
+// destructor is alive, as AMPKIT_R_END does). Never returns.
+SEXP signal_kept_error();
+
+// Every .Call entry's body: C++ exceptions become R conditions after the C++ frames are gone.
+#define AMPKIT_R_BEGIN try {
+#define AMPKIT_R_END                                    \
+  }                                                     \
+  catch (...) {                                         \
+    ::ampkit_r::keep_error(std::current_exception());   \
+  }                                                     \
+  return ::ampkit_r::signal_kept_error();
+
+// Runs R code from C++ (callbacks: hooks, autograd functions, modules): an R error becomes a C++
+// exception (R_UnwindProtect), so that C++ frames unwind normally; the R condition is re-signalled
+// unchanged once back in R.
+SEXP eval_protected(SEXP call, SEXP env);
+
+// How an R value reads in a message: "a tensor", "a character vector of length 2", "NULL", ...
+std::string describe(SEXP x);
+
+// ---- values (values.cpp) -----------------------------------------------------------------------
+
+bool is_tensor(SEXP x);
+// The tensor an R tensor holds (an undefined tensor for R torch's undefined tensors).
+at::Tensor tensor_of(SEXP x, const char* arg);
+// A new R tensor holding one reference to `t` (its storage counted for the garbage collector).
+SEXP make_tensor(at::Tensor t);
+
+bool is_dtype(SEXP x);
+c10::ScalarType dtype_of(SEXP x, const char* arg);
+// A dtype object or its name ("float16": R/values.R's aliases).
+c10::ScalarType dtype_or_name_of(SEXP x, const char* arg);
+// TRUE or FALSE, not NA.
+bool flag_of(SEXP x, const char* arg);
+SEXP make_dtype(c10::ScalarType type);
+
+bool is_device(SEXP x);
+// A torch_device object or a string such as "cpu", "cuda", "cuda:1".
+c10::Device device_of(SEXP x, const char* arg);
+SEXP make_device(const c10::Device& device);
+
+bool is_generator(SEXP x);
+at::Generator generator_of(SEXP x);
+SEXP make_generator(at::Generator g);
+
+// R numbers of one element, checked.
+bool is_number(SEXP x);  // a double, integer or logical of length 1, not NA
+double number_of(SEXP x, const char* arg);
+int64_t whole_number_of(SEXP x, const char* arg);  // a whole number within int64
+std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg);
+
+// R torch's 1-based dimension (and index) rule: d > 0 is d - 1; d < 0 counts from the end as
+// in PyTorch (-1 is the last); 0 is an error naming the argument.
+int64_t zero_based(int64_t index, const char* arg);
+
+}  // namespace ampkit_r

@@ -1,0 +1,159 @@
+// libtorch's and the core's exceptions as R conditions, raised once the C++ frames are gone.
+//
+// An exception caught by AMPKIT_R_END is kept here (its R class, message and the core's error
+// kind), then signal_kept_error() calls the package's R function signal_native_error(), which
+// raises it with R torch's classes (rpkg/R/errors.R: the one place conditions are built). An R
+// error met while C++ ran R code (eval_protected) is resumed unchanged.
+#include <c10/util/Exception.h>
+
+#include <string>
+
+#include "ampkit/errors.h"
+#include "ampkit/grad_scaler.h"
+#include "ampkit_r.h"
+
+namespace ampkit_r {
+namespace {
+
+struct Kept {
+  bool pending = false;
+  bool r_unwind = false;  // an R condition met in eval_protected: resume it
+  std::string r_class;
+  std::string message;
+  std::string core_type;  // the core's error kind ("StateError", ...), "" for libtorch's
+};
+Kept kept;
+
+// The continuation token of R_UnwindProtect, made once.
+SEXP unwind_token() {
+  static SEXP token = [] {
+    SEXP t = R_MakeUnwindCont();
+    R_PreserveObject(t);
+    return t;
+  }();
+  return token;
+}
+
+struct RUnwind {};
+
+// libtorch writes "<message>\nException raised from ... (most recent call first):\n<frames>" in
+// some builds: R users get the message alone.
+std::string without_backtrace(const c10::Error& e) {
+  std::string text = e.what_without_backtrace();
+  const auto at = text.find("\nException raised from");
+  if (at != std::string::npos) text.erase(at);
+  return text;
+}
+
+void keep(const std::string& r_class, const std::string& message,
+          const std::string& core_type = "") {
+  kept.pending = true;
+  kept.r_unwind = false;
+  kept.r_class = r_class;
+  kept.message = message;
+  kept.core_type = core_type;
+}
+
+SEXP package_namespace() {
+  static SEXP ns = [] {
+    SEXP name = PROTECT(Rf_mkString("ampkit"));
+    SEXP env = R_FindNamespace(name);
+    UNPROTECT(1);
+    return env;
+  }();
+  return ns;
+}
+
+}  // namespace
+
+void value_error(const std::string& message) { throw Error("value_error", message); }
+void type_error(const std::string& message) { throw Error("type_error", message); }
+
+void keep_error(std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const RUnwind&) {
+    kept.pending = true;
+    kept.r_unwind = true;
+  } catch (const Error& e) {
+    keep(e.r_class, e.message);
+  } catch (const ampkit::ScaleCollapseError& e) {
+    keep("ampkit_scale_collapse", e.what(), "ScaleCollapseError");
+  } catch (const ampkit::DeviceStringError& e) {
+    keep("value_error", e.what(), "DeviceStringError");
+  } catch (const ampkit::ArgumentError& e) {
+    keep("value_error", e.what(), "ArgumentError");
+  } catch (const ampkit::ArgumentTypeError& e) {
+    keep("type_error", e.what(), "ArgumentTypeError");
+  } catch (const ampkit::StateError& e) {
+    keep("runtime_error", e.what(), "StateError");
+  } catch (const c10::OutOfMemoryError& e) {
+    keep("torch_out_of_memory", without_backtrace(e));
+  } catch (const c10::ValueError& e) {
+    keep("value_error", without_backtrace(e));
+  } catch (const c10::IndexError& e) {
+    keep("index_error", without_backtrace(e));
+  } catch (const c10::TypeError& e) {
+    keep("type_error", without_backtrace(e));
+  } catch (const c10::NotImplementedError& e) {
+    keep("not_implemented_error", without_backtrace(e));
+  } catch (const c10::Error& e) {
+    keep("runtime_error", without_backtrace(e));
+  } catch (const std::bad_alloc&) {
+    keep("torch_out_of_memory", "out of memory");
+  } catch (const std::exception& e) {
+    keep("runtime_error", e.what());
+  } catch (...) {
+    keep("runtime_error", "unknown C++ exception");
+  }
+}
+
+SEXP signal_kept_error() {
+  if (!kept.pending) Rf_error("ampkit: no error to signal");  // a bug: never reached
+  kept.pending = false;
+  if (kept.r_unwind) R_ContinueUnwind(unwind_token());
+  // Everything the R call needs is an R object before the longjmp: no C++ object is alive.
+  SEXP r_class = PROTECT(Rf_mkString(kept.r_class.c_str()));
+  SEXP message = PROTECT(Rf_mkCharCE(kept.message.c_str(), CE_UTF8));
+  SEXP message_string = PROTECT(Rf_ScalarString(message));
+  SEXP core_type = PROTECT(Rf_mkString(kept.core_type.c_str()));
+  SEXP fn = PROTECT(Rf_install("signal_native_error"));
+  SEXP call = PROTECT(Rf_lang4(fn, r_class, message_string, core_type));
+  Rf_eval(call, package_namespace());
+  UNPROTECT(6);
+  Rf_error("ampkit: signal_native_error returned");  // never reached
+}
+
+namespace {
+struct EvalData {
+  SEXP call;
+  SEXP env;
+};
+SEXP do_eval(void* data) {
+  auto* d = static_cast<EvalData*>(data);
+  return Rf_eval(d->call, d->env);
+}
+void on_jump(void* jumped, Rboolean jump) {
+  if (jump) *static_cast<bool*>(jumped) = true;
+}
+}  // namespace
+
+SEXP eval_protected(SEXP call, SEXP env) {
+  EvalData data{call, env};
+  bool jumped = false;
+  SEXP result = R_UnwindProtect(do_eval, &data, on_jump, &jumped, unwind_token());
+  if (jumped) throw RUnwind{};
+  return result;
+}
+
+std::string describe(SEXP x) {
+  SEXP call = PROTECT(Rf_lang2(Rf_install("describe"), x));
+  SEXP text = eval_protected(call, package_namespace());
+  std::string out = Rf_isString(text) && Rf_length(text) == 1
+                        ? std::string(Rf_translateCharUTF8(STRING_ELT(text, 0)))
+                        : std::string("a value");
+  UNPROTECT(1);
+  return out;
+}
+
+}  // namespace ampkit_r

@@ -1,0 +1,212 @@
+// R torch's indexing: x[...] and x[...] <- value (R/indexing.R evaluates the arguments; this file
+// turns each into libtorch's TensorIndex, R torch's way).
+//
+// Per argument: missing or NA is the whole dimension; a number is 1-based (negative: from the
+// end, -1 the last), its dimension dropped unless drop = FALSE; NULL (newaxis) adds a dimension;
+// `..` is the ellipsis; a slice (a:b, a:b:s, built by R/indexing.R) keeps its dimension, its end
+// inclusive; a numeric vector, a logical vector or a long/bool tensor is a vector index.
+// Vector indices apply one dimension at a time, as R's do (x[c(1, 2), c(1, 3)] is a 2x2 block, not
+// numpy's pairs): the index is cut after each vector index and the pieces applied in turn.
+// Assignment uses one index (libtorch's semantics), with at most one tensor in it.
+#include <ATen/TensorIndexing.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/any.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/sub.h>
+
+#include <limits>
+
+#include "ampkit_r.h"
+
+namespace ampkit_r {
+
+at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype, const c10::Device& device);
+
+namespace {
+
+using at::indexing::Ellipsis;
+using at::indexing::None;
+using at::indexing::Slice;
+using at::indexing::TensorIndex;
+
+constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+
+struct Converted {
+  TensorIndex index = Slice();
+  bool vector_like = false;
+  bool scalar = false;   // a number: its dimension dropped (unless drop = FALSE)
+  bool fill = false;     // `..`
+  bool new_axis = false; // NULL
+};
+
+at::Tensor zero_based_tensor(at::Tensor t) {
+  if (at::any(at::eq(t, 0)).item<bool>()) {
+    throw Error("index_error", "Indexing starts at 1 but found a 0.");
+  }
+  return at::sub(t, at::ge(t, 0).to(t.scalar_type()));
+}
+
+int64_t zero_based_number(double v) {
+  if (v == 0) throw Error("index_error", "Indexing in R is 1-based and found a 0.");
+  const auto i = static_cast<int64_t>(v);
+  return i > 0 ? i - 1 : i;
+}
+
+double slice_part(SEXP slice, const char* name, double otherwise) {
+  SEXP names = Rf_getAttrib(slice, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < Rf_xlength(slice); ++i) {
+    if (std::string(CHAR(STRING_ELT(names, i))) == name) {
+      SEXP v = VECTOR_ELT(slice, i);
+      return Rf_isNull(v) ? otherwise : Rf_asReal(v);
+    }
+  }
+  return otherwise;
+}
+
+Converted convert(SEXP arg, const c10::Device& device) {
+  Converted c;
+  if (arg == R_MissingArg || (TYPEOF(arg) == LGLSXP && Rf_xlength(arg) == 1 &&
+                              LOGICAL(arg)[0] == NA_LOGICAL)) {
+    return c;  // the whole dimension
+  }
+  if (Rf_isNull(arg)) {
+    c.index = None;
+    c.new_axis = true;
+    return c;
+  }
+  if (Rf_inherits(arg, "fill")) {
+    c.index = Ellipsis;
+    c.fill = true;
+    return c;
+  }
+  if (Rf_inherits(arg, "slice")) {
+    // R torch's slc(): 1-based start; an end of Inf or -1 runs to the end; other negative ends
+    // are inclusive.
+    const double start = slice_part(arg, "start", 1);
+    double end = slice_part(arg, "end", R_PosInf);
+    const double step = slice_part(arg, "step", 1);
+    int64_t e;
+    if (std::isinf(end) || end == -1) {
+      e = kEnd;
+    } else if (end < -1) {
+      e = static_cast<int64_t>(end) + 1;
+    } else {
+      e = static_cast<int64_t>(end);
+    }
+    const int64_t s = start > 0 ? static_cast<int64_t>(start) - 1 : static_cast<int64_t>(start);
+    c.index = Slice(s, e, static_cast<int64_t>(step));
+    return c;
+  }
+  if (is_tensor(arg)) {
+    at::Tensor t = tensor_of(arg, "index");
+    if (t.scalar_type() == at::kBool) {
+      c.index = t;
+      c.vector_like = t.dim() > 0;
+      return c;
+    }
+    if (t.scalar_type() != at::kLong) {
+      throw Error("index_error", "Only long and boolean tensors are supported.");
+    }
+    at::NoGradGuard no_grad;
+    c.index = zero_based_tensor(t);
+    c.vector_like = t.dim() > 0;
+    return c;
+  }
+  const bool has_dim = !Rf_isNull(Rf_getAttrib(arg, R_DimSymbol));
+  if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) == 1 && !has_dim) {
+    const double v = Rf_asReal(arg);
+    if (ISNAN(v)) throw Error("index_error", "An index is NA.");
+    c.index = zero_based_number(v);
+    c.scalar = true;
+    return c;
+  }
+  if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) > 1) {
+    whole_numbers_of(arg, "index");
+    at::Tensor t = tensor_from_r(arg, at::kLong, device);
+    c.index = zero_based_tensor(t);
+    c.vector_like = true;
+    return c;
+  }
+  if (TYPEOF(arg) == LGLSXP && Rf_xlength(arg) > 0) {
+    c.index = tensor_from_r(arg, at::kBool, device);
+    c.vector_like = true;
+    return c;
+  }
+  throw Error("index_error", "Unsupported index: " + describe(arg) + ".");
+}
+
+std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10::Device& device) {
+  std::vector<std::vector<TensorIndex>> pieces;
+  std::vector<TensorIndex> current;
+  int64_t out_dims = 0;  // the result's dimensions made so far
+  bool seen_fill = false;
+  const R_xlen_t n = Rf_xlength(args);
+  for (R_xlen_t i = 0; i < n; ++i) {
+    Converted c = convert(VECTOR_ELT(args, i), device);
+    current.push_back(c.index);
+    if (c.fill) seen_fill = true;
+    if (c.scalar && !drop) {
+      current.push_back(None);
+      ++out_dims;
+    } else if (!c.scalar && !c.fill) {
+      ++out_dims;
+    }
+    if (c.vector_like && i < n - 1) {
+      if (!seen_fill) {
+        current.push_back(Ellipsis);
+      } else {
+        for (R_xlen_t k = i + 1; k < n; ++k) current.push_back(Slice());
+      }
+      pieces.push_back(std::move(current));
+      current.clear();
+      if (seen_fill) {
+        current.push_back(Ellipsis);
+      } else {
+        for (int64_t k = 0; k < out_dims; ++k) current.push_back(Slice());
+      }
+    }
+  }
+  pieces.push_back(std::move(current));
+  return pieces;
+}
+
+}  // namespace
+
+extern "C" SEXP C_tensor_index(SEXP x, SEXP args, SEXP drop) {
+  AMPKIT_R_BEGIN
+  at::Tensor out = tensor_of(x, "x");
+  for (const auto& piece : pieces_of(args, Rf_asLogical(drop) != FALSE, out.device())) {
+    out = out.index(piece);
+  }
+  return make_tensor(out);
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_tensor_index_put(SEXP x, SEXP args, SEXP value) {
+  AMPKIT_R_BEGIN
+  at::Tensor t = tensor_of(x, "x");
+  std::vector<TensorIndex> index;
+  int tensors = 0;
+  for (R_xlen_t i = 0; i < Rf_xlength(args); ++i) {
+    Converted c = convert(VECTOR_ELT(args, i), t.device());
+    tensors += c.index.is_tensor();
+    index.push_back(c.index);
+  }
+  if (tensors > 1) {
+    throw Error("index_error",
+                "Only one tensor (or vector) index is allowed in an assignment, as in R torch.");
+  }
+  if (is_tensor(value)) {
+    t.index_put_(index, tensor_of(value, "value"));
+  } else if (is_number(value)) {
+    t.index_put_(index, number_of(value, "value"));
+  } else {
+    throw Error("value_error", "The value assigned must be a tensor or one number, got " +
+                                   describe(value) + ".");
+  }
+  return x;
+  AMPKIT_R_END
+}
+
+}  // namespace ampkit_r

@@ -1,0 +1,648 @@
+// R objects for libtorch's values, R data <-> tensors, and the garbage collector's share.
+//
+// A tensor is an external pointer (tag: the symbol `torch_tensor`) whose address is a
+// TensorImpl holding one reference, released by a C finalizer; its class is R torch's
+// c("torch_tensor", "R7"). A dtype is an integer (the ScalarType) of class "torch_dtype", a
+// device a string ("cpu", "cuda:0") of class "torch_device", a generator an external pointer of
+// class "torch_generator".
+//
+// R's garbage collector sees a few dozen bytes per tensor, not its storage: left alone, a loop
+// of large temporaries grows without bound before a collection comes. The bytes of each new
+// storage an R tensor holds are counted; once the bytes made since the last collection pass
+// half of what was alive after it (and at least `floor`), the collector runs (young generations
+// first, a full collection when that freed too little), and the finalizers release the storages.
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Generator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/core/Formatting.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/TensorOptions.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "ampkit_r.h"
+
+namespace ampkit_r {
+namespace {
+
+SEXP tensor_tag = nullptr;
+SEXP tensor_class = nullptr;
+SEXP dtype_class = nullptr;
+SEXP device_class = nullptr;
+SEXP generator_tag = nullptr;
+SEXP generator_class = nullptr;
+
+using TensorPtr = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+struct Memory {
+  int64_t live = 0;                 // bytes of storages held by R tensors (as counted)
+  int64_t since_collection = 0;     // bytes of new storages since the last collection
+  int64_t live_after = 0;           // `live` after the last collection
+  int64_t floor = int64_t{64} << 20;
+  bool collecting = false;
+};
+Memory memory;
+
+// The bytes an R tensor newly holds: its storage's, when no one else holds that storage yet
+// (a fresh result; views of an R tensor are not counted twice).
+int64_t fresh_bytes(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return 0;
+  const c10::Storage& storage = t.storage();
+  if (!storage || storage.use_count() != 1) return 0;
+  return static_cast<int64_t>(storage.nbytes());
+}
+
+SEXP gc_call(bool full) {
+  SEXP f = Rf_ScalarLogical(FALSE);
+  SEXP call = PROTECT(Rf_lang4(Rf_install("gc"), f, f, Rf_ScalarLogical(full ? TRUE : FALSE)));
+  UNPROTECT(1);
+  return call;
+}
+
+// Runs R's collector (and so the finalizers of unreachable tensors). Called where an R tensor
+// was just made and protected.
+void collect() {
+  memory.collecting = true;
+  const int64_t before = memory.live;
+  SEXP young = PROTECT(gc_call(false));
+  Rf_eval(young, R_BaseEnv);
+  UNPROTECT(1);
+  // Tensors that survived an earlier collection sit in older generations: collect them too when
+  // the young generations gave back less than half of what was made since.
+  if (before - memory.live < memory.since_collection / 2) {
+    SEXP full = PROTECT(gc_call(true));
+    Rf_eval(full, R_BaseEnv);
+    UNPROTECT(1);
+  }
+  memory.since_collection = 0;
+  memory.live_after = memory.live;
+  memory.collecting = false;
+}
+
+void finalize_tensor(SEXP x) {
+  auto* impl = static_cast<c10::TensorImpl*>(R_ExternalPtrAddr(x));
+  if (impl == nullptr) return;
+  R_ClearExternalPtr(x);
+  TensorPtr owned = TensorPtr::reclaim(impl);
+  if (owned->has_storage()) {
+    const c10::Storage& storage = owned->unsafe_storage();
+    if (storage && storage.use_count() == 1) memory.live -= static_cast<int64_t>(storage.nbytes());
+  }
+}
+
+void finalize_generator(SEXP x) {
+  auto* impl = static_cast<c10::GeneratorImpl*>(R_ExternalPtrAddr(x));
+  if (impl == nullptr) return;
+  R_ClearExternalPtr(x);
+  c10::intrusive_ptr<c10::GeneratorImpl>::reclaim(impl);
+}
+
+std::string arg_text(const char* arg) { return std::string("`") + arg + "`"; }
+
+}  // namespace
+
+// ---- tensors -----------------------------------------------------------------------------------
+
+bool is_tensor(SEXP x) { return TYPEOF(x) == EXTPTRSXP && R_ExternalPtrTag(x) == tensor_tag; }
+
+at::Tensor tensor_of(SEXP x, const char* arg) {
+  if (!is_tensor(x)) {
+    value_error(arg_text(arg) + " must be a tensor, got " + describe(x) + ".");
+  }
+  auto* impl = static_cast<c10::TensorImpl*>(R_ExternalPtrAddr(x));
+  if (impl == nullptr) {
+    value_error(arg_text(arg) + " is a tensor that no longer exists (it was freed).");
+  }
+  return at::Tensor(TensorPtr::reclaim_copy(impl));
+}
+
+SEXP make_tensor(at::Tensor t) {
+  const int64_t bytes = fresh_bytes(t);
+  SEXP x = PROTECT(R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, R_NilValue));
+  Rf_setAttrib(x, R_ClassSymbol, tensor_class);
+  R_RegisterCFinalizerEx(x, finalize_tensor, TRUE);
+  if (bytes > 0) {
+    memory.live += bytes;
+    memory.since_collection += bytes;
+    if (!memory.collecting &&
+        memory.since_collection > std::max(memory.floor, memory.live_after / 2)) {
+      collect();
+    }
+  }
+  UNPROTECT(1);
+  return x;
+}
+
+// ---- dtypes, devices, generators ---------------------------------------------------------------
+
+bool is_dtype(SEXP x) {
+  return TYPEOF(x) == INTSXP && XLENGTH(x) == 1 && Rf_inherits(x, "torch_dtype");
+}
+
+c10::ScalarType dtype_of(SEXP x, const char* arg) {
+  if (!is_dtype(x)) {
+    value_error(arg_text(arg) + " must be a torch_dtype such as torch_float32(), got " +
+                describe(x) + ".");
+  }
+  return static_cast<c10::ScalarType>(INTEGER(x)[0]);
+}
+
+c10::ScalarType dtype_or_name_of(SEXP x, const char* arg) {
+  if (TYPEOF(x) == STRSXP) {
+    // A name ("float16", "half"): the package's alias table (R/values.R) is the one home.
+    SEXP call = PROTECT(Rf_lang3(Rf_install("as_torch_dtype"), x, Rf_mkString(arg)));
+    SEXP ns = PROTECT(R_FindNamespace(Rf_mkString("ampkit")));
+    SEXP d = PROTECT(eval_protected(call, ns));
+    const c10::ScalarType t = dtype_of(d, arg);
+    UNPROTECT(3);
+    return t;
+  }
+  return dtype_of(x, arg);
+}
+
+bool flag_of(SEXP x, const char* arg) {
+  if (TYPEOF(x) == LGLSXP && XLENGTH(x) == 1 && LOGICAL(x)[0] != NA_LOGICAL) {
+    return LOGICAL(x)[0] == TRUE;
+  }
+  value_error(arg_text(arg) + " must be TRUE or FALSE, got " + describe(x) + ".");
+}
+
+SEXP make_dtype(c10::ScalarType type) {
+  SEXP x = PROTECT(Rf_ScalarInteger(static_cast<int>(type)));
+  Rf_setAttrib(x, R_ClassSymbol, dtype_class);
+  UNPROTECT(1);
+  return x;
+}
+
+bool is_device(SEXP x) {
+  return TYPEOF(x) == STRSXP && XLENGTH(x) == 1 && Rf_inherits(x, "torch_device");
+}
+
+c10::Device device_of(SEXP x, const char* arg) {
+  if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING) {
+    value_error(arg_text(arg) + " must be a torch_device or a string such as \"cpu\" or " +
+                "\"cuda\", got " + describe(x) + ".");
+  }
+  const char* text = CHAR(STRING_ELT(x, 0));
+  try {
+    return c10::Device(text);
+  } catch (const c10::Error&) {
+    value_error(arg_text(arg) + " must name a device such as \"cpu\", \"cuda\" or \"cuda:1\", got \"" +
+                text + "\".");
+  }
+}
+
+SEXP make_device(const c10::Device& device) {
+  SEXP x = PROTECT(Rf_mkString(device.str().c_str()));
+  Rf_setAttrib(x, R_ClassSymbol, device_class);
+  UNPROTECT(1);
+  return x;
+}
+
+bool is_generator(SEXP x) {
+  return TYPEOF(x) == EXTPTRSXP && R_ExternalPtrTag(x) == generator_tag;
+}
+
+at::Generator generator_of(SEXP x) {
+  auto* impl = static_cast<c10::GeneratorImpl*>(R_ExternalPtrAddr(x));
+  return at::Generator(c10::intrusive_ptr<c10::GeneratorImpl>::reclaim_copy(impl));
+}
+
+SEXP make_generator(at::Generator g) {
+  SEXP x = PROTECT(R_MakeExternalPtr(g.unsafeReleaseGeneratorImpl(), generator_tag, R_NilValue));
+  Rf_setAttrib(x, R_ClassSymbol, generator_class);
+  R_RegisterCFinalizerEx(x, finalize_generator, TRUE);
+  UNPROTECT(1);
+  return x;
+}
+
+// ---- numbers -----------------------------------------------------------------------------------
+
+bool is_number(SEXP x) {
+  if (Rf_xlength(x) != 1 || OBJECT(x)) return false;
+  switch (TYPEOF(x)) {
+    case REALSXP:
+      return !R_IsNA(REAL(x)[0]);
+    case INTSXP:
+      return INTEGER(x)[0] != NA_INTEGER;
+    case LGLSXP:
+      return LOGICAL(x)[0] != NA_LOGICAL;
+    default:
+      return false;
+  }
+}
+
+double number_of(SEXP x, const char* arg) {
+  if (!is_number(x)) value_error(arg_text(arg) + " must be a number, got " + describe(x) + ".");
+  switch (TYPEOF(x)) {
+    case REALSXP:
+      return REAL(x)[0];
+    case INTSXP:
+      return INTEGER(x)[0];
+    default:
+      return LOGICAL(x)[0];
+  }
+}
+
+namespace {
+int64_t whole(double v, const char* arg, SEXP x) {
+  if (!(v == std::trunc(v)) || v < -9.2233720368547758e18 || v >= 9.2233720368547758e18) {
+    value_error(arg_text(arg) + " must be whole numbers, got " + describe(x) + ".");
+  }
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+int64_t whole_number_of(SEXP x, const char* arg) {
+  if (TYPEOF(x) == INTSXP && XLENGTH(x) == 1 && INTEGER(x)[0] != NA_INTEGER) return INTEGER(x)[0];
+  if (!is_number(x) || TYPEOF(x) == LGLSXP) {
+    value_error(arg_text(arg) + " must be a whole number, got " + describe(x) + ".");
+  }
+  return whole(REAL(x)[0], arg, x);
+}
+
+std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg) {
+  const R_xlen_t n = Rf_xlength(x);
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  if (TYPEOF(x) == INTSXP) {
+    const int* v = INTEGER(x);
+    for (R_xlen_t i = 0; i < n; ++i) {
+      if (v[i] == NA_INTEGER) value_error(arg_text(arg) + " must not be NA.");
+      out[i] = v[i];
+    }
+  } else if (TYPEOF(x) == REALSXP) {
+    const double* v = REAL(x);
+    for (R_xlen_t i = 0; i < n; ++i) out[i] = whole(v[i], arg, x);
+  } else {
+    value_error(arg_text(arg) + " must be whole numbers, got " + describe(x) + ".");
+  }
+  return out;
+}
+
+int64_t zero_based(int64_t index, const char* arg) {
+  if (index > 0) return index - 1;
+  if (index < 0) return index;
+  value_error(arg_text(arg) +
+              " is 1-based (the first is 1, the last -1), but found 0.");
+}
+
+// ---- R data <-> tensors ------------------------------------------------------------------------
+
+namespace {
+
+c10::ScalarType r_storage_type(SEXP data) {
+  switch (TYPEOF(data)) {
+    case REALSXP:
+      return at::kDouble;
+    case INTSXP:
+    case LGLSXP:
+      return at::kInt;
+    case RAWSXP:
+      return at::kByte;
+    case CPLXSXP:
+      return at::kComplexDouble;
+    default:
+      value_error("`data` must be a numeric, integer, logical, raw or complex vector or array, "
+                  "got " + describe(data) + ".");
+  }
+}
+
+// The shape of an R vector or array: its dims, or its length.
+std::vector<int64_t> r_shape(SEXP data) {
+  SEXP dim = Rf_getAttrib(data, R_DimSymbol);
+  if (Rf_isNull(dim)) return {static_cast<int64_t>(XLENGTH(data))};
+  std::vector<int64_t> shape(static_cast<size_t>(XLENGTH(dim)));
+  for (R_xlen_t i = 0; i < XLENGTH(dim); ++i) shape[i] = INTEGER(dim)[i];
+  return shape;
+}
+
+// A tensor laid out as R lays out `shape` (column-major): the storage read as the reversed shape,
+// then its dims reversed (a view).
+at::Tensor column_major_view(at::Tensor flat_reversed, size_t ndim) {
+  std::vector<int64_t> order(ndim);
+  for (size_t i = 0; i < ndim; ++i) order[i] = static_cast<int64_t>(ndim - 1 - i);
+  return flat_reversed.permute(order);
+}
+
+}  // namespace
+
+at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
+                         const c10::Device& device) {
+  const c10::ScalarType stored = r_storage_type(data);
+  const std::vector<int64_t> shape = r_shape(data);
+  std::vector<int64_t> reversed(shape.rbegin(), shape.rend());
+  at::Tensor host = at::empty(reversed, at::TensorOptions().dtype(stored));
+  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+  if (bytes > 0) std::memcpy(host.data_ptr(), DATAPTR_RO(data), bytes);
+  c10::ScalarType target = dtype.value_or(
+      TYPEOF(data) == REALSXP     ? at::typeMetaToScalarType(at::get_default_dtype())
+      : TYPEOF(data) == INTSXP    ? at::kLong
+      : TYPEOF(data) == LGLSXP    ? at::kBool
+      : TYPEOF(data) == CPLXSXP   ? at::toComplexType(at::typeMetaToScalarType(at::get_default_dtype()))
+                                  : at::kByte);
+  at::Tensor t = column_major_view(host, shape.size());
+  if (TYPEOF(data) == LGLSXP && target != at::kBool) {
+    t = t.ne(0).to(target);
+  } else if (TYPEOF(data) == LGLSXP) {
+    t = t.ne(0);
+  } else {
+    t = t.to(target);
+  }
+  return t.to(device).contiguous();
+}
+
+// R data from a tensor: doubles for floating types, integers for integral ones up to 32 bits
+// (int64 too, when every value fits; doubles otherwise), logicals for bool, complex; an array
+// with the tensor's shape (dims for 2 or more dimensions, a vector for 1, a scalar for 0).
+SEXP r_from_tensor(const at::Tensor& tensor) {
+  at::Tensor t = tensor.detach().to(at::kCPU);
+  const int64_t ndim = t.dim();
+  std::vector<int64_t> order(static_cast<size_t>(ndim));
+  for (int64_t i = 0; i < ndim; ++i) order[i] = ndim - 1 - i;
+  t = t.permute(order).contiguous();
+  const c10::ScalarType type = t.scalar_type();
+  SEXPTYPE r_type;
+  c10::ScalarType as;
+  if (type == at::kBool) {
+    r_type = LGLSXP;
+    as = at::kInt;
+  } else if (at::isComplexType(type)) {
+    r_type = CPLXSXP;
+    as = at::kComplexDouble;
+  } else if (at::isFloatingType(type)) {
+    r_type = REALSXP;
+    as = at::kDouble;
+  } else if (type == at::kLong &&
+             (t.numel() == 0 || (t.max().item<int64_t>() <= INT32_MAX &&
+                                 t.min().item<int64_t>() > INT32_MIN))) {
+    r_type = INTSXP;
+    as = at::kInt;
+  } else if (type == at::kLong || type == at::kUInt32 || type == at::kUInt64) {
+    r_type = REALSXP;
+    as = at::kDouble;
+  } else {
+    r_type = INTSXP;
+    as = at::kInt;
+  }
+  t = t.to(as).contiguous();
+  SEXP out = PROTECT(Rf_allocVector(r_type, t.numel()));
+  if (t.numel() > 0) {
+    std::memcpy(DATAPTR(out), t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
+  }
+  if (ndim >= 2) {
+    SEXP dim = PROTECT(Rf_allocVector(INTSXP, ndim));
+    for (int64_t i = 0; i < ndim; ++i) INTEGER(dim)[i] = static_cast<int>(tensor.size(i));
+    Rf_setAttrib(out, R_DimSymbol, dim);
+    UNPROTECT(1);
+  }
+  UNPROTECT(1);
+  return out;
+}
+
+// ---- .Call entries -----------------------------------------------------------------------------
+
+extern "C" SEXP C_values_init(SEXP tensor_cls, SEXP dtype_cls, SEXP device_cls,
+                              SEXP generator_cls) {
+  tensor_tag = Rf_install("torch_tensor");
+  generator_tag = Rf_install("torch_generator");
+  for (SEXP* slot : {&tensor_class, &dtype_class, &device_class, &generator_class}) {
+    if (*slot != nullptr) R_ReleaseObject(*slot);
+  }
+  tensor_class = tensor_cls;
+  dtype_class = dtype_cls;
+  device_class = device_cls;
+  generator_class = generator_cls;
+  for (SEXP cls : {tensor_class, dtype_class, device_class, generator_class}) {
+    R_PreserveObject(cls);
+    MARK_NOT_MUTABLE(cls);
+  }
+  return R_NilValue;
+}
+
+extern "C" SEXP C_tensor_from_r(SEXP data, SEXP dtype, SEXP device, SEXP requires_grad) {
+  AMPKIT_R_BEGIN
+  std::optional<c10::ScalarType> type;
+  if (!Rf_isNull(dtype)) type = dtype_of(dtype, "dtype");
+  const c10::Device where = Rf_isNull(device) ? c10::Device(c10::kCPU) : device_of(device, "device");
+  at::Tensor t = tensor_from_r(data, type, where);
+  if (Rf_asLogical(requires_grad) == TRUE) t.requires_grad_(true);
+  return make_tensor(std::move(t));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_r_from_tensor(SEXP x) {
+  AMPKIT_R_BEGIN
+  return r_from_tensor(tensor_of(x, "x"));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_is_tensor(SEXP x) { return Rf_ScalarLogical(is_tensor(x)); }
+
+extern "C" SEXP C_dtype_info(SEXP dtype) {
+  AMPKIT_R_BEGIN
+  const c10::ScalarType t = dtype_of(dtype, "dtype");
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(c10::toString(t)));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(at::isFloatingType(t)));
+  SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(at::isComplexType(t)));
+  SET_VECTOR_ELT(out, 3, Rf_ScalarInteger(static_cast<int>(c10::elementSize(t))));
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_dtype_named(SEXP name) {
+  AMPKIT_R_BEGIN
+  const std::string text = CHAR(STRING_ELT(name, 0));
+  for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
+    const auto t = static_cast<c10::ScalarType>(i);
+    if (text == c10::toString(t)) return make_dtype(t);
+  }
+  value_error("no dtype named \"" + text + "\".");
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_default_dtype(SEXP set) {
+  AMPKIT_R_BEGIN
+  if (!Rf_isNull(set)) {
+    const c10::ScalarType t = dtype_of(set, "dtype");
+    if (!at::isFloatingType(t)) {
+      value_error("`dtype` must be a floating dtype such as torch_float64(), got " +
+                  std::string(c10::toString(t)) + ".");
+    }
+    at::set_default_dtype(c10::scalarTypeToTypeMeta(t));
+  }
+  return make_dtype(at::typeMetaToScalarType(at::get_default_dtype()));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_device_info(SEXP device) {
+  AMPKIT_R_BEGIN
+  const c10::Device d = device_of(device, "device");
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(c10::DeviceTypeName(d.type(), /*lower_case=*/true).c_str()));
+  SET_VECTOR_ELT(out, 1, d.has_index() ? Rf_ScalarInteger(d.index()) : R_NilValue);
+  SET_VECTOR_ELT(out, 2, make_device(d));
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_memory_stats(SEXP floor_mb) {
+  if (!Rf_isNull(floor_mb)) memory.floor = static_cast<int64_t>(Rf_asReal(floor_mb) * (1 << 20));
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 4));
+  REAL(out)[0] = static_cast<double>(memory.live);
+  REAL(out)[1] = static_cast<double>(memory.since_collection);
+  REAL(out)[2] = static_cast<double>(memory.live_after);
+  REAL(out)[3] = static_cast<double>(memory.floor);
+  UNPROTECT(1);
+  return out;
+}
+
+}  // namespace ampkit_r
+
+// ---- tensor metadata ---------------------------------------------------------------------------
+
+namespace ampkit_r {
+
+// A tensor's metadata by name: "shape", "dtype", "device", "ndim", "numel", "element_size",
+// "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity),
+// "defined", "is_floating_point", "layout".
+extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
+  AMPKIT_R_BEGIN
+  const std::string field = CHAR(STRING_ELT(what, 0));
+  if (field == "defined") {
+    if (!is_tensor(x) || R_ExternalPtrAddr(x) == nullptr) return Rf_ScalarLogical(FALSE);
+    return Rf_ScalarLogical(tensor_of(x, "x").defined());
+  }
+  const at::Tensor t = tensor_of(x, "x");
+  if (field == "impl") {
+    return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl())));
+  }
+  if (field == "print") {
+    std::ostringstream text;
+    if (!t.defined()) {
+      text << "[ Tensor (undefined) ]";
+    } else {
+      text << t;
+    }
+    return Rf_mkString(text.str().c_str());
+  }
+  if (!t.defined()) throw Error("runtime_error", "the tensor is undefined.");
+  if (field == "shape") {
+    SEXP out = PROTECT(Rf_allocVector(INTSXP, t.dim()));
+    for (int64_t i = 0; i < t.dim(); ++i) INTEGER(out)[i] = static_cast<int>(t.size(i));
+    UNPROTECT(1);
+    return out;
+  }
+  if (field == "dtype") return make_dtype(t.scalar_type());
+  if (field == "device") return make_device(t.device());
+  if (field == "ndim") return Rf_ScalarInteger(static_cast<int>(t.dim()));
+  if (field == "numel") return Rf_ScalarReal(static_cast<double>(t.numel()));
+  if (field == "element_size") return Rf_ScalarInteger(static_cast<int>(t.element_size()));
+  if (field == "is_contiguous") return Rf_ScalarLogical(t.is_contiguous());
+  if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
+  if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
+  value_error("no tensor field `" + field + "`.");
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_generator_new(SEXP seed) {
+  AMPKIT_R_BEGIN
+  at::Generator g = at::detail::createCPUGenerator();
+  if (!Rf_isNull(seed)) g.set_current_seed(static_cast<uint64_t>(Rf_asReal(seed)));
+  return make_generator(std::move(g));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_generator_seed(SEXP generator, SEXP seed) {
+  AMPKIT_R_BEGIN
+  at::Generator g = generator_of(generator);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  if (!Rf_isNull(seed)) g.set_current_seed(static_cast<uint64_t>(Rf_asReal(seed)));
+  return Rf_ScalarReal(static_cast<double>(g.current_seed()));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_manual_seed(SEXP seed) {
+  AMPKIT_R_BEGIN
+  at::manual_seed(static_cast<uint64_t>(whole_number_of(seed, "seed")));
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// CUDA through libtorch's hooks (present in every build; no CUDA code here): "available",
+// "count", "synchronize".
+extern "C" SEXP C_cuda(SEXP what, SEXP index) {
+  AMPKIT_R_BEGIN
+  const std::string op = CHAR(STRING_ELT(what, 0));
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (op == "available") return Rf_ScalarLogical(at::globalContext().hasCUDA());
+  if (op == "count") return Rf_ScalarInteger(at::globalContext().hasCUDA() ? hooks.deviceCount() : 0);
+  if (op == "synchronize") {
+    if (at::globalContext().hasCUDA()) {
+      hooks.deviceSynchronize(static_cast<c10::DeviceIndex>(
+          Rf_isNull(index) ? hooks.getCurrentDevice() : Rf_asInteger(index)));
+    }
+    return R_NilValue;
+  }
+  value_error("no CUDA query `" + op + "`.");
+  AMPKIT_R_END
+}
+
+// The number of threads libtorch uses for intra-op parallelism (NULL reads).
+extern "C" SEXP C_num_threads(SEXP n) {
+  AMPKIT_R_BEGIN
+  if (!Rf_isNull(n)) at::set_num_threads(static_cast<int>(whole_number_of(n, "num_threads")));
+  return Rf_ScalarInteger(at::get_num_threads());
+  AMPKIT_R_END
+}
+
+}  // namespace ampkit_r
+
+// ---- sharing tensors with Python (no copy) ------------------------------------------------------
+
+namespace ampkit_r {
+
+// The address of a new reference to x's TensorImpl, for Python's ampkit._C.adopt_tensor() to take
+// over: the same tensor in Python, no copy.
+extern "C" SEXP C_tensor_share(SEXP x) {
+  AMPKIT_R_BEGIN
+  at::Tensor t = tensor_of(x, "x");
+  return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeReleaseTensorImpl())));
+  AMPKIT_R_END
+}
+
+// Takes over the reference at `address` (from Python's ampkit._C.share_tensor()) as an R tensor.
+extern "C" SEXP C_tensor_adopt(SEXP address) {
+  AMPKIT_R_BEGIN
+  auto* impl = reinterpret_cast<c10::TensorImpl*>(static_cast<uintptr_t>(Rf_asReal(address)));
+  return make_tensor(at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl)));
+  AMPKIT_R_END
+}
+
+}  // namespace ampkit_r
+
+namespace ampkit_r {
+
+// The default CPU generator's state (a uint8 tensor); with `state`, sets it.
+extern "C" SEXP C_rng_state(SEXP state) {
+  AMPKIT_R_BEGIN
+  at::Generator g = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(g.mutex());
+  if (!Rf_isNull(state)) {
+    g.set_state(tensor_of(state, "state"));
+    return R_NilValue;
+  }
+  return make_tensor(g.get_state());
+  AMPKIT_R_END
+}
+
+}  // namespace ampkit_r
