@@ -35,7 +35,9 @@ PY_DEPS := $(TORCH_DEPS) numpy $(BUILD_DEPS) pytest hypothesis "rpy2>=3.5.17,<3.
            ruff==0.17.6 expecttest==0.3.0
 EXT_SOURCES := $(shell find core python/src python/ampkit tests/cpp -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' \)) \
                CMakeLists.txt pyproject.toml
-R_SOURCES := $(shell find rpkg -type f 2>/dev/null)
+# The R package's sources, not what its install builds in place (objects, libraries, Makevars).
+R_SOURCES := $(shell find rpkg -type f ! -name '*.o' ! -name '*.so' ! -name Makevars \
+               ! -name torch_lib_dir 2>/dev/null) $(wildcard tools/rgen/*)
 
 .PHONY: setup test test-cpp test-python test-r bench parity lint clean gpu-wheels gpu-proof
 
@@ -95,7 +97,7 @@ parity: setup
 
 # Style: ruff (Python), clang-format (C++), lintr (R); the configurations are in the repository.
 lint: setup
-	@echo "== ruff" && $(PY) -m ruff check python tests tools
+	@echo "== ruff" && $(PY) -m ruff check python tests tools rpkg/inst/python
 	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
 	@echo "== lintr" && Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
 

@@ -127,16 +127,27 @@ if [ $built -eq 0 ]; then
 else
   skip "Python tests on CUDA (pytest -m cuda)" "the build failed"
 fi
-if command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !requireNamespace("ampkit", quietly = TRUE))' >/dev/null 2>&1; then
-  RETICULATE_PYTHON=$(command -v "$PY") stage "R CUDA scaler (testthat)" 120 Rscript -e \
+# R, where the machine has it: the R package built against this machine's torch, its CUDA tests,
+# and the R rows of the benchmark (the R loop of each workload against Python's).
+r_here=1
+if [ $built -ne 0 ]; then
+  r_here=0; skip "R package (install)" "the build failed"
+elif ! command -v Rscript >/dev/null 2>&1; then
+  r_here=0; skip "R package (install)" "no R on this machine"
+else
+  stage "R package (install)" 300 bash tools/install_rpkg.sh "$PY" || r_here=0
+fi
+if [ $r_here -eq 1 ]; then
+  RETICULATE_PYTHON=$(command -v "$PY") stage "R CUDA tests (testthat)" 120 Rscript -e \
     'testthat::test_file("rpkg/tests/testthat/test-cuda.R", package = "ampkit", load_package = "installed", stop_on_failure = TRUE)'
 else
-  skip "R CUDA scaler (testthat)" "no R with the ampkit R package on this machine (R does not travel)"
+  skip "R CUDA tests (testthat)" "no R package on this machine"
 fi
 
 # ---- 4. the benchmark on CUDA, host syncs ------------------------------------------------------
 if [ $built -eq 0 ]; then
-  stage "benchmark --device cuda" 270 "$PY" -m ampkit bench --device cuda --no-r --no-audit \
+  no_r=--no-r; [ $r_here -eq 1 ] && no_r=
+  stage "benchmark --device cuda" 270 "$PY" -m ampkit bench --device cuda $no_r --no-audit \
     --only overhead recipe_mlp transformer many_params seed_mlp seed_bert --out "$dir"
   stage "host syncs per step" 60 "$PY" tools/gpu_proof_report.py syncs "$dir/syncs.json"
 else

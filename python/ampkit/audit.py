@@ -27,6 +27,13 @@ An ``aten._to_copy`` that changes the dtype is then:
 - ``"other"`` otherwise (an op that casts internally outside autocast, or the backward of a
   cast made before the audit began).
 
+Operations called from R (ampkit's R package calls libtorch directly) or other C++ reach the
+dispatch mode with no Python call around them. For those the audit reads the autocast state as
+it was when the operation was called (``_C.autocast_devices_at_dispatch_entry``) and the
+precision policy region from the core (R's policies open theirs there too); what it cannot see
+is a conversion of the caller's own: from R, a cast is ``"autocast"`` inside an autocast region
+and ``"other"`` outside one (``"user"`` is for Python's conversions).
+
 The one known effect of the function mode on what runs: PyTorch's inference-only fast paths of
 ``nn.MultiheadAttention`` and ``nn.TransformerEncoder(Layer)`` (eval mode, no grad) step aside
 whenever any torch-function mode is active, so an audit of such a model in inference runs, and
@@ -46,7 +53,6 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _C
-from .precision_policy import current_policy_dtype
 
 __all__ = ["autocast_audit"]
 
@@ -81,6 +87,9 @@ _MARK = "ampkit.autocast_audit.cast"
 _current_node = torch._C._current_autograd_node
 _any_autocast = torch._C._is_any_autocast_enabled
 _clock = time.perf_counter
+# The dtype of this thread's innermost precision policy region (the core's, shared with R).
+_policy_dtype = _C.current_policy_dtype
+_entry_devices = _C.autocast_devices_at_dispatch_entry
 
 # (devices with autocast on, inside a user conversion, inside a backward call, the dtype of
 # the innermost ampkit.precision_policy region or None)
@@ -110,6 +119,17 @@ def _enabled_devices() -> FrozenSet[str]:
     return frozenset(d for d in _autocast_devices() if torch.is_autocast_enabled(d))
 
 
+def _native_context() -> _Context:
+    """The context of an operation called with no Python call around it (from R, from C++):
+    autocast's state when it was called, no conversion of the user's known, the policy region
+    it runs in."""
+    try:
+        enabled = _entry_devices(_autocast_devices())
+    except RuntimeError:  # torch kept no entry state for this dispatch: read as autocast off
+        enabled = ()
+    return (frozenset(enabled) if enabled else _NO_CONTEXT[0], False, False, _policy_dtype())
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype)[6:]  # "torch.bfloat16" -> "bfloat16"
 
@@ -119,7 +139,8 @@ class _FunctionMode(TorchFunctionMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self.context: _Context = _NO_CONTEXT
+        # None while no Python call is being run (an operation then comes from R or C++)
+        self.context: Optional[_Context] = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
@@ -129,7 +150,7 @@ class _FunctionMode(TorchFunctionMode):
         self.context = (_enabled_devices(),
                         name in _CONVERSIONS or kwargs.get("dtype") is not None,
                         name in _BACKWARD_CALLS,
-                        current_policy_dtype())
+                        _policy_dtype())
         try:
             return func(*args, **kwargs)
         finally:
@@ -151,10 +172,13 @@ class _DispatchMode(TorchDispatchMode):
         if audit._pending:
             audit._mark_pending()
         node = _current_node()
+        context = self._functions.context
+        if context is None:
+            context = _native_context()
         start = _clock()
         out = func(*args, **kwargs)
         elapsed = _clock() - start
-        audit._record(func, args, kwargs, out, node, self._functions.context, elapsed)
+        audit._record(func, args, kwargs, out, node, context, elapsed)
         return out
 
 

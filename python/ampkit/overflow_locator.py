@@ -26,6 +26,11 @@ Exact definitions, per module and step (a module called several times in a step 
 
 Both fractions are what ``x.half()`` would do (the tests hold them to it), and both are 0 for
 an output already in float16.
+
+The statistics and how they add up are the core's (``core/include/ampkit/tensor_stats.h``:
+``_C.tensor_stats`` measures, ``_C.StatsSummary`` adds up), shared with R's
+``overflow_locator()``; so is the rule of :func:`suggest_policy` (:func:`modules_to_keep`,
+which R's ``suggest_policy()`` calls with its own locator's rows).
 """
 
 from __future__ import annotations
@@ -33,21 +38,20 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
 import torch
 
 from . import _C
 
-__all__ = ["overflow_locator", "suggest_policy", "PolicySuggestion"]
+__all__ = ["overflow_locator", "suggest_policy", "PolicySuggestion", "modules_to_keep",
+           "plot_summary"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 FP16_MAX = 65504.0
-_FTZ = 2.0 ** -25      # |x| <= this (and x != 0) becomes 0 in float16
-_OVF = 65520.0         # finite |x| >= this becomes inf in float16
-_COLUMNS = ("amax", "inf", "nan", "underflow", "overflow")
 _LOW = (torch.float16, torch.bfloat16)
+_PASSES = ("forward", "backward", "parameters")
 
 
 def _tensors(value: Any) -> List[torch.Tensor]:
@@ -60,51 +64,9 @@ def _tensors(value: Any) -> List[torch.Tensor]:
     return []
 
 
-_BOUNDS: Dict[tuple, torch.Tensor] = {}
-
-
-def _bounds(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """The bucket edges of |x| in its dtype: 0 | (0, 2**-25] flushes to zero | normal |
-    [65520, max] overflows | inf | (NaN, which searchsorted puts past the last edge)."""
-    key = (dtype, device)
-    edges = _BOUNDS.get(key)
-    if edges is None:
-        ovf = torch.nextafter(torch.tensor(_OVF, dtype=dtype), torch.tensor(0.0, dtype=dtype))
-        edges = torch.tensor([0.0, _FTZ, ovf.item(), torch.finfo(dtype).max, math.inf],
-                             dtype=dtype, device=device)
-        _BOUNDS[key] = edges
-    return edges
-
-
-def _stats(tensors: List[torch.Tensor]) -> Optional[torch.Tensor]:
-    """[amax, inf, nan, underflow count, overflow count] of the tensors, on their device, in
-    float64 (float32 where the device has no float64); None when there is nothing to measure.
-    Three passes over each tensor besides its abs: the amax, a bucket index per element
-    (searchsorted over _bounds) and the buckets' counts (no host read on any device)."""
-    parts = []
-    for t in tensors:
-        if t.numel() == 0:
-            continue
-        a = t.detach().abs()
-        if a.dtype not in (torch.float32, torch.float64):
-            a = a.float()
-        amax = torch.nan_to_num(a, nan=0.0, posinf=math.inf).amax()
-        index = torch.searchsorted(_bounds(a.dtype, a.device), a.reshape(-1))
-        if index.device.type == "cpu":
-            counts = torch.bincount(index, minlength=6)
-        else:  # bincount reads its maximum to the host there
-            counts = torch.zeros(6, dtype=torch.int64, device=index.device).scatter_add_(
-                0, index, torch.ones((), dtype=torch.int64, device=index.device).expand_as(
-                    index))
-        parts.append((amax, counts))
-    if not parts:
-        return None
-    dtype = torch.float32 if parts[0][0].device.type == "mps" else torch.float64
-    rows = torch.stack([torch.cat([amax.reshape(1).to(dtype), counts[[4, 5, 1, 3]].to(dtype)])
-                        for amax, counts in parts])
-    if len(parts) == 1:
-        return rows[0]
-    return torch.cat([rows[:, :1].amax(0), rows[:, 1:].sum(0)])
+# [amax, inf, nan, underflow count, overflow count] of the tensors on their device, or None
+# when there is nothing to measure (the core's: tensor_stats.h).
+_stats = _C.tensor_stats
 
 
 def _numel(tensors: List[torch.Tensor]) -> int:
@@ -118,9 +80,6 @@ class _Step:
         self.index = index
         # (pass, module name, output dtype, numel, stats tensor) in execution order
         self.pending: List[tuple] = []
-        self.rows: List[dict] = []          # read, aggregated per (pass, module)
-        self.first: Dict[str, Optional[str]] = {"forward": None, "backward": None,
-                                                 "parameters": None}
 
     def read(self, locator: "overflow_locator") -> None:
         if not self.pending:
@@ -128,33 +87,9 @@ class _Step:
         pending, self.pending = self.pending, []
         values = torch.stack([p[4] for p in pending]).tolist()  # the one host read
         locator.host_reads += 1
-        index = {(r["pass"], r["module"]): r for r in self.rows}
+        add = locator._summary.add
         for (phase, name, dtype, numel, _), v in zip(pending, values):
-            amax, inf, nan, ftz, ovf = v
-            row = index.get((phase, name))
-            if row is None:
-                row = {"step": self.index, "module": name, "pass": phase, "dtype": dtype,
-                       "calls": 0, "numel": 0, "amax": 0.0, "inf": 0, "nan": 0,
-                       "_ftz": 0, "_ovf": 0}
-                index[(phase, name)] = row
-                self.rows.append(row)
-            row["calls"] += 1
-            row["numel"] += numel
-            row["amax"] = max(row["amax"], amax)
-            row["inf"] += int(inf)
-            row["nan"] += int(nan)
-            row["_ftz"] += int(ftz)
-            row["_ovf"] += int(ovf)
-            if (inf or nan) and self.first[phase] is None:
-                self.first[phase] = name
-
-
-def _headroom(amax: float) -> float:
-    if amax == 0:
-        return math.inf
-    if math.isinf(amax):
-        return -math.inf
-    return math.log2(FP16_MAX / amax)
+            add(self.index, phase, name, dtype, numel, v)
 
 
 class overflow_locator:
@@ -217,6 +152,7 @@ class overflow_locator:
         self._steps: List[_Step] = []
         self._current: Optional[_Step] = None
         self._active = False
+        self._summary = _C.StatsSummary()  # the steps read so far, added up
         self.host_reads = 0
 
     # -- entering and leaving ------------------------------------------------------------------
@@ -330,27 +266,16 @@ class overflow_locator:
         for step in self._steps:
             if step.pending:
                 step.read(self)
-        out = []
-        for step in self._steps:
-            for row in step.rows:
-                numel = row["numel"]
-                out.append({
-                    "step": row["step"], "module": row["module"], "pass": row["pass"],
-                    "dtype": row["dtype"], "calls": row["calls"], "numel": numel,
-                    "amax": row["amax"], "inf": row["inf"], "nan": row["nan"],
-                    "underflow": row["_ftz"] / numel if numel else 0.0,
-                    "overflow": row["_ovf"] / numel if numel else 0.0,
-                    "headroom": _headroom(row["amax"]),
-                })
-        return out
+        return self._summary.rows()
 
     def first_nonfinite(self) -> List[Dict[str, Any]]:
         """Per step, the first module in execution order whose output (forward) or output's
         gradient (backward) held an inf or NaN; None where none did."""
         self.summary()
-        return [{"step": s.index, "forward": s.first["forward"],
-                 "backward": s.first["backward"], "parameters": s.first["parameters"]}
-                for s in self._steps]
+        first = self._summary.first_nonfinite
+        return [{"step": s.index, "forward": first(s.index, "forward"),
+                 "backward": first(s.index, "backward"),
+                 "parameters": first(s.index, "parameters")} for s in self._steps]
 
     def table(self, passes: Iterable[str] = ("forward", "backward", "parameters")) -> str:
         """The summary as a readable table (``print(loc)`` prints it)."""
@@ -380,68 +305,75 @@ class overflow_locator:
         ``"backward"``, ``"parameters"``); ``modules`` limits the lines to those names
         (default: every module). A step where the values held an inf is drawn at the bottom of
         its panel with an ``x``. Returns ``path``."""
-        import matplotlib
+        return plot_summary(self.summary(), path, modules=modules, title=title, passes=passes)
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
 
-        passes = list(passes)
-        unknown = [p for p in passes if p not in ("forward", "backward", "parameters")]
-        if unknown or not passes:
-            raise _C.ArgumentError(
-                f"overflow_locator.plot: `passes` must name some of 'forward', 'backward' and "
-                f"'parameters', got {passes!r}.")
-        summary = self.summary()
-        order: List[str] = []  # one colour per module in every panel, in forward order
-        for r in sorted(summary, key=lambda r: r["pass"] != "forward"):
-            if r["module"] not in order:
-                order.append(r["module"])
-        palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-        colours = {name: palette[i % len(palette)] for i, name in enumerate(order)}
-        fig, axes = plt.subplots(len(passes), 1, figsize=(7, 3.2 * len(passes)), dpi=100,
-                                 squeeze=False)
-        try:
-            for ax, phase in zip(axes[:, 0], passes):
-                self._panel(ax, [r for r in summary if r["pass"] == phase], modules, phase,
-                            colours)
-            fig.suptitle(title or "float16 headroom of each module")
-            fig.tight_layout()
-            fig.savefig(path, format="png")
-        finally:
-            plt.close(fig)
-        return path
+def plot_summary(summary: List[Dict[str, Any]], path: str,
+                 modules: Optional[Iterable[str]] = None, title: Optional[str] = None,
+                 passes: Iterable[str] = ("forward",)) -> str:
+    """:meth:`overflow_locator.plot` for the rows of a locator's summary (R's
+    ``overflow_locator()`` hands its rows here): each module's headroom over the steps, saved
+    as a PNG at ``path``. Returns ``path``."""
+    import matplotlib
 
-    @staticmethod
-    def _panel(ax: Any, rows: List[Dict[str, Any]], modules: Optional[Iterable[str]],
-               phase: str, colours: Dict[str, str]) -> None:
-        from matplotlib.ticker import MaxNLocator
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
 
-        wanted = None if modules is None else list(modules)
-        names: List[str] = []
-        for r in rows:
-            if r["module"] not in names and (wanted is None or r["module"] in wanted):
-                names.append(r["module"])
-        finite = [r["headroom"] for r in rows if math.isfinite(r["headroom"])]
-        low = min([0.0] + finite) - 1.0
-        for name in sorted(names, key=list(colours).index):
-            mine = [r for r in rows if r["module"] == name]
-            steps = [r["step"] for r in mine]
-            ys = [r["headroom"] if math.isfinite(r["headroom"]) else
-                  (low if r["headroom"] < 0 else math.nan) for r in mine]
-            (line,) = ax.plot(steps, ys, marker="o", label=name, color=colours[name])
-            bad = [(s, low) for s, r in zip(steps, mine) if r["headroom"] == -math.inf]
-            if bad:
-                ax.plot(*zip(*bad), marker="x", linestyle="none", color=line.get_color(),
-                        markersize=10)
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("step")
-        ax.set_ylabel("log2(65504 / amax)")
-        what = {"forward": "outputs", "backward": "gradients w.r.t. the outputs",
-                "parameters": "parameters' gradients"}[phase]
-        ax.set_title(f"{phase}: {what}", fontsize="medium")
-        if names:
-            ax.legend(fontsize="small", ncol=min(len(names), 4))
+    passes = list(passes)
+    unknown = [p for p in passes if p not in _PASSES]
+    if unknown or not passes:
+        raise _C.ArgumentError(
+            f"overflow_locator.plot: `passes` must name some of 'forward', 'backward' and "
+            f"'parameters', got {passes!r}.")
+    order: List[str] = []  # one colour per module in every panel, in forward order
+    for r in sorted(summary, key=lambda r: r["pass"] != "forward"):
+        if r["module"] not in order:
+            order.append(r["module"])
+    palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    colours = {name: palette[i % len(palette)] for i, name in enumerate(order)}
+    fig, axes = plt.subplots(len(passes), 1, figsize=(7, 3.2 * len(passes)), dpi=100,
+                             squeeze=False)
+    try:
+        for ax, phase in zip(axes[:, 0], passes):
+            _panel(ax, [r for r in summary if r["pass"] == phase], modules, phase, colours)
+        fig.suptitle(title or "float16 headroom of each module")
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _panel(ax: Any, rows: List[Dict[str, Any]], modules: Optional[Iterable[str]],
+           phase: str, colours: Dict[str, str]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    wanted = None if modules is None else list(modules)
+    names: List[str] = []
+    for r in rows:
+        if r["module"] not in names and (wanted is None or r["module"] in wanted):
+            names.append(r["module"])
+    finite = [r["headroom"] for r in rows if math.isfinite(r["headroom"])]
+    low = min([0.0] + finite) - 1.0
+    for name in sorted(names, key=list(colours).index):
+        mine = [r for r in rows if r["module"] == name]
+        steps = [r["step"] for r in mine]
+        ys = [r["headroom"] if math.isfinite(r["headroom"]) else
+              (low if r["headroom"] < 0 else math.nan) for r in mine]
+        (line,) = ax.plot(steps, ys, marker="o", label=name, color=colours[name])
+        bad = [(s, low) for s, r in zip(steps, mine) if r["headroom"] == -math.inf]
+        if bad:
+            ax.plot(*zip(*bad), marker="x", linestyle="none", color=line.get_color(),
+                    markersize=10)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("step")
+    ax.set_ylabel("log2(65504 / amax)")
+    what = {"forward": "outputs", "backward": "gradients w.r.t. the outputs",
+            "parameters": "parameters' gradients"}[phase]
+    ax.set_title(f"{phase}: {what}", fontsize="medium")
+    if names:
+        ax.legend(fontsize="small", ncol=min(len(names), 4))
 
 
 class PolicySuggestion:
@@ -550,10 +482,8 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
             "suggest_policy: with `loss_fn`, each batch must be a pair (inputs, target).")
     if device_type is None:
         device_type = _default_device(model)
-    leaves = _leaf_names(model)
+    leaves = list(_leaf_names(model))
     names = [name for name, _ in model.named_modules()]
-    low = str(dtype)[6:]
-    limit = torch.finfo(dtype).max / 2.0 ** margin
     params = list(model.parameters())
     saved = [p.grad for p in params]
     rules: Dict[str, torch.dtype] = {}
@@ -562,7 +492,6 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
     try:
         while rounds < max_rounds:
             rounds += 1
-            found: Dict[str, List[str]] = {}
             policy = precision_policy(model, dict(rules), device_type) if rules else None
             try:
                 locator = overflow_locator(model)
@@ -580,37 +509,8 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
                             out = model(*args)
                             loss = loss_fn(out, target)
                         (loss.float() * loss_scale).backward()
-                # per (module, pass): inf and NaN over the steps, the largest amax, whether
-                # it was the first non-finite one of a step
-                seen: Dict[tuple, Dict[str, Any]] = {}
-                firsts = {(f["step"], phase): f[phase] for f in locator.first_nonfinite()
-                          for phase in ("forward", "backward")}
-                for row in locator.summary():
-                    key = "" if row["module"] == "(model)" else row["module"]
-                    entry = seen.setdefault((key, row["pass"]), {
-                        "inf": 0, "nan": 0, "amax": 0.0, "first": False, "dtype": row["dtype"]})
-                    entry["inf"] += row["inf"]
-                    entry["nan"] += row["nan"]
-                    if math.isfinite(row["amax"]):
-                        entry["amax"] = max(entry["amax"], row["amax"])
-                    entry["first"] |= firsts.get((row["step"], row["pass"])) == row["module"]
-                for (key, phase), e in seen.items():
-                    if not (key in leaves or e["first"] and phase == "forward"):
-                        continue  # a container repeats its last child's numbers
-                    what = {"forward": "output",
-                            "backward": f"output's gradient (loss scale {loss_scale:g})",
-                            "parameters": f"parameters' gradients (loss scale {loss_scale:g})"
-                            }[phase]
-                    if e["first"] or phase == "parameters" and (e["inf"] or e["nan"]):
-                        why = (f"{what} held {e['inf']} inf and {e['nan']} NaN in "
-                               f"{e['dtype']}")
-                    elif (e["dtype"] == low or phase == "parameters") and e["amax"] > limit:
-                        bits = "bit" if margin == 1 else "bits"
-                        why = (f"{what} reached {e['amax']:.4g}, within {margin:g} {bits} of "
-                               f"{low}'s largest number")
-                    else:
-                        continue
-                    found.setdefault(key, []).append(why)
+                found = modules_to_keep(locator.summary(), locator.first_nonfinite(), leaves,
+                                        dtype, loss_scale, margin)
             finally:
                 if policy is not None:
                     policy.remove()
@@ -626,3 +526,68 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
     ordered = [n for n in names if n in rules]
     return PolicySuggestion({n: rules[n] for n in ordered}, {n: reasons[n] for n in ordered},
                             rounds)
+
+
+def modules_to_keep(summary: Iterable[Mapping[str, Any]],
+                    first_nonfinite: Iterable[Mapping[str, Any]], leaves: Iterable[str],
+                    dtype: Any, loss_scale: float, margin: float) -> Dict[str, List[str]]:
+    """The rule of :func:`suggest_policy`: from one measuring round's locator results, the
+    modules to keep in float32 and why (name -> sentences; the model itself is ``""``). Each
+    module (per pass, over the round's steps) is kept when
+
+    - its forward output was the first non-finite one of a step;
+    - it is a leaf (one of ``leaves``) and its parameters' gradients held an inf or NaN, or its
+      output's gradient was the first non-finite one of a backward pass;
+    - it is a leaf and its output (or output's gradient) in ``dtype``, or its parameters'
+      gradients, reached beyond ``finfo(dtype).max / 2**margin``.
+
+    ``summary`` and ``first_nonfinite`` are an :class:`overflow_locator`'s (or R's
+    ``overflow_locator()``'s rows, which R's ``suggest_policy()`` hands here).
+
+    Example:
+        >>> from ampkit.overflow_locator import modules_to_keep
+        >>> rows = [{"step": 0, "module": "0", "pass": "forward", "dtype": "float16",
+        ...          "inf": 0, "nan": 0, "amax": 40000.0}]
+        >>> modules_to_keep(rows, [{"step": 0, "forward": None, "backward": None}], ["0"],
+        ...                 "float16", 65536.0, 1.0)
+        {'0': ["output reached 4e+04, within 1 bit of float16's largest number"]}
+    """
+    if isinstance(dtype, str):
+        dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(dtype, dtype)
+    if dtype not in _LOW:
+        raise _C.ArgumentError(
+            f"suggest_policy: `dtype` must be torch.float16 or torch.bfloat16, got {dtype!r}.")
+    low = str(dtype)[6:]
+    limit = torch.finfo(dtype).max / 2.0 ** margin
+    leaves = set(leaves)
+    # per (module, pass): inf and NaN over the steps, the largest amax, whether it was the
+    # first non-finite one of a step
+    seen: Dict[tuple, Dict[str, Any]] = {}
+    firsts = {(int(f["step"]), phase): f[phase] for f in first_nonfinite
+              for phase in ("forward", "backward")}
+    for row in summary:
+        key = "" if row["module"] == "(model)" else row["module"]
+        entry = seen.setdefault((key, row["pass"]), {
+            "inf": 0, "nan": 0, "amax": 0.0, "first": False, "dtype": row["dtype"]})
+        entry["inf"] += int(row["inf"])
+        entry["nan"] += int(row["nan"])
+        if math.isfinite(row["amax"]):
+            entry["amax"] = max(entry["amax"], row["amax"])
+        entry["first"] |= firsts.get((int(row["step"]), row["pass"])) == row["module"]
+    found: Dict[str, List[str]] = {}
+    for (key, phase), e in seen.items():
+        if not (key in leaves or e["first"] and phase == "forward"):
+            continue  # a container repeats its last child's numbers
+        what = {"forward": "output",
+                "backward": f"output's gradient (loss scale {loss_scale:g})",
+                "parameters": f"parameters' gradients (loss scale {loss_scale:g})"}[phase]
+        if e["first"] or phase == "parameters" and (e["inf"] or e["nan"]):
+            why = f"{what} held {e['inf']} inf and {e['nan']} NaN in {e['dtype']}"
+        elif (e["dtype"] == low or phase == "parameters") and e["amax"] > limit:
+            bits = "bit" if margin == 1 else "bits"
+            why = (f"{what} reached {e['amax']:.4g}, within {margin:g} {bits} of "
+                   f"{low}'s largest number")
+        else:
+            continue
+        found.setdefault(key, []).append(why)
+    return found

@@ -19,20 +19,21 @@ FSDP2's) run outside the region, as they would around a hand-edited ``forward``.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import inspect
 import re
 import threading
 import warnings
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
 from . import _C
 from .autocast import autocast
 
-__all__ = ["precision_policy", "PrecisionPolicy"]
+__all__ = ["precision_policy", "PrecisionPolicy", "resolve_rules", "ModuleType"]
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _LOW = (torch.float16, torch.bfloat16)
@@ -44,25 +45,41 @@ _ACTIVE: "weakref.WeakKeyDictionary[torch.nn.Module, PrecisionPolicy]" = \
     weakref.WeakKeyDictionary()
 _ACTIVE_LOCK = threading.Lock()
 
-# Per thread, the policies' regions currently entered (innermost last): read by
-# ampkit.autocast_audit to show the ops a policy kept in float32 as such.
-_local = threading.local()
-
-
-def current_policy_dtype() -> Optional[str]:
-    """The dtype name ("float32", "bfloat16", "float16") of the innermost policy region this
-    thread is in, or None outside every policy region (for the audit)."""
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+# The policies' regions currently entered on this thread live in the core
+# (core/include/ampkit/policy_region.h), so that R's policies, which push there too, are seen
+# by ampkit.autocast_audit without a call into Python per module call.
+_push_region = _C.push_policy_region
+_pop_region = _C.pop_policy_region
+current_policy_dtype = _C.current_policy_dtype
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype)[6:]
 
 
+@dataclasses.dataclass(frozen=True)
+class ModuleType:
+    """A module type in a rule of :func:`resolve_rules`, by its name: a rule keyed by it
+    matches every module whose type names (its class and its base classes) include ``name``.
+    Python's rules give a class (``torch.nn.Linear`` is ``ModuleType(
+    "torch.nn.modules.linear.Linear")``); R's give a generator (``nn_linear`` is
+    ``ModuleType("nn_linear")``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _type_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _rule_text(key: Any) -> str:
+    if isinstance(key, ModuleType):
+        return key.name
     if isinstance(key, type):
-        return f"{key.__module__}.{key.__qualname__}"
+        return _type_name(key)
     return repr(key)
 
 
@@ -78,9 +95,9 @@ def _as_dtype(key: Any, value: Any) -> torch.dtype:
 
 
 def _matcher(key: Any):
-    """A predicate over (qualified name, module) for one rule's key."""
-    if isinstance(key, type) and issubclass(key, torch.nn.Module):
-        return lambda name, module: isinstance(module, key)
+    """A predicate over (qualified name, type names) for one rule's key."""
+    if isinstance(key, ModuleType):
+        return lambda name, types: key.name in types
     if isinstance(key, str):
         if key.startswith("re:"):
             try:
@@ -89,10 +106,10 @@ def _matcher(key: Any):
                 raise _C.ArgumentError(
                     f"precision_policy: rule {key!r} is not a valid regular expression "
                     f"({error}).") from None
-            return lambda name, module: pattern.fullmatch(name) is not None
+            return lambda name, types: pattern.fullmatch(name) is not None
         if any(c in key for c in "*?["):
-            return lambda name, module: fnmatch.fnmatchcase(name, key)
-        return lambda name, module: name == key
+            return lambda name, types: fnmatch.fnmatchcase(name, key)
+        return lambda name, types: name == key
     raise _C.ArgumentTypeError(
         f"precision_policy: a rule's key must be a module type (a subclass of "
         f"torch.nn.Module), a qualified module name ('encoder.0'), a glob pattern "
@@ -159,12 +176,11 @@ class _PolicyForward:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _is_compiling():
             return self._run(args, kwargs)
-        stack = _local.__dict__.setdefault("stack", [])
-        stack.append(self.dtype_name)
+        _push_region(self.dtype)
         try:
             return self._run(args, kwargs)
         finally:
-            stack.pop()
+            _pop_region()
 
     def _run(self, args: Any, kwargs: Any) -> Any:
         original = self._original()
@@ -196,10 +212,10 @@ class PrecisionPolicy:
     """
 
     def __init__(self, model: torch.nn.Module, device_type: str,
-                 targets: List[Tuple[str, torch.nn.Module, torch.dtype, Any]]) -> None:
+                 targets: List[Tuple[str, torch.nn.Module, torch.dtype, str]]) -> None:
         self.device_type = device_type
         self.modules: Dict[str, str] = {name: _dtype_name(d) for name, _, d, _ in targets}
-        self._rules = {name: _rule_text(key) for name, _, _, key in targets}
+        self._rules = {name: rule for name, _, _, rule in targets}  # the rule's text
         # module -> (the instance's own 'forward' before, if it had one; our wrapper)
         self._installed: List[Tuple[weakref.ref, Any, Any]] = []
         self._model = weakref.ref(model)
@@ -359,29 +375,66 @@ def precision_policy(model: torch.nn.Module, rules: Mapping[Any, Any],
             f"precision_policy: `device_type` must be a str such as 'cpu' or 'cuda', or None, "
             f"got {type(device_type).__name__}.")
     named = list(model.named_modules(remove_duplicate=True))
-    chosen: Dict[int, Tuple[str, torch.nn.Module, torch.dtype, Any]] = {}
-    for key, value in rules.items():
+    keyed = [(ModuleType(_type_name(key)) if isinstance(key, type)
+              and issubclass(key, torch.nn.Module) else key, value)
+             for key, value in rules.items()]
+    resolved = resolve_rules([name for name, _ in named],
+                             [[_type_name(c) for c in type(m).__mro__] for _, m in named],
+                             keyed, device_type)
+    targets = [(named[i][0], named[i][1], _DTYPES[dtype], rule) for i, dtype, rule in resolved]
+    return PrecisionPolicy(model, device_type, targets)
+
+
+def resolve_rules(names: Sequence[str], types: Sequence[Sequence[str]],
+                  rules: Iterable[Tuple[Any, Any]],
+                  device_type: str) -> List[Tuple[int, str, str]]:
+    """Which modules a precision policy's rules give which dtype, and every error of the rules:
+    the one statement of them, over plain values. :func:`precision_policy` calls it, and so
+    does R's ``precision_policy()`` for a model of R modules (its names and class names).
+
+    Each rule is checked in order: its dtype, its key, whether autocast can use the dtype on
+    ``device_type``, whether it matches a module, whether it gives a module another rule's
+    dtype (the first rule to claim a module names it).
+
+    Args:
+        names: each module's qualified name, in the model's order, each module once (``""``
+            is the model itself).
+        types: for each module, the names of its type and its base types.
+        rules: ``(key, dtype)`` pairs, as :func:`precision_policy` takes them, a module type
+            given as a :class:`ModuleType`.
+        device_type: the device type of the policy's regions.
+
+    Returns:
+        ``(index in names, dtype name, the rule's text)`` for each matched module, in the
+        model's order.
+
+    Example:
+        >>> from ampkit.precision_policy import ModuleType, resolve_rules
+        >>> resolve_rules(["", "0", "1"], [["Net"], ["Linear"], ["ReLU"]],
+        ...               [(ModuleType("Linear"), "float32"), ("re:1", "bfloat16")], "cpu")
+        [(1, 'float32', 'Linear'), (2, 'bfloat16', "'re:1'")]
+    """
+    chosen: Dict[int, Tuple[torch.dtype, Any]] = {}
+    for key, value in rules:
         dtype = _as_dtype(key, value)
         match = _matcher(key)
         if dtype != torch.float32:
             _check_autocast(key, device_type, dtype)
-        hits = [(name, module) for name, module in named if match(name, module)]
+        hits = [i for i, name in enumerate(names) if match(name, types[i])]
         if not hits:
-            shown = ", ".join(repr(n) for n, _ in named[:12])
-            more = f", ... ({len(named)} in all)" if len(named) > 12 else ""
+            shown = ", ".join(repr(n) for n in names[:12])
+            more = f", ... ({len(names)} in all)" if len(names) > 12 else ""
             raise _C.ArgumentError(
                 f"precision_policy: rule {_rule_text(key)} matches no module of the model; its "
                 f"modules (model.named_modules()) are {shown}{more}.")
-        for name, module in hits:
-            earlier = chosen.get(id(module))
-            if earlier is not None and earlier[2] != dtype:
+        for i in hits:
+            earlier = chosen.get(i)
+            if earlier is not None and earlier[0] != dtype:
                 raise _C.ArgumentError(
-                    f"precision_policy: rules {_rule_text(earlier[3])} "
-                    f"({_dtype_name(earlier[2])}) and {_rule_text(key)} ({_dtype_name(dtype)}) "
-                    f"both claim module {name or '(the model)'!r}; make them agree or narrow "
-                    "one of them.")
+                    f"precision_policy: rules {_rule_text(earlier[1])} "
+                    f"({_dtype_name(earlier[0])}) and {_rule_text(key)} ({_dtype_name(dtype)}) "
+                    f"both claim module {names[i] or '(the model)'!r}; make them agree or "
+                    "narrow one of them.")
             if earlier is None:
-                chosen[id(module)] = (name, module, dtype, key)
-    order = {id(m): i for i, (_, m) in enumerate(named)}
-    targets = sorted(chosen.values(), key=lambda t: order[id(t[1])])
-    return PrecisionPolicy(model, device_type, targets)
+                chosen[i] = (dtype, key)
+    return [(i, _dtype_name(dtype), _rule_text(key)) for i, (dtype, key) in sorted(chosen.items())]

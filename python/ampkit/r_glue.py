@@ -1,94 +1,63 @@
-"""The R package's interface to ampkit's core: the autocast regions and the grad scalers, which
-the R package ``ampkit`` reaches only through this module (the audit and precision tools it
-calls as the public functions of ``ampkit``: ``autocast_audit``, ``precision_policy``,
-``overflow_locator``, ``suggest_policy``). No private name of ampkit is read from R.
+"""The R package's interface to ampkit's Python side, for the few R features whose
+implementation is Python's: PyTorch optimizers stepped by R's scaler, scalers for several
+processes (ShardedGradScaler over a torch.distributed group) and the DeepSpeed/Megatron presets
+(their keys and arguments read as ampkit's options, in the peers' words). The R package
+reaches the core and libtorch directly (its own compiled code) for everything else. No private
+name of ampkit is read from R.
 
-A rename elsewhere in ampkit then breaks this module's own tests (tests/python/test_r_glue.py),
-not only the R suite. It holds no behaviour: each function sequences public calls or the core's,
-and is shaped for R's side of reticulate, where each crossing costs tens of microseconds (a
-region is entered in one call).
+A rename elsewhere in ampkit then breaks this module's own tests, not only the R suite. It holds
+no behaviour: each function sequences public calls or the core's.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
-from . import _C
-from .autocast import get_autocast_dtype, is_autocast_enabled
-from .grad_scaler import _OPTIONS, GradScaler
+from .grad_scaler import GradScaler
 from .sharded_grad_scaler import ShardedGradScaler
 
-__all__ = ["DisabledRegion", "open_region", "enter_region", "exit_region", "region_is_open",
-           "is_autocast_enabled", "get_autocast_dtype", "scaler_options", "new_scaler",
-           "scaler_from_deepspeed", "scaler_from_megatron", "scale_tensor"]
+__all__ = ["new_sharded_scaler", "deepspeed_options", "megatron_options", "param_signature"]
 
 
-class DisabledRegion:
-    """A resolved request that carries a warning (the region will be disabled), returned by
-    :func:`open_region` unentered, so that R can warn first: a warning turned into an error
-    then leaves no region open. ``enter_region(region.request)`` enters it."""
-
-    __slots__ = ("request", "warning")
-
-    def __init__(self, request: Any) -> None:
-        self.request = request
-        self.warning = request.warning
-
-
-def open_region(device_type: str, dtype: Any, enabled: bool, cache_enabled: Optional[bool]):
-    """Resolves a request as torch.autocast does and enters it: the region's token, or a
-    :class:`DisabledRegion` when the request carries a warning.
-
-    Example:
-        >>> from ampkit import r_glue
-        >>> token = r_glue.open_region("cpu", None, True, None)
-        >>> r_glue.is_autocast_enabled("cpu"), r_glue.region_is_open(token)
-        (True, True)
-        >>> r_glue.exit_region(token)
-    """
-    request = _C.resolve_autocast(device_type, dtype, enabled, cache_enabled)
-    if request.warning:
-        return DisabledRegion(request)
-    return _C.enter_autocast(request)
-
-
-enter_region = _C.enter_autocast
-exit_region = _C.exit_autocast
-
-
-def region_is_open(token: Any) -> bool:
-    """Whether the region of ``token`` is still entered."""
-    return token.active
-
-
-def scaler_options() -> List[Tuple[str, Any]]:
-    """The scaler's options and their defaults, in signature order (the core's table).
-
-    Example:
-        >>> from ampkit import r_glue
-        >>> r_glue.scaler_options()[:2]
-        [('init_scale', 65536.0), ('growth_factor', 2.0)]
-    """
-    return list(_OPTIONS.items())
-
-
-def new_scaler(device: str, options: Dict[str, Any], process_group: Any = None) -> GradScaler:
-    """A GradScaler with ``options`` by name; with a process group, a ShardedGradScaler."""
-    if process_group is None:
-        return GradScaler(device, **options)
+def new_sharded_scaler(device: str, options: Dict[str, Any], process_group: Any) -> GradScaler:
+    """A ShardedGradScaler with ``options`` by name over ``process_group``."""
     return ShardedGradScaler(device, process_group=process_group, **options)
 
 
-def scaler_from_deepspeed(config: Any, device: str) -> GradScaler:
-    """:meth:`GradScaler.from_deepspeed`."""
-    return GradScaler.from_deepspeed(config, device)
+def deepspeed_options(config: Any) -> Dict[str, Any]:
+    """The options of :meth:`GradScaler.from_deepspeed` for ``config`` (judged there, in
+    DeepSpeed's words), for R's own scaler.
+
+    Example:
+        >>> from ampkit import r_glue
+        >>> r_glue.deepspeed_options({"fp16": {"initial_scale_power": 12}})["init_scale"]
+        4096.0
+    """
+    return GradScaler.from_deepspeed(config, "cpu")._core.options()
 
 
-def scaler_from_megatron(device: str, **arguments: Any) -> GradScaler:
-    """:meth:`GradScaler.from_megatron`."""
-    return GradScaler.from_megatron(device=device, **arguments)
+def megatron_options(**arguments: Any) -> Dict[str, Any]:
+    """The options of :meth:`GradScaler.from_megatron` for Megatron-LM's arguments.
+
+    Example:
+        >>> from ampkit import r_glue
+        >>> r_glue.megatron_options(initial_scale=1024.0, min_scale=1.0, growth_factor=2.0,
+        ...                         backoff_factor=0.5, growth_interval=1000,
+        ...                         hysteresis=2)["hysteresis"]
+        2
+    """
+    return GradScaler.from_megatron(device="cpu", **arguments)._core.options()
 
 
-def scale_tensor(scaler: GradScaler) -> Any:
-    """The scale tensor itself (R torch's ``scaler$.scale``), or None before the first scale."""
-    return scaler._scale
+def param_signature(optimizer: Any) -> List[List[int]]:
+    """The identities of ``optimizer``'s parameters, group by group: R's scaler rebuilds its list
+    of a PyTorch optimizer's parameters when they change (a group added), in one call.
+
+    Example:
+        >>> import torch
+        >>> from ampkit import r_glue
+        >>> p = torch.nn.Parameter(torch.ones(2))
+        >>> r_glue.param_signature(torch.optim.SGD([p], lr=0.1)) == [[id(p)]]
+        True
+    """
+    return [[id(p) for p in group["params"]] for group in optimizer.param_groups]

@@ -1,4 +1,6 @@
 // ampkit._C: declarations only. Every behaviour lives in core/; this file names it for Python.
+#include <algorithm>
+
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -6,9 +8,12 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "ampkit/autocast.h"
+#include "ampkit/dispatch_context.h"
 #include "ampkit/errors.h"
 #include "ampkit/grad_scaler.h"
+#include "ampkit/policy_region.h"
 #include "ampkit/scaler_checkpoint.h"
+#include "ampkit/tensor_stats.h"
 #include "warnings_to_python.h"
 
 namespace py = pybind11;
@@ -288,6 +293,65 @@ PyObject* install_region_init(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+// ---- precision policy regions (policy_region.h) ----------------------------------------------
+// Plain CPython functions: a policy's forward pushes and pops on every call, and the audit asks
+// for the current region on every torch function call; pybind11's dispatch would cost more.
+
+PyObject* push_policy_region_py(PyObject*, PyObject* dtype) {
+  if (!THPDtype_Check(dtype)) {
+    PyErr_SetString(g_argument_type_error, "push_policy_region: `dtype` must be a torch.dtype.");
+    return nullptr;
+  }
+  try {
+    push_policy_region(reinterpret_cast<THPDtype*>(dtype)->scalar_type);
+  } catch (const ArgumentError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* g_state_error = nullptr;  // ampkit._C.StateError
+
+PyObject* pop_policy_region_py(PyObject*, PyObject*) {
+  try {
+    pop_policy_region();
+  } catch (const StateError& e) {
+    PyErr_SetString(g_state_error, e.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* current_policy_dtype_py(PyObject*, PyObject*) {
+  // The names, interned once: "float32", "bfloat16", "float16".
+  static PyObject* float32 = PyUnicode_InternFromString("float32");
+  static PyObject* bfloat16 = PyUnicode_InternFromString("bfloat16");
+  static PyObject* float16 = PyUnicode_InternFromString("float16");
+  const auto dtype = current_policy_dtype();
+  if (!dtype) Py_RETURN_NONE;
+  PyObject* name = *dtype == at::kFloat ? float32 : *dtype == at::kBFloat16 ? bfloat16 : float16;
+  return Py_NewRef(name);
+}
+
+// One row of a StatsSummary as the locator's summary() gives it.
+py::dict stats_row(const StatsRow& r) {
+  py::dict d;
+  d["step"] = r.step;
+  d["module"] = r.module;
+  d["pass"] = r.pass;
+  d["dtype"] = r.dtype;
+  d["calls"] = r.calls;
+  d["numel"] = r.numel;
+  d["amax"] = r.amax;
+  d["inf"] = r.inf;
+  d["nan"] = r.nan;
+  d["underflow"] = r.underflow();
+  d["overflow"] = r.overflow();
+  d["headroom"] = r.headroom();
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -325,6 +389,7 @@ PYBIND11_MODULE(_C, m) {
   state_error.attr("__doc__") =
       "A call out of order (unscale_ twice, step twice, update with no inf checks, "
       "...); a RuntimeError and an AssertionError, as torch.amp raises either.";
+  g_state_error = state_error.ptr();
 
   // ---- autocast ----
   // Only what ampkit.autocast and the R package use: a request's warning (R warns before
@@ -426,18 +491,21 @@ PYBIND11_MODULE(_C, m) {
            py::arg("names"))
       .def("reset", &ParamList::reset, py::arg("params"), py::arg("names"));
   // Tensors shared with the R package in the same process, no copy: the address of a new
-  // reference to the TensorImpl (the receiver takes it over), and taking one over.
+  // reference to the TensorImpl (the receiver takes it over), and taking one over. Addresses
+  // travel as floats (exact below 2^53, as user-space addresses are): reticulate reads a large
+  // Python int as a 32-bit R integer.
   m.def(
       "share_tensor",
       [](const at::Tensor& t) {
-        return reinterpret_cast<uintptr_t>(at::Tensor(t).unsafeReleaseTensorImpl());
+        return static_cast<double>(
+            reinterpret_cast<uintptr_t>(at::Tensor(t).unsafeReleaseTensorImpl()));
       },
       py::arg("tensor"), "The address of a new reference to `tensor` (for R's adopt).");
   m.def(
       "adopt_tensor",
-      [](uintptr_t address) {
+      [](double address) {
         return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
-            reinterpret_cast<c10::TensorImpl*>(address)));
+            reinterpret_cast<c10::TensorImpl*>(static_cast<uintptr_t>(address))));
       },
       py::arg("address"), "The tensor whose reference R shared at `address`.");
   m.def("param_names", &param_names, py::arg("given"), py::arg("sizes"), py::arg("optimizer"),
@@ -447,6 +515,64 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("found_inf", &FusedStepArgs::found_inf);
   // The calls that run ATen ops issue their c10 warnings as Python warnings (warnings_to_python.h).
   const py::call_guard<ampkit_python::WarningsToPython> warns;
+  // ---- precision policies and the overflow locator (policy_region.h, tensor_stats.h) ----
+  static PyMethodDef push_policy_def = {
+      "push_policy_region", &push_policy_region_py, METH_O,
+      "push_policy_region(dtype, /)\n--\n\nOpen a precision policy region of `dtype` on this "
+      "thread (float32, bfloat16 or float16)."};
+  m.add_object("push_policy_region",
+               py::reinterpret_steal<py::object>(PyCFunction_New(&push_policy_def, nullptr)));
+  static PyMethodDef pop_policy_def = {
+      "pop_policy_region", &pop_policy_region_py, METH_NOARGS,
+      "pop_policy_region()\n--\n\nClose this thread's innermost precision policy region."};
+  m.add_object("pop_policy_region",
+               py::reinterpret_steal<py::object>(PyCFunction_New(&pop_policy_def, nullptr)));
+  static PyMethodDef current_policy_def = {
+      "current_policy_dtype", &current_policy_dtype_py, METH_NOARGS,
+      "current_policy_dtype()\n--\n\nThe dtype name of this thread's innermost precision "
+      "policy region (R's included), or None."};
+  m.add_object("current_policy_dtype",
+               py::reinterpret_steal<py::object>(PyCFunction_New(&current_policy_def, nullptr)));
+  m.def(
+      "autocast_devices_at_dispatch_entry",
+      [](const std::vector<std::string>& device_types) {
+        std::vector<c10::DeviceType> types;
+        for (const auto& name : device_types) types.push_back(parse_device_type(name));
+        const auto enabled = autocast_devices_at_dispatch_entry(types);
+        std::vector<std::string> out;
+        for (size_t i = 0; i < types.size(); ++i) {
+          if (std::find(enabled.begin(), enabled.end(), types[i]) != enabled.end()) {
+            out.push_back(device_types[i]);
+          }
+        }
+        return out;
+      },
+      py::arg("device_types"),
+      "Inside a dispatch mode: those of `device_types` that had autocast on when the operation "
+      "was called (dispatch_context.h).");
+  m.def(
+      "tensor_stats",
+      [](const std::vector<at::Tensor>& tensors) { return if_defined(tensor_stats(tensors)); },
+      py::arg("tensors"), warns,
+      "[amax, inf, nan, underflow, overflow] of the tensors on their device, or None "
+      "(tensor_stats.h).");
+  m.def("float16_headroom", &float16_headroom, py::arg("amax"), "log2(65504 / amax).");
+  py::class_<StatsSummary>(m, "StatsSummary",
+                           "The locator's measurements, added up per step, pass and module.")
+      .def(py::init<>())
+      .def("add", &StatsSummary::add, py::arg("step"), py::arg("pass_"), py::arg("module"),
+           py::arg("dtype"), py::arg("numel"), py::arg("values"),
+           "One tensor_stats() result read to the host.")
+      .def(
+          "rows",
+          [](const StatsSummary& self) {
+            py::list out;
+            for (const StatsRow& r : self.rows()) out.append(stats_row(r));
+            return out;
+          },
+          "The rows as dicts, by step, then in order of first measurement.")
+      .def("first_nonfinite", &StatsSummary::first_nonfinite, py::arg("step"), py::arg("pass_"),
+           "The first module of the step's pass whose values held inf or NaN, or None.");
   py::class_<GradScaler>(m, "GradScaler", "The grad-scaler state machine (see grad_scaler.h).")
       .def(py::init([](const std::string& device,
                        const std::map<std::string, SettingValue>& options, bool allow_fp16_grads) {

@@ -83,7 +83,8 @@ with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
   token <- NULL
   on.exit(if (!is.null(token)) .Call(C_autocast_exit, token))
   token <- .Call(C_autocast_enter, device_type, dtype, enabled, cache_enabled)
-  if (!is.null(attr(token, "warning", exact = TRUE))) warn_disabled(token, sys.call())
+  # The on.exit above closes the region, also when the warning is made an error (warn = 2).
+  if (!is.null(attr(token, "warning", exact = TRUE))) warn_region(token, sys.call())
   force(code)
 }
 
@@ -138,10 +139,11 @@ open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
 # device cannot autocast to), as an R warning; a warning turned into an error (options(warn =
 # 2)) closes the region first.
 warn_disabled <- function(token, call) {
-  withCallingHandlers(
-    rlang::warn(attr(token, "warning", exact = TRUE), class = "ampkit_warning", call = call),
-    error = function(e) .Call(C_autocast_exit, token)
-  )
+  withCallingHandlers(warn_region(token, call), error = function(e) .Call(C_autocast_exit, token))
+}
+
+warn_region <- function(token, call) {
+  rlang::warn(attr(token, "warning", exact = TRUE), class = "ampkit_warning", call = call)
 }
 
 #' @rdname autocast

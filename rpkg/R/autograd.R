@@ -293,3 +293,6 @@ context_saved <- function(ctx) {
   values[is_tensor] <- context_call(ctx, "saved_variables", NULL)
   values
 }
+
+# Whether this code runs on R's main thread (what every R callback libtorch runs must see).
+on_r_thread <- function() .Call(C_on_r_thread)

@@ -129,8 +129,9 @@ torch_full <- function(size, fill_value, names = NULL, dtype = NULL, layout = NU
 #' @export
 torch_randint <- function(low, high, size, generator = NULL, dtype = NULL, layout = NULL,
                           device = NULL, requires_grad = FALSE) {
+  # R torch's dtype: the default (float32) unless given, where PyTorch's is int64.
   created(.torch_randint(low, high, whole_numbers(size, "size"), generator,
-                         as_torch_dtype(dtype) %||% torch_long(), layout,
+                         as_torch_dtype(dtype) %||% torch_get_default_dtype(), layout,
                          creation_device(device)), requires_grad)
 }
 
@@ -155,16 +156,26 @@ torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, dev
     dtype <- torch_long()
   }
   integral <- !is.null(dtype) && !dtype_info(dtype)[[2L]] && !dtype_info(dtype)[[3L]]
-  # R torch's end is inclusive: one past it for integers, the next representable number for
-  # floating ranges.
+  # R torch's end is inclusive: one past it for integers; for floating ranges one float32 step
+  # beyond it (R torch's torch_nextafter() of two R numbers, which are float32 tensors), at the
+  # range's magnitude, so that an end of 0 is not within a denormal of being missed. A double's
+  # next number would be lost again when libtorch subtracts `start` in double.
   end <- if (integral) {
     end + sign(step)
   } else {
-    as.numeric(torch_nextafter(torch_tensor(end, dtype = torch_float64()),
-                               torch_tensor(end + sign(step), dtype = torch_float64())))
+    end <- as.numeric(end)
+    end + sign(step) * float32_spacing(max(abs(as.numeric(start)), abs(end)))
   }
   created(.torch_arange(start, end, step, dtype, layout, creation_device(device)),
           requires_grad)
+}
+
+# The distance from `x` (>= 0) to the next float32 above it.
+float32_spacing <- function(x) {
+  if (x < 1.1754943508222875e-38) {
+    return(1.401298464324817e-45)
+  }
+  2^(floor(log2(x)) - 23)
 }
 
 #' @rdname creation
@@ -172,7 +183,7 @@ torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, dev
 torch_range <- function(start, end, step = 1, dtype = NULL, layout = NULL, device = NULL,
                         requires_grad = FALSE) {
   rlang::warn("torch_range() is deprecated: use torch_arange(), whose end is inclusive too.",
-              class = "deprecated")
+              class = c("deprecated", "ampkit_warning"))
   torch_arange(start, end, step, dtype, layout, device, requires_grad)
 }
 
@@ -282,4 +293,83 @@ torch_randint_like <- function(input, low, high, dtype = NULL, layout = NULL, de
                                requires_grad = FALSE, memory_format = torch_preserve_format()) {
   like(.torch_randint_like, input, dtype, layout, device, requires_grad, memory_format,
        low = low, high = high, generator = NULL)
+}
+
+#' Normally distributed random numbers
+#'
+#' R torch's `torch_normal()`: draws from normal distributions. With tensors
+#' `mean` and/or `std`, one draw per element (the result has their shape);
+#' with two numbers, a tensor of `size` (and the creation options in `...`).
+#' A missing `mean` is 0, a missing `std` 1.
+#'
+#' @param mean,std A tensor (one mean or standard deviation per element) or a
+#'   number.
+#' @param size The result's size, when `mean` and `std` are numbers.
+#' @param generator A [torch_generator()], or `NULL` for the default one.
+#' @param ... With two numbers: `dtype`, `layout`, `device`, `requires_grad`.
+#' @return A tensor.
+#' @name torch_normal
+#' @examples
+#' torch_manual_seed(1)
+#' torch_normal(0, 1, size = c(2, 3))
+#' torch_normal(torch_zeros(3), torch_tensor(c(1, 10, 100)))
+#' torch_normal(mean = torch_arange(1, 3), std = 0.1)
+#' @export
+torch_normal <- function(mean = 0, std = 1, size = NULL, generator = NULL, ...) {
+  if (is_torch_tensor(mean) || is_torch_tensor(std)) {
+    if (!is.null(size)) {
+      abort("size is set, but one of mean or std is not a scalar value.", class = "value_error")
+    }
+    if (...length()) {
+      abort("options is set, but one of mean or std is not a scalar value.",
+            class = "value_error")
+    }
+    return(.torch_normal(mean, std, generator = generator))
+  }
+  if (is.null(size)) {
+    abort("size is not set.", class = "value_error")
+  }
+  normal_of_size(mean, std, size, generator, ...)
+}
+
+# torch_normal() of two numbers: a tensor of `size`, with the creation options.
+normal_of_size <- function(mean, std, size, generator, dtype = NULL, layout = NULL, device = NULL,
+                           requires_grad = FALSE) {
+  created(.torch_normal(arg_number(mean, "mean"), arg_number(std, "std"),
+                        whole_numbers(unlist(size), "size"), generator, as_torch_dtype(dtype),
+                        layout, creation_device(device)), requires_grad)
+}
+
+#' Sparse tensors
+#'
+#' `torch_sparse_coo_tensor(indices, values, size)` makes a sparse tensor in
+#' COO format: column `j` of `indices` (a matrix of one row per dimension,
+#' 1-based as R torch's) is the position of `values[j]`. `size` defaults to the
+#' smallest that holds the indices. Sparse tensors are otherwise little
+#' supported here: convert with `$to_dense()` (`as_array()` refuses them).
+#'
+#' @param indices A long tensor or an R matrix of 1-based positions, one row
+#'   per sparse dimension.
+#' @param values A tensor or R vector of the values.
+#' @param size The size, or `NULL`.
+#' @param dtype,device,requires_grad As for the creation functions.
+#' @return A sparse tensor.
+#' @name torch_sparse_coo_tensor
+#' @examples
+#' i <- torch_tensor(matrix(c(1, 2, 2, 3), nrow = 2), dtype = torch_long())
+#' x <- torch_sparse_coo_tensor(i, c(3, 4), size = c(3, 3))
+#' x$is_sparse()
+#' x$to_dense()
+#' @export
+torch_sparse_coo_tensor <- function(indices, values, size = NULL, dtype = NULL, device = NULL,
+                                    requires_grad = FALSE) {
+  dtype <- as_torch_dtype(dtype)
+  device <- creation_device(device)
+  out <- if (is.null(size)) {
+    .torch_sparse_coo_tensor(indices, values, dtype = dtype, device = device)
+  } else {
+    .torch_sparse_coo_tensor(indices, values, whole_numbers(size, "size"), dtype = dtype,
+                             device = device)
+  }
+  created(out, requires_grad)
 }

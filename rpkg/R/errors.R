@@ -16,7 +16,7 @@ abort <- function(message, call = NULL, ..., class = NULL) {
 signal_native_error <- function(class, message, core_type) {
   call <- native_caller()
   if (nzchar(core_type)) {
-    classes <- if (class == "ampkit_scale_collapse") class else c(class, "ampkit_core_error")
+    classes <- c(class, "ampkit_core_error")
     abort(message, call, core_type = core_type, python_type = core_type, class = classes)
   }
   rlang::abort(translate_error_message(message), class = c(class, "ampkit_error"), call = call,
@@ -38,37 +38,52 @@ native_caller <- function() {
   if (n >= 1L) frames[[n]] else NULL
 }
 
-# R torch's rewrites of libtorch messages that name 0-based positions (its translate_error_msg).
+# libtorch's messages that name positions or dimensions, 0-based, said 1-based as the R user
+# counts them (R torch's translate_error_msg, extended): each pattern's groups are the numbers
+# to shift. A negative position counts from the end and stays, unless `always`.
 translate_error_message <- function(message) {
-  plus_one <- function(msg, pattern, always = FALSE) {
-    m <- regmatches(msg, regexec(pattern, msg, perl = TRUE))[[1L]]
-    if (length(m) < 2L) {
-      return(msg)
-    }
-    whole <- m[[1L]]
-    replaced <- whole
-    for (g in m[-1L]) {
-      value <- as.integer(g)
-      if (!is.na(value) && (always || value >= 0L)) {
-        replaced <- sub(paste0("(?<![0-9-])", g, "(?![0-9])"), value + 1L, replaced, perl = TRUE)
-      }
-    }
-    sub(whole, replaced, msg, fixed = TRUE)
+  for (rule in zero_based_messages) {
+    message <- shift_numbers(message, rule$pattern, isTRUE(rule$always))
   }
-  message <- plus_one(message, "dimension ([0-9]+) does not have size [0-9]+")
-  message <- plus_one(message, paste0("Dimension out of range \\(expected to be in range of ",
-                                      "\\[-[0-9]+, ([0-9]+)\\], but got (-?[0-9]+)\\)"))
-  message <- plus_one(message, "Found an invalid max index: ([0-9]+)")
-  message <- plus_one(message, paste0("index ([0-9]+) out of range for tensor of size ",
-                                      "\\[[0-9]+\\] at dimension ([0-9]+)"))
-  message <- plus_one(message, "Target (-?[0-9]+) is out of bounds", always = TRUE)
-  message <- plus_one(message, paste0("contracted dimensions need to match, but first has size ",
-                                      "[0-9]+ in dim ([0-9]+) and second has size [0-9]+ in dim ",
-                                      "([0-9]+)"))
-  message <- plus_one(message, "index (-?[0-9]+) is out of bounds for dimension ([0-9]+) with size 0")
-  message <- plus_one(message, "Expected size [0-9]+ but got size [0-9]+ for tensor number ([0-9]+)")
-  message <- plus_one(message, "Sizes of tensors must match except in dimension ([0-9]+)")
-  plus_one(message, "inputs dimension ([0-9]+) must have length")
+  message
+}
+
+zero_based_messages <- list(
+  list(pattern = "dimension ([0-9]+) does not have size [0-9]+"),
+  list(pattern = paste0("Dimension out of range \\(expected to be in range of ",
+                        "\\[-[0-9]+, ([0-9]+)\\], but got (-?[0-9]+)\\)")),
+  list(pattern = "Found an invalid max index: ([0-9]+)"),
+  list(pattern = paste0("index ([0-9]+) out of range for tensor of size \\[[0-9]+\\] at ",
+                        "dimension ([0-9]+)")),
+  list(pattern = "Target (-?[0-9]+) is out of bounds", always = TRUE),
+  list(pattern = paste0("contracted dimensions need to match, but first has size [0-9]+ in dim ",
+                        "([0-9]+) and second has size [0-9]+ in dim ([0-9]+)")),
+  list(pattern = "index (-?[0-9]+) is out of bounds for dimension ([0-9]+) with size [0-9]+"),
+  list(pattern = "Expected size [0-9]+ but got size [0-9]+ for tensor number ([0-9]+)"),
+  list(pattern = "Sizes of tensors must match except in dimension ([0-9]+)"),
+  list(pattern = "inputs dimension ([0-9]+) must have length"),
+  list(pattern = paste0("The shape of the mask \\[[0-9, ]*\\] at index ([0-9]+) does not match ",
+                        "the shape of the indexed tensor \\[[0-9, ]*\\] at index ([0-9]+)"))
+)
+
+# `message` with the numbers `pattern`'s groups capture (its first match) shifted by one: those
+# >= 0, or all with `always`. Replaced by position, so equal numbers elsewhere are left alone.
+shift_numbers <- function(message, pattern, always = FALSE) {
+  m <- regexpr(pattern, message, perl = TRUE)
+  if (m == -1L) {
+    return(message)
+  }
+  starts <- attr(m, "capture.start")[1L, ]
+  lengths <- attr(m, "capture.length")[1L, ]
+  for (k in rev(seq_along(starts))) {
+    value <- as.numeric(substr(message, starts[[k]], starts[[k]] + lengths[[k]] - 1L))
+    if (always || value >= 0) {
+      message <- paste0(substr(message, 1L, starts[[k]] - 1L),
+                        format(value + 1, scientific = FALSE),
+                        substr(message, starts[[k]] + lengths[[k]], nchar(message)))
+    }
+  }
+  message
 }
 
 # The backtrace down to the user's call into ampkit and no further: rlang prints backtraces of

@@ -198,7 +198,8 @@ new_grad_scaler <- function(device, args, call) {
   if (!is.null(args$process_group)) {
     return(sharded_grad_scaler(device, options, args$process_group, call))
   }
-  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
+  scaler <- new_core_scaler(device, options)  # here, so that its errors name the user's call
+  grad_scaler_class$new(scaler, call)
 }
 
 option_value <- function(value, name, default, call) {
@@ -251,7 +252,8 @@ amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
   device <- arg_string(device, "device", call)
   options <- with_python_warnings(call_python(
     python_modules()$glue$deepspeed_options(config), call), call)
-  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
+  scaler <- new_core_scaler(device, options)  # here, so that its errors name the user's call
+  grad_scaler_class$new(scaler, call)
 }
 
 #' @rdname amp_grad_scaler_from_deepspeed
@@ -267,7 +269,8 @@ amp_grad_scaler_from_megatron <- function(initial_scale = 2^32, min_scale = 1, g
   device <- arg_string(device, "device", call)
   options <- with_python_warnings(call_python(
     do.call(python_modules()$glue$megatron_options, numbers), call), call)
-  grad_scaler_class$new(.Call(C_scaler_new, device, options, FALSE), call)
+  scaler <- new_core_scaler(device, options)  # here, so that its errors name the user's call
+  grad_scaler_class$new(scaler, call)
 }
 
 # An optimizer's parameters as the core's ParamList, made once per optimizer and refreshed when
@@ -298,27 +301,30 @@ optimizer_params <- function(scaler_state, optimizer) {
   list
 }
 
+python_fused <- function(optimizer) {
+  reticulate::py_has_attr(optimizer, "_step_supports_amp_scaling") &&
+    isTRUE(reticulate::py_to_r(reticulate::py_get_attr(optimizer, "_step_supports_amp_scaling")))
+}
+
+new_core_scaler <- function(device, options) .Call(C_scaler_new, device, options, FALSE)
+
 python_optimizer_params <- function(scaler_state, optimizer) {
   key <- reticulate::py_id(optimizer)
+  # Rebuilt when the parameters changed (a group added), as for R's optimizers.
+  signature <- python_modules()$glue$param_signature(optimizer)
   cached <- scaler_state$python[[key]]
-  groups <- reticulate::py_get_attr(optimizer, "param_groups")
-  tensors <- lapply(reticulate::iterate(groups, simplify = FALSE), function(g) {
-    lapply(reticulate::iterate(reticulate::py_get_item(g, "params"), simplify = FALSE),
-           py_tensor_to_r)
-  })
-  if (!is.null(cached)) {
-    return(cached)
+  if (!is.null(cached) && identical(cached$signature, signature)) {
+    return(cached$list)
   }
+  # The groups as R lists, their tensors R tensors (the same tensors: interop.R).
+  groups <- reticulate::py_to_r(reticulate::py_get_attr(optimizer, "param_groups"))
   number <- scaler_state$optimizers_met
   scaler_state$optimizers_met <- number + 1L
-  given <- lapply(reticulate::iterate(groups, simplify = FALSE), function(g) {
-    n <- tryCatch(reticulate::py_to_r(reticulate::py_get_item(g, "param_names")),
-                  error = function(e) NULL)
-    if (is.null(n)) NULL else as.character(unlist(n))
-  })
-  names <- .Call(C_param_names, given, as.numeric(lengths(tensors)), number)
-  list <- .Call(C_param_list, unlist(tensors, recursive = FALSE), names)
-  scaler_state$python[[key]] <- list
+  given <- lapply(groups, function(g) if (is.null(g$param_names)) NULL else as.character(unlist(g$param_names)))
+  params <- lapply(groups, function(g) lapply(unname(g$params), as_r_tensor))
+  names <- .Call(C_param_names, given, as.numeric(lengths(params)), number)
+  list <- .Call(C_param_list, unlist(params, recursive = FALSE), names)
+  scaler_state$python[[key]] <- list(signature = signature, list = list)
   list
 }
 
@@ -361,7 +367,21 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler",
         return(invisible(optimizer$step(...)))
       }
       params <- optimizer_params(private$state, optimizer)
-      if (isTRUE(optimizer$.fused)) {
+      python <- inherits(optimizer, "python.builtin.object")
+      if (python && python_fused(optimizer)) {
+        # PyTorch's fused optimizers take the scale and the inf flag as attributes.
+        args <- .Call(C_scaler_fused_step_args, private$ptr, params, NULL)
+        # No grad_scale once unscale_() ran: the gradients are unscaled already (torch.amp's).
+        reticulate::py_set_attr(optimizer, "grad_scale",
+                                if (is.null(args[[1L]])) NULL else r_tensor_to_py(args[[1L]]))
+        reticulate::py_set_attr(optimizer, "found_inf", r_tensor_to_py(args[[2L]]))
+        on.exit(reticulate::py_del_attr(optimizer, "grad_scale"), add = TRUE)
+        on.exit(reticulate::py_del_attr(optimizer, "found_inf"), add = TRUE)
+        optimizer$step(...)
+        .Call(C_scaler_mark_stepped, private$ptr, params)
+        return(invisible(NULL))
+      }
+      if (!python && isTRUE(optimizer$.fused)) {
         # A fused optimizer skips on the device itself: no host read.
         args <- .Call(C_scaler_fused_step_args, private$ptr, params, NULL)
         value <- optimizer$step(..., grad_scale = args[[1L]], found_inf = args[[2L]])
@@ -443,7 +463,12 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler",
       }
       .Call(C_scaler_scale_tensor, private$ptr)
     },
-    host_reads = function(value) .Call(C_scaler_info, private$ptr)[[4L]]
+    host_reads = function(value) {
+      if (!missing(value)) {
+        abort("`$host_reads` is read-only: it counts the core's reads to the host.")
+      }
+      .Call(C_scaler_info, private$ptr)[[4L]]
+    }
   ),
   private = list(ptr = NULL, state = NULL)
 )
@@ -482,3 +507,62 @@ state_value <- function(value, key, call) {
 
 # NaN is a number the core judges; NA is not.
 is_nan <- function(value) is.double(value) && is.nan(value)
+
+# ---- several processes: Python's ShardedGradScaler --------------------------------------------
+
+# A scaler over a torch.distributed process group (one R script per rank; the group, DDP and
+# FSDP are Python's): Python's ampkit.ShardedGradScaler, whose state machine is the same core.
+# Tensors pass between the two sides without copies (interop.R).
+sharded_grad_scaler <- function(device, options, process_group, call) {
+  scaler <- with_python_warnings(call_python(
+    python_modules()$glue$new_sharded_scaler(device, reticulate::dict(options), process_group),
+    call), call)
+  python_grad_scaler_class$new(scaler)
+}
+
+python_grad_scaler_class <- R6::R6Class("AmpGradScaler",
+  cloneable = FALSE,
+  public = list(
+    initialize = function(scaler) private$py <- scaler,
+    scale = function(outputs) {
+      if (is.list(outputs) && !is_torch_tensor(outputs)) {
+        return(lapply(outputs, self$scale))
+      }
+      as_r_tensor(call_python(private$py$scale(outputs)))
+    },
+    unscale_ = function(optimizer) {
+      call_python(private$py$unscale_(optimizer))
+      invisible(NULL)
+    },
+    step = function(optimizer, ...) invisible(call_python(private$py$step(optimizer, ...))),
+    update = function(new_scale = NULL) {
+      with_python_warnings(call_python(private$py$update(new_scale)), sys.call())
+      invisible(NULL)
+    },
+    get_scale = function() call_python(private$py$get_scale()),
+    is_enabled = function() call_python(private$py$is_enabled()),
+    state_dict = function() call_python(private$py$state_dict()),
+    load_state_dict = function(state) {
+      call_python(private$py$load_state_dict(reticulate::dict(state_to_core(state, sys.call()))))
+      invisible(NULL)
+    },
+    get_growth_factor = function() call_python(private$py$get_growth_factor()),
+    get_backoff_factor = function() call_python(private$py$get_backoff_factor()),
+    get_growth_interval = function() call_python(private$py$get_growth_interval()),
+    step_was_skipped = function(optimizer = NULL) {
+      call_python(private$py$step_was_skipped(optimizer))
+    },
+    stats = function() call_python(private$py$stats()),
+    overflow_report = function() {
+      rows <- call_python(private$py$overflow_report())
+      data.frame(name = vapply(rows, function(r) r$name, ""),
+                 inf = vapply(rows, function(r) as.numeric(r$inf), 0),
+                 nan = vapply(rows, function(r) as.numeric(r$nan), 0), stringsAsFactors = FALSE)
+    },
+    print = function(...) {
+      cat("<AmpGradScaler> ", reticulate::py_repr(private$py), "\n", sep = "")
+      invisible(self)
+    }
+  ),
+  private = list(py = NULL)
+)

@@ -12,7 +12,10 @@
 #' select along their dimension, each one separately as R does (`x[c(1, 2),
 #' c(1, 3)]` is a 2x2 block). `drop = FALSE` keeps the dimensions a single
 #' number indexes. `x[...] <- value` changes `x` in place (a tensor or one
-#' number; at most one vector index).
+#' number); through several vector indices it assigns every combination, as R
+#' does (`x[c(1, 3), c(2, 4)] <- m` sets a 2x2 block). Positions are whole
+#' numbers: a fraction or `NA` is an error, and one `TRUE` is a mask of one
+#' element (not recycled, as in R torch).
 #'
 #' @param x A tensor.
 #' @param ... Indices.
@@ -29,6 +32,7 @@
 #' x[c(1, 3), ]
 #' x[x > 6]
 #' x[1, 1] <- 100L
+#' x[c(1, 3), c(2, 4)] <- torch_tensor(matrix(c(-1L, -2L, -3L, -4L), 2))
 #' x
 NULL
 

@@ -22,6 +22,11 @@ py_tensor_to_r <- function(x) {
   .Call(C_tensor_adopt, address)
 }
 
+# An R tensor, or a Python one (reticulate's conversions do not reach inside dicts) as R's.
+as_r_tensor <- function(x) {
+  if (inherits(x, "python.builtin.object")) py_tensor_to_r(x) else x
+}
+
 # An R tensor as a Python tensor (reticulate object, not converted back): the same tensor.
 r_tensor_to_py <- function(x) {
   py_c()$adopt_tensor(.Call(C_tensor_share, x))
@@ -51,15 +56,15 @@ r_tensor_to_py <- function(x) {
 NULL
 
 #' @rdname tensor-python
-#' @exportS3Method reticulate::r_to_py
+#' @rawNamespace S3method(reticulate::r_to_py, torch_tensor)
 r_to_py.torch_tensor <- function(x, convert = FALSE) r_tensor_to_py(x)
 
 #' @rdname tensor-python
-#' @exportS3Method reticulate::py_to_r
+#' @rawNamespace S3method(reticulate::py_to_r, torch.Tensor)
 py_to_r.torch.Tensor <- function(x) py_tensor_to_r(x)
 
 #' @rdname tensor-python
-#' @exportS3Method reticulate::py_to_r
+#' @rawNamespace S3method(reticulate::py_to_r, torch.nn.parameter.Parameter)
 py_to_r.torch.nn.parameter.Parameter <- function(x) py_tensor_to_r(x)
 
 # A Python state dict (a dict of tensors, numbers, ...) as an R named list.

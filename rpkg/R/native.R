@@ -24,5 +24,7 @@ load_native <- function(libname, pkgname) {
   .Call(C_values_init, c("torch_tensor", "R7"), c("torch_dtype", "R7"), c("torch_device", "R7"),
         c("torch_generator", "R7"))
   .Call(C_op_table, op_table)
+  .Call(C_amp_init)
+  .Call(C_autograd_init)
   invisible()
 }

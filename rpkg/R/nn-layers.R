@@ -501,13 +501,15 @@ nn_nll_loss <- loss_module("nn_nll_loss", function(i, t, w, ii, r) nnf_nll_loss(
 nn_sequential <- nn_module(
   "nn_sequential",
   initialize = function(...) {
-    modules <- list(...)
+    modules <- rlang::list2(...)  # R torch splices with !!!
+    given <- names(modules) %||% character(length(modules))
     for (i in seq_along(modules)) {
       if (!is_nn_module(modules[[i]])) {
         abort(sprintf("Expected nn_module but got object of type %s", class(modules[[i]])[[1L]]),
               class = "value_error")
       }
-      self$add_module(names(modules)[i] %||% as.character(i - 1L), modules[[i]])
+      self$add_module(if (nzchar(given[[i]])) given[[i]] else as.character(i - 1L),
+                      modules[[i]])
     }
   },
   forward = function(input) {

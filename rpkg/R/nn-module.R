@@ -373,22 +373,15 @@ nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL
                                       lock_objects = FALSE, public = methods, private = private,
                                       active = active, parent_env = parent_env))
   init <- Module$public_methods$initialize %||% function(...) NULL
+  # The generator has initialize's arguments and passes them on as they came (`...` unevaluated,
+  # so that initialize may splice with rlang::list2, as nn_sequential(!!!layers) does).
   generator <- rlang::new_function(
     args = formals(init),
     body = rlang::expr({
-      instance <- Module$new(!!!rlang::syms(names(formals(init))))
+      instance <- Module$new(!!!rlang::fn_fmls_syms(init))
       create_nn_module_callable(instance)
     })
   )
-  # `...` in initialize must be passed on as `...`.
-  if ("..." %in% names(formals(init))) {
-    body(generator) <- quote({
-      args <- as.list(match.call())[-1L]
-      args <- lapply(args, eval, envir = parent.frame())
-      instance <- do.call(Module$new, args)
-      create_nn_module_callable(instance)
-    })
-  }
   environment(generator) <- list2env(list(Module = Module), parent = asNamespace("ampkit"))
   attr(generator, "class") <- c(classname, inherited, "nn_module_generator")
   attr(generator, "module") <- Module

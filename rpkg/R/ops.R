@@ -11,7 +11,9 @@
 #' `torch_where(condition)` gives the (1-based) positions of `TRUE` elements,
 #' one tensor per dimension. `torch_split()` takes a size or a vector of
 #' sizes; `torch_narrow()` a 1-based `start`; `torch_nonzero()` 1-based
-#' positions. The functions generated from libtorch's schemas are documented
+#' positions; `torch_tril_indices()` and `torch_triu_indices()` the 1-based
+#' (row, column) positions of a matrix's lower or upper triangle, one column
+#' each. The functions generated from libtorch's schemas are documented
 #' in [torch_ops].
 #'
 #' @param self,input A tensor.
@@ -25,7 +27,9 @@
 #' @param split_size A size, or a vector of sizes.
 #' @param start,length `torch_narrow()`: the first (1-based) element and how many.
 #' @param source,destination `torch_movedim()`: dimensions (1-based).
-#' @param p,dtype `torch_norm()`: the norm's order and the result's dtype.
+#' @param p `torch_norm()`: the norm's order.
+#' @param dtype The result's dtype (`torch_norm()`; `torch_tril_indices()` and
+#'   `torch_triu_indices()`, whose default is int64).
 #' @param repeats,output_size `torch_repeat_interleave()`.
 #' @param weights,minlength `torch_bincount()`.
 #' @param num_samples,replacement,generator `torch_multinomial()`.
@@ -39,6 +43,7 @@
 #' torch_sort(torch_tensor(c(3, 1, 2)))
 #' torch_where(x > 2)
 #' torch_split(torch_arange(1, 5), 2)
+#' torch_tril_indices(3, 3)
 NULL
 
 # The indices element of a (values, indices) result made 1-based.
@@ -50,21 +55,31 @@ second_plus_one <- function(result) {
 #' @rdname torch_index_ops
 #' @export
 torch_max <- function(self, dim, other, keepdim = FALSE) {
-  if (!missing(dim) && !missing(other)) {
-    abort("Can't set other and dim arguments.", class = "value_error")
-  }
-  result <- do.call(.torch_max, as.list(environment()))
-  if (is.list(result)) second_plus_one(result) else result
+  extremum(.torch_max, self, dim, other, keepdim, missing(dim), missing(other))
 }
 
 #' @rdname torch_index_ops
 #' @export
 torch_min <- function(self, dim, other, keepdim = FALSE) {
-  if (!missing(dim) && !missing(other)) {
+  extremum(.torch_min, self, dim, other, keepdim, missing(dim), missing(other))
+}
+
+# R torch's max/min: the overall extremum; with `dim` a list of (values, 1-based indices); with
+# `other` (or a tensor given as `dim`, as in `torch_max(x, y)`) the elementwise extremum.
+extremum <- function(f, self, dim, other, keepdim, no_dim, no_other) {
+  if (!no_dim && !no_other) {
     abort("Can't set other and dim arguments.", class = "value_error")
   }
-  result <- do.call(.torch_min, as.list(environment()))
-  if (is.list(result)) second_plus_one(result) else result
+  if (!no_dim && is_torch_tensor(dim)) {
+    return(f(self, other = dim))
+  }
+  if (no_dim && no_other) {
+    return(f(self))
+  }
+  if (no_dim) {
+    return(f(self, other = other))
+  }
+  second_plus_one(f(self, dim = dim, keepdim = keepdim))
 }
 
 #' @rdname torch_index_ops
@@ -134,6 +149,15 @@ torch_narrow <- function(self, dim, start, length) {
     abort("start indexing starts at 1", class = "value_error")
   }
   .torch_narrow(self, dim, if (start > 0) start - 1L else start, length)
+}
+
+# Not exported (as in R torch), but 1-based as `$narrow_copy()` and torch_narrow().
+torch_narrow_copy <- function(self, dim, start, length) {
+  start <- whole_number(start, "start")
+  if (start == 0) {
+    abort("start indexing starts at 1", class = "value_error")
+  }
+  .torch_narrow_copy(self, dim, if (start > 0) start - 1L else start, length)
 }
 
 #' @rdname torch_index_ops
@@ -262,13 +286,23 @@ Math.torch_tensor <- function(x, ...) {
     abs = torch_abs(x), sign = torch_sign(x), sqrt = torch_sqrt(x), ceiling = torch_ceil(x),
     floor = torch_floor(x), trunc = torch_trunc(x), exp = torch_exp(x), expm1 = torch_expm1(x),
     log = {
-      base <- list(...)$base
-      if (is.null(base)) torch_log(x) else torch_log(x) / log(base)
+      # log(x, base): `base` by name or by position.
+      base <- list(...)
+      if (length(base)) torch_log(x) / log(base[[1L]]) else torch_log(x)
     },
     log2 = torch_log2(x), log10 = torch_log10(x), log1p = torch_log1p(x), cos = torch_cos(x),
     sin = torch_sin(x), tan = torch_tan(x), acos = torch_acos(x), asin = torch_asin(x),
     atan = torch_atan(x), cosh = torch_cosh(x), sinh = torch_sinh(x), tanh = torch_tanh(x),
-    round = torch_round(x), cumsum = torch_cumsum(x, dim = 1L),
+    round = {
+      # round(x, digits): PyTorch's round(decimals =).
+      digits <- list(...)
+      if (length(digits) && digits[[1L]] != 0) {
+        torch_round(x, decimals = whole_number(digits[[1L]], "digits"))
+      } else {
+        torch_round(x)
+      }
+    },
+    cumsum = torch_cumsum(x, dim = 1L),
     cumprod = torch_cumprod(x, dim = 1L), lgamma = torch_lgamma(x), digamma = torch_digamma(x),
     abort(sprintf("`%s` is not defined for tensors.", .Generic), class = "value_error")
   )
@@ -280,6 +314,23 @@ Summary.torch_tensor <- function(..., na.rm = FALSE) {
     abort("Torch tensors do not have NAs!", class = "value_error")
   }
   args <- list(...)
+  # R torch's sum(x, dim =, keepdim =) and prod(...): a reduction over `dim` of one tensor.
+  dim <- args[["dim"]]
+  keepdim <- isTRUE(args[["keepdim"]])
+  args[c("dim", "keepdim")] <- NULL
+  if (!is.null(dim)) {
+    if (length(args) != 1L) {
+      abort("`dim` reduces one tensor, but several were given.", class = "value_error")
+    }
+    x <- args[[1L]]
+    return(switch(.Generic, sum = torch_sum(x, dim = dim, keepdim = keepdim),
+                  prod = torch_prod(x, dim = dim, keepdim = keepdim),
+                  max = torch_max(x, dim = dim, keepdim = keepdim),
+                  min = torch_min(x, dim = dim, keepdim = keepdim),
+                  all = torch_all(x, dim = dim, keepdim = keepdim),
+                  any = torch_any(x, dim = dim, keepdim = keepdim),
+                  abort(sprintf("`%s` takes no `dim`.", .Generic), class = "value_error")))
+  }
   one <- function(x) {
     if (!is_torch_tensor(x)) x <- torch_tensor(x)
     switch(.Generic, sum = torch_sum(x), prod = torch_prod(x), max = torch_max(x),
@@ -301,4 +352,272 @@ mean.torch_tensor <- function(x, dim, keepdim = FALSE, na.rm = FALSE, ...) {
     abort("Torch tensors do not have NAs!", class = "value_error")
   }
   if (missing(dim)) torch_mean(x) else torch_mean(x, dim = dim, keepdim = keepdim)
+}
+
+# ---- R torch's other hand-written wrappers ------------------------------------------------------
+
+#' Spectral functions: FFTs, short-time Fourier transforms and windows
+#'
+#' R torch's wrappers of libtorch's `fft_*`, `stft` and window functions.
+#' `torch_fft_fft()` and `torch_fft_ifft()` are the (inverse) discrete Fourier
+#' transform over `dim`; `torch_fft_rfft()` that of a real input (the
+#' one-sided half) and `torch_fft_irfft()` its inverse; `norm` is
+#' `"backward"` (the default: no scaling forward, 1/n backward), `"forward"` or
+#' `"ortho"`. `torch_fft_fftfreq(n, d)` gives the sample frequencies of an FFT
+#' of size `n` with sample spacing `d`. `torch_stft()` is the short-time
+#' Fourier transform (PyTorch's `torch.stft`). The window functions give a
+#' window of `window_length` points: `periodic = TRUE` (the default) for use
+#' with spectral functions, `FALSE` for a symmetric window.
+#'
+#' @param self,input A tensor.
+#' @param n The length of the transform (`NULL`: the size of `dim`); for
+#'   `torch_fft_fftfreq()`, the window length.
+#' @param dim The dimension transformed (1-based; `-1`, the default, is the last).
+#' @param norm `NULL` or `"backward"`, `"forward"`, `"ortho"`.
+#' @param d The sample spacing (the inverse of the sampling rate).
+#' @param n_fft,hop_length,win_length,window,center,pad_mode,normalized,onesided,return_complex
+#'   `torch_stft()`'s arguments, as PyTorch's `torch.stft()`'s.
+#' @param window_length The window's number of points.
+#' @param periodic Whether the window is periodic (`TRUE`) or symmetric.
+#' @param alpha,beta The coefficients of the Hamming window; `beta` is also the
+#'   Kaiser window's shape.
+#' @param dtype,layout,device,requires_grad As for the creation functions.
+#' @return A tensor.
+#' @name torch_spectral
+#' @examples
+#' x <- torch_tensor(c(1, 2, 3, 4))
+#' torch_fft_fft(x)
+#' torch_fft_irfft(torch_fft_rfft(x), n = 4)
+#' torch_fft_fftfreq(4)
+#' torch_hann_window(5)
+#' torch_kaiser_window(5, periodic = FALSE, beta = 5)
+#' torch_stft(torch_ones(100), n_fft = 16, return_complex = TRUE)$shape
+NULL
+
+#' @rdname torch_spectral
+#' @export
+torch_fft_fft <- function(self, n = NULL, dim = -1L, norm = NULL) {
+  .torch_fft_fft(self, n = n, dim = dim, norm = norm %||% "backward")
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_fft_ifft <- function(self, n = NULL, dim = -1L, norm = NULL) {
+  .torch_fft_ifft(self, n = n, dim = dim, norm = norm %||% "backward")
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_fft_rfft <- function(self, n = NULL, dim = -1L, norm = NULL) {
+  .torch_fft_rfft(self, n = n, dim = dim, norm = norm %||% "backward")
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_fft_irfft <- function(self, n = NULL, dim = -1L, norm = NULL) {
+  .torch_fft_irfft(self, n = n, dim = dim, norm = norm %||% "backward")
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_fft_fftfreq <- function(n, d = 1, dtype = NULL, layout = NULL, device = NULL,
+                              requires_grad = FALSE) {
+  created(.torch_fft_fftfreq(whole_number(n, "n"), d, as_torch_dtype(dtype), layout,
+                             creation_device(device)), requires_grad)
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_stft <- function(input, n_fft, hop_length = NULL, win_length = NULL, window = NULL,
+                       center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL,
+                       return_complex = NULL) {
+  .torch_stft(input, n_fft, hop_length = hop_length, win_length = win_length, window = window,
+              center = center, pad_mode = pad_mode, normalized = normalized, onesided = onesided,
+              return_complex = return_complex)
+}
+
+# A window function's call with R torch's options.
+window_of <- function(f, window_length, ..., dtype, layout, device, requires_grad) {
+  if (is.null(window_length)) {
+    abort("argument 'window_length' must be int, not NULL", class = "value_error")
+  }
+  created(f(whole_number(window_length, "window_length"), ..., dtype = as_torch_dtype(dtype),
+            layout = layout, device = creation_device(device)), isTRUE(requires_grad))
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_bartlett_window <- function(window_length, periodic = TRUE, dtype = NULL, layout = NULL,
+                                  device = NULL, requires_grad = FALSE) {
+  window_of(.torch_bartlett_window, window_length, periodic = periodic, dtype = dtype,
+            layout = layout, device = device, requires_grad = requires_grad)
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_blackman_window <- function(window_length, periodic = TRUE, dtype = NULL, layout = NULL,
+                                  device = NULL, requires_grad = FALSE) {
+  window_of(.torch_blackman_window, window_length, periodic = periodic, dtype = dtype,
+            layout = layout, device = device, requires_grad = requires_grad)
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_hamming_window <- function(window_length, periodic = TRUE, alpha = 0.54, beta = 0.46,
+                                 dtype = NULL, layout = NULL, device = NULL,
+                                 requires_grad = FALSE) {
+  window_of(.torch_hamming_window, window_length, periodic = periodic, alpha = alpha, beta = beta,
+            dtype = dtype, layout = layout, device = device, requires_grad = requires_grad)
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_hann_window <- function(window_length, periodic = TRUE, dtype = NULL, layout = NULL,
+                              device = NULL, requires_grad = FALSE) {
+  window_of(.torch_hann_window, window_length, periodic = periodic, dtype = dtype,
+            layout = layout, device = device, requires_grad = requires_grad)
+}
+
+#' @rdname torch_spectral
+#' @export
+torch_kaiser_window <- function(window_length, periodic = TRUE, beta = 12, dtype = NULL,
+                                layout = NULL, device = NULL, requires_grad = FALSE) {
+  window_of(.torch_kaiser_window, window_length, periodic = periodic, beta = beta, dtype = dtype,
+            layout = layout, device = device, requires_grad = requires_grad)
+}
+
+#' More operators with R torch's signatures
+#'
+#' R torch's hand-written functions over libtorch's operators.
+#' `torch_atleast_1d()` (`_2d`, `_3d`) gives a tensor (or each tensor of a
+#' list) at least that many dimensions. `torch_tensordot(a, b, dims)`
+#' contracts the last `dims` dimensions of `a` with the first `dims` of `b`,
+#' or the (1-based) dimensions `dims[[1]]` of `a` with `dims[[2]]` of `b`.
+#' `torch_vander(x, N)` is the Vandermonde matrix of `x`. `torch_result_type()`
+#' is the dtype an operation on two tensors or numbers gives.
+#' `torch_polygamma(n, input)` is the `n`-th derivative of the digamma
+#' function. `torch_quantize_per_tensor()` quantizes a tensor (or a list of
+#' tensors) with a scale and zero point to a quantized dtype
+#' ([torch_quint8()], ...); `torch_dequantize()` gives the float values back.
+#'
+#' @param self,input,a,b,x,tensor A tensor (`self`, `tensor`: or a list of tensors).
+#' @param dims `torch_tensordot()`: how many dimensions to contract, or a list
+#'   of two vectors of (1-based) dimensions.
+#' @param N,increasing `torch_vander()`: the number of columns (`NULL`: as many
+#'   as `x` has elements), and whether the powers increase left to right.
+#' @param tensor1,tensor2 Tensors or R numbers.
+#' @param n The order of the derivative.
+#' @param scale,zero_point,dtype The quantization's scale (a number, or a
+#'   tensor of one per tensor of a list), zero point and quantized dtype.
+#' @return A tensor, a list of tensors, or (`torch_result_type()`) a dtype.
+#' @name torch_wrappers
+#' @examples
+#' torch_atleast_2d(torch_tensor(1))$shape
+#' a <- torch_randn(3, 4, 5)
+#' b <- torch_randn(4, 3, 2)
+#' torch_tensordot(a, b, list(c(2, 1), c(1, 2)))$shape
+#' torch_vander(torch_tensor(c(1, 2, 3)), N = 3)
+#' torch_result_type(torch_tensor(1:2), 1)
+#' torch_polygamma(1, torch_tensor(c(1, 0.5)))
+#' q <- torch_quantize_per_tensor(torch_tensor(c(-1, 0, 1, 2)), 0.1, 10, torch_quint8())
+#' torch_dequantize(q)
+NULL
+
+#' @rdname torch_wrappers
+#' @export
+torch_atleast_1d <- function(self) {
+  if (is_torch_tensor(self)) .torch_atleast_1d(self = self) else .torch_atleast_1d(tensors = self)
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_atleast_2d <- function(self) {
+  if (is_torch_tensor(self)) .torch_atleast_2d(self = self) else .torch_atleast_2d(tensors = self)
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_atleast_3d <- function(self) {
+  if (is_torch_tensor(self)) .torch_atleast_3d(self = self) else .torch_atleast_3d(tensors = self)
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_tensordot <- function(a, b, dims = 2) {
+  if (is.list(dims)) {
+    dims_a <- dims[[1L]]
+    dims_b <- dims[[2L]]
+  } else if (is_torch_tensor(dims) && dims$numel() > 1) {
+    dims_a <- as_array(dims[1])
+    dims_b <- as_array(dims[2])
+  } else {
+    dims <- whole_number(dims, "dims")
+    if (dims < 1) {
+      abort(sprintf("tensordot expects dims >= 1, but got %d", dims), class = "runtime_error")
+    }
+    dims_a <- seq(from = -dims, to = -1)
+    dims_b <- seq(from = 1, to = dims)
+  }
+  .torch_tensordot(a, b, whole_numbers(dims_a, "dims"), whole_numbers(dims_b, "dims"))
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_vander <- function(x, N = NULL, increasing = FALSE) .torch_vander(x, N, increasing)
+
+#' @rdname torch_wrappers
+#' @export
+torch_result_type <- function(tensor1, tensor2) {
+  code <- if (is_torch_tensor(tensor1)) {
+    .torch_result_type(tensor = tensor1, other = tensor2)
+  } else if (is_torch_tensor(tensor2)) {
+    .torch_result_type(scalar = tensor1, tensor = tensor2)
+  } else {
+    .torch_result_type(scalar1 = tensor1, scalar2 = tensor2)
+  }
+  structure(as.integer(code), class = class(torch_float32()))
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_polygamma <- function(n, input) .torch_polygamma(whole_number(n, "n"), input)
+
+#' @rdname torch_wrappers
+#' @export
+torch_quantize_per_tensor <- function(self, scale, zero_point, dtype) {
+  dtype <- as_torch_dtype(dtype)
+  if (!is.list(self)) {
+    return(.torch_quantize_per_tensor(self = self, scale = scale, zero_point = zero_point,
+                                      dtype = dtype))
+  }
+  as_qparams <- function(x, type) {
+    if (is_torch_tensor(x)) x else torch_tensor(unlist(x), dtype = type)
+  }
+  .torch_quantize_per_tensor(tensors = self, scales = as_qparams(scale, torch_float64()),
+                             zero_points = as_qparams(zero_point, torch_long()), dtype = dtype)
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_dequantize <- function(tensor) {
+  if (is_torch_tensor(tensor)) .torch_dequantize(self = tensor) else .torch_dequantize(tensors = tensor)
+}
+
+#' @rdname torch_index_ops
+#' @param row,col,offset `torch_tril_indices()`, `torch_triu_indices()`: the
+#'   matrix's rows and columns, and the diagonal's offset.
+#' @param layout,device As for the creation functions.
+#' @export
+torch_tril_indices <- function(row, col, offset = 0, dtype = NULL, device = NULL, layout = NULL) {
+  plus_one(.torch_tril_indices(whole_number(row, "row"), whole_number(col, "col"),
+                               whole_number(offset, "offset"), as_torch_dtype(dtype), layout,
+                               creation_device(device)))
+}
+
+#' @rdname torch_index_ops
+#' @export
+torch_triu_indices <- function(row, col, offset = 0, dtype = NULL, device = NULL, layout = NULL) {
+  plus_one(.torch_triu_indices(whole_number(row, "row"), whole_number(col, "col"),
+                               whole_number(offset, "offset"), as_torch_dtype(dtype), layout,
+                               creation_device(device)))
 }

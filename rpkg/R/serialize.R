@@ -3,10 +3,15 @@
 
 #' Saving and loading tensors and state dicts
 #'
-#' `torch_save(obj, path)` writes a tensor, or a (named) list of tensors,
-#' numbers and strings (a module's or optimizer's state dict), in PyTorch's
-#' own format: Python's `torch.load()` reads it, and `torch_load()` reads
-#' files Python's `torch.save()` wrote (named lists come back from dicts).
+#' `torch_save(obj, path)` writes a tensor, or a (named, partly named or
+#' nested) list of tensors, numbers and strings (a module's or optimizer's
+#' state dict), in PyTorch's own format: Python's `torch.load()` reads it with
+#' its defaults (`weights_only = TRUE`), and `torch_load()` reads files
+#' Python's `torch.save()` wrote (named lists come back from dicts, an
+#' `OrderedDict` state dict included). A named list is a dict; in a partly
+#' named list an unnamed element's key is its position (an int), which
+#' `torch_load()` reads back as no name. Tensors that shared memory still
+#' share it, and `requires_grad` is kept.
 #' Modules and optimizers are saved through their state dicts. `torch_serialize()`
 #' gives the same bytes as a raw vector, which `torch_load()` also takes.
 #' `load_state_dict(path)` reads a state dict saved by Python (R torch's
@@ -63,6 +68,17 @@ torch_serialize <- function(obj, ...) .Call(C_pickle_save, obj)
 #' @rdname torch_save
 #' @export
 torch_load <- function(path, device = NULL) {
+  if (!is.raw(path)) {
+    if (!is.character(path) || length(path) != 1L || is.na(path)) {
+      abort(sprintf("`path` must be a file path or a raw vector, got %s.", describe(path)),
+            class = "value_error")
+    }
+    if (!file.exists(path) || dir.exists(path)) {
+      abort(sprintf(paste0("`path` must be a file saved by torch_save() or torch.save(), but ",
+                           "there is no file %s."), encodeString(path, quote = "\"")),
+            class = "value_error")
+    }
+  }
   bytes <- if (is.raw(path)) path else readBin(path, "raw", file.size(path))
   out <- .Call(C_pickle_load, bytes)
   if (!is.null(device)) {

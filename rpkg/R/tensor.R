@@ -39,7 +39,7 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
   dtype <- as_torch_dtype(dtype)
   device <- as_torch_device(device)
   if (is_torch_tensor(data)) {
-    out <- data$detach()$clone()
+    out <- tensor_methods$clone(tensor_methods$detach(data))
     if (!is.null(dtype) || !is.null(device)) out <- out$to(dtype = dtype, device = device)
     if (isTRUE(requires_grad)) out$requires_grad_(TRUE)
     return(out)
@@ -292,6 +292,12 @@ size_args <- function(...) {
 # The 1-based index positions in a result (R torch adds 1 to returned indices).
 plus_one <- function(indices) indices + 1L
 
+# `x` (a new tensor) with the R attributes of `like` (its class vector, nn_buffer's fields).
+with_attributes_of <- function(x, like) {
+  attributes(x) <- attributes(like)
+  x
+}
+
 written_methods <- list(
   size = function(self, dim) {
     shape <- meta(self, "shape")
@@ -303,6 +309,17 @@ written_methods <- list(
       abort("Indexing starts at 1 and got a 0.", class = "runtime_error")
     }
     if (dim > 0) shape[[dim]] else rev(shape)[[abs(dim)]]
+  },
+  stride = function(self, dim) {
+    strides <- meta(self, "stride")
+    if (missing(dim)) {
+      return(strides)
+    }
+    dim <- whole_number(dim, "dim")
+    if (dim == 0) {
+      abort("Indexing starts at 1 and got a 0.", class = "runtime_error")
+    }
+    if (dim > 0) strides[[dim]] else rev(strides)[[abs(dim)]]
   },
   dim = function(self) meta(self, "ndim"),
   length = function(self) length.torch_tensor(self),
@@ -316,7 +333,13 @@ written_methods <- list(
   view = function(self, ...) tensor_methods$view(self, size = size_args(...)),
   reshape = function(self, ...) tensor_methods$reshape(self, shape = size_args(...)),
   expand = function(self, ..., implicit = FALSE) {
-    tensor_methods$expand(self, size = size_args(...), implicit = implicit)
+    sizes <- list(...)
+    # R torch's signature is expand(size, implicit): a flag after the size is `implicit`.
+    if (length(sizes) > 1L && is.logical(sizes[[length(sizes)]])) {
+      implicit <- sizes[[length(sizes)]]
+      sizes <- sizes[-length(sizes)]
+    }
+    tensor_methods$expand(self, size = do.call(size_args, sizes), implicit = implicit)
   },
   permute = function(self, ...) tensor_methods$permute(self, dims = size_args(...)),
   `repeat` = function(self, ...) tensor_methods[["repeat"]](self, repeats = size_args(...)),
@@ -360,6 +383,9 @@ written_methods <- list(
   min = function(self, dim, other, keepdim = FALSE) {
     torch_min(self, dim = dim, other = other, keepdim = keepdim)
   },
+  # R torch's clone() and detach() keep the R attributes (an nn_parameter stays one).
+  clone = function(self, ...) with_attributes_of(tensor_methods$clone(self, ...), self),
+  detach = function(self, ...) with_attributes_of(tensor_methods$detach(self, ...), self),
   argmax = function(self, dim = NULL, keepdim = FALSE) torch_argmax(self, dim, keepdim),
   argmin = function(self, dim = NULL, keepdim = FALSE) torch_argmin(self, dim, keepdim),
   argsort = function(self, dim = -1L, descending = FALSE) torch_argsort(self, dim, descending),
@@ -372,6 +398,7 @@ written_methods <- list(
   nonzero = function(self, as_list = FALSE) torch_nonzero(self, as_list),
   split = function(self, split_size, dim = 1L) torch_split(self, split_size, dim),
   narrow = function(self, dim, start, length) torch_narrow(self, dim, start, length),
+  narrow_copy = function(self, dim, start, length) torch_narrow_copy(self, dim, start, length),
   movedim = function(self, source, destination) torch_movedim(self, source, destination),
   norm = function(self, p = 2, dim = NULL, keepdim = FALSE, dtype = NULL) {
     torch_norm(self, p, dim, keepdim, dtype)
@@ -395,7 +422,8 @@ written_methods <- list(
     invisible(self)
   },
   has_names = function(self) FALSE,
-  is_sparse = function(self) meta(self, "layout") != 0L,
+  is_sparse = function(self) meta(self, "layout") == 1L,
+  is_sparse_csr = function(self) meta(self, "layout") == 2L,
   print = function(self, n = 30) print.torch_tensor(self, n)
 )
 

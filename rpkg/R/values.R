@@ -13,7 +13,7 @@ dtype_aliases <- c(
   cfloat = "ComplexFloat", complex64 = "ComplexFloat", cdouble = "ComplexDouble",
   complex128 = "ComplexDouble", chalf = "ComplexHalf", complex32 = "ComplexHalf",
   float8_e4m3fn = "Float8_e4m3fn", float8_e5m2 = "Float8_e5m2", uint16 = "UInt16",
-  uint32 = "UInt32", uint64 = "UInt64"
+  uint32 = "UInt32", uint64 = "UInt64", quint8 = "QUInt8", qint8 = "QInt8", qint32 = "QInt32"
 )
 
 # libtorch's names -> PyTorch's (what get_autocast_dtype() reports).
@@ -42,7 +42,8 @@ dtype_named <- function(name) {
 #' become), `torch_float64()`/`torch_double()` 64-bit, `torch_float16()`/
 #' `torch_half()` and `torch_bfloat16()` 16-bit; `torch_long()` (R integers
 #' become it), `torch_int()`, `torch_bool()` (R logicals) and the rest are
-#' integer, boolean and complex types. Compare them with `==`. Where a dtype
+#' integer, boolean, complex and quantized types (`torch_quint8()`,
+#' `torch_qint8()`, `torch_qint32()`: see [torch_quantize_per_tensor()]). Compare them with `==`. Where a dtype
 #' is expected its name works too (`"float16"`, `"half"`, `"long"`).
 #' @return An object of class `torch_dtype`.
 #' @name torch_dtype
@@ -115,6 +116,15 @@ torch_cfloat128 <- function() dtype_named("ComplexDouble")
 #' @rdname torch_dtype
 #' @export
 torch_chalf <- function() dtype_named("ComplexHalf")
+#' @rdname torch_dtype
+#' @export
+torch_quint8 <- function() dtype_named("QUInt8")
+#' @rdname torch_dtype
+#' @export
+torch_qint8 <- function() dtype_named("QInt8")
+#' @rdname torch_dtype
+#' @export
+torch_qint32 <- function() dtype_named("QInt32")
 
 #' @rdname torch_dtype
 #' @param x An object.
@@ -127,8 +137,12 @@ as_torch_dtype <- function(x, arg = "dtype", call = NULL) {
     return(x)
   }
   if (is.character(x) && length(x) == 1L && !is.na(x)) {
-    name <- dtype_aliases[[tolower(sub("^torch[._]", "", x))]] %||%
-      (if (x %in% dtype_aliases) x else NULL)
+    alias <- tolower(sub("^torch[._]", "", x))
+    name <- if (alias %in% names(dtype_aliases)) {
+      dtype_aliases[[alias]]
+    } else if (x %in% dtype_aliases) {
+      x
+    }
     if (!is.null(name)) {
       return(dtype_named(name))
     }
@@ -450,7 +464,9 @@ torch_set_rng_state <- function(state) invisible(.Call(C_rng_state, state))
 #'
 #' `cuda_is_available()` tells whether libtorch sees a CUDA device;
 #' `cuda_device_count()` how many; `cuda_synchronize()` waits until a device
-#' has run its queued work. `torch_set_num_threads()` and
+#' has run its queued work; `cuda_memory_stats()` reads its caching
+#' allocator's counters and `cuda_empty_cache()` returns its cached, unused
+#' memory to the device. `torch_set_num_threads()` and
 #' `torch_get_num_threads()` set and read the threads libtorch's CPU operations
 #' use.
 #' @param device The device's number (0-based), or `NULL` for the current one.
@@ -475,6 +491,31 @@ cuda_device_count <- function() .Call(C_cuda, "count", NULL)
 #' @rdname cuda_is_available
 #' @export
 cuda_synchronize <- function(device = NULL) invisible(.Call(C_cuda, "synchronize", device))
+
+#' @rdname cuda_is_available
+#' @return `cuda_memory_stats()`: R torch's layout, a list with `allocated_bytes`,
+#'   `reserved_bytes` and `active_bytes`, each `list(all = list(current, peak, allocated,
+#'   freed))` in bytes, for the caching allocator of `device`.
+#' @export
+cuda_memory_stats <- function(device = NULL) {
+  counts <- .Call(C_cuda, "memory_stats", device)
+  kinds <- lapply(counts, function(x) {
+    list(all = list(current = x[[1]], peak = x[[2]], allocated = x[[3]], freed = x[[4]]))
+  })
+  stats::setNames(kinds, c("allocated_bytes", "reserved_bytes", "active_bytes"))
+}
+
+#' @rdname cuda_is_available
+#' @export
+cuda_empty_cache <- function() invisible(.Call(C_cuda, "empty_cache", NULL))
+
+# The benchmark runner's: the peak of allocated bytes since the last reset.
+cuda_reset_peak_memory <- function() invisible(.Call(C_cuda, "reset_peak", NULL))
+cuda_peak_memory <- function() cuda_memory_stats()$allocated_bytes$all$peak
+
+# The benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator): glibc's
+# malloc keeps what it frees. Whether it could.
+steady_allocator <- function() .Call(C_steady_allocator)
 
 #' @rdname cuda_is_available
 #' @export

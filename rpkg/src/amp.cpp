@@ -149,7 +149,14 @@ extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEX
   std::optional<at::ScalarType> type;
   if (!Rf_isNull(dtype)) type = dtype_or_name_of(dtype, "dtype");
   std::optional<bool> cache;
-  if (!Rf_isNull(cache_enabled)) cache = flag_of(cache_enabled, "cache_enabled");
+  if (!Rf_isNull(cache_enabled)) {  // NULL: autocast's default
+    if (TYPEOF(cache_enabled) != LGLSXP || Rf_xlength(cache_enabled) != 1 ||
+        LOGICAL(cache_enabled)[0] == NA_LOGICAL) {
+      value_error("`cache_enabled` must be TRUE, FALSE or NULL, got " + describe(cache_enabled) +
+                  ".");
+    }
+    cache = LOGICAL(cache_enabled)[0] == TRUE;
+  }
   const ampkit::AutocastRequest request = ampkit::resolve_autocast(
       string_of(device_type, "device_type"), type, flag_of(enabled, "enabled"), cache);
   auto* token = new ampkit::AutocastToken(ampkit::enter_autocast(request));
@@ -420,7 +427,7 @@ extern "C" SEXP C_scaler_factor(SEXP scaler, SEXP which, SEXP value) {
   }
   if (name == "growth_factor") return Rf_ScalarReal(s.growth_factor());
   if (name == "backoff_factor") return Rf_ScalarReal(s.backoff_factor());
-  return Rf_ScalarReal(static_cast<double>(s.growth_interval()));
+  return Rf_ScalarInteger(static_cast<int>(s.growth_interval()));  // an int, as torch.amp's
   AMPKIT_R_END
 }
 

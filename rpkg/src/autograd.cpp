@@ -19,6 +19,8 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -70,6 +72,74 @@ struct CallbackCount {
   ~CallbackCount() { --callbacks_alive; }
 };
 
+// ---- Python's GIL, when Python runs in this process (reticulate) ---------------------------------
+//
+// With Python's torch imported, libtorch refuses to run the autograd engine while the calling
+// thread holds Python's GIL (reticulate keeps it on R's thread). The engine runs with the GIL
+// released, and R code called back from it takes the GIL again while it runs (it may call
+// Python). Python's C API is looked up at run time: the package does not link Python.
+struct PythonApi {
+  int (*is_initialized)() = nullptr;
+  int (*gil_check)() = nullptr;
+  void* (*save_thread)() = nullptr;
+  void (*restore_thread)(void*) = nullptr;
+  int (*gil_ensure)() = nullptr;
+  void (*gil_release)(int) = nullptr;
+  bool found = false;
+};
+
+const PythonApi& python_api() {
+  static PythonApi api = [] {
+    PythonApi a;
+    a.is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+    a.gil_check = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Check"));
+    a.save_thread = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
+    a.restore_thread =
+        reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"));
+    a.gil_ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+    a.gil_release = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+    a.found = a.is_initialized && a.gil_check && a.save_thread && a.restore_thread &&
+              a.gil_ensure && a.gil_release;
+    return a;
+  }();
+  return api;
+}
+
+bool python_running() {
+  const PythonApi& api = python_api();
+  return api.found && api.is_initialized();
+}
+
+// Releases the GIL for its lifetime if this thread holds it.
+struct ReleaseGil {
+  ReleaseGil() {
+    if (python_running() && python_api().gil_check()) state = python_api().save_thread();
+  }
+  ~ReleaseGil() {
+    if (state != nullptr) python_api().restore_thread(state);
+  }
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+  void* state = nullptr;
+};
+
+// Takes the GIL for its lifetime (R code that may call Python), if Python runs.
+struct TakeGil {
+  TakeGil() {
+    if (python_running()) {
+      state = python_api().gil_ensure();
+      taken = true;
+    }
+  }
+  ~TakeGil() {
+    if (taken) python_api().gil_release(state);
+  }
+  TakeGil(const TakeGil&) = delete;
+  TakeGil& operator=(const TakeGil&) = delete;
+  int state = 0;
+  bool taken = false;
+};
+
 // ---- running R code on the main thread ----------------------------------------------------------
 
 struct Task {
@@ -82,6 +152,7 @@ std::deque<Task*> tasks;
 
 void on_main_thread(const std::function<void()>& fn) {
   if (std::this_thread::get_id() == main_thread) {
+    TakeGil gil;
     fn();
     return;
   }
@@ -109,6 +180,7 @@ void serve(std::future<void>& work) {
     }
     if (task != nullptr) {
       try {
+        TakeGil gil;
         task->run();
         task->done.set_value();
       } catch (...) {
@@ -124,6 +196,7 @@ void serve(std::future<void>& work) {
 // with the main thread serving callbacks.
 void run_autograd(const std::function<void()>& fn) {
   release_pending();
+  ReleaseGil no_gil;
   if (callbacks_alive.load() == 0) {
     fn();
     return;
@@ -220,17 +293,21 @@ std::vector<at::Tensor> run_r_step(SEXP runner, torch::autograd::AutogradContext
   return out;
 }
 
+// The inputs travel as a TensorList: Function::apply finds the node's inputs among its
+// arguments by type (a Tensor, an optional Tensor or a TensorList), and a std::vector is none.
 struct RFunction : torch::autograd::Function<RFunction> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                torch::autograd::variable_list inputs,
+                                                at::TensorList inputs,
                                                 c10::intrusive_ptr<RClosures> closures) {
     ctx->saved_data["r"] = c10::IValue::make_capsule(closures);
-    return run_r_step(closures->forward.value, ctx, closures->ctx.value, inputs);
+    return run_r_step(closures->forward.value, ctx, closures->ctx.value, inputs.vec());
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto closures = closures_of(ctx);
-    return run_r_step(closures->backward.value, ctx, closures->ctx.value, grads);
+    auto out = run_r_step(closures->backward.value, ctx, closures->ctx.value, grads);
+    out.emplace_back();  // forward's last argument, the closures, has no gradient
+    return out;
   }
 };
 
@@ -270,6 +347,12 @@ extern "C" SEXP C_autograd_init() {
   ctx_tag = Rf_install("ampkit_autograd_context");
   node_tag = Rf_install("ampkit_autograd_node");
   return R_NilValue;
+}
+
+// Whether the calling thread is R's main thread: what an R callback run by libtorch must see
+// (the tests ask it from hooks and autograd functions).
+extern "C" SEXP C_on_r_thread() {
+  return Rf_ScalarLogical(std::this_thread::get_id() == main_thread);
 }
 
 extern "C" SEXP C_grad_mode(SEXP enabled) {
@@ -432,7 +515,8 @@ extern "C" SEXP C_autograd_function_apply(SEXP inputs, SEXP forward, SEXP backwa
   AMPKIT_R_BEGIN
   release_pending();
   auto closures = c10::make_intrusive<RClosures>(forward, backward, ctx);
-  const auto outputs = RFunction::apply(tensors_of(inputs, "inputs"), closures);
+  const std::vector<at::Tensor> tensors = tensors_of(inputs, "inputs");
+  const auto outputs = RFunction::apply(at::TensorList(tensors), closures);
   return tensor_list(outputs);
   AMPKIT_R_END
 }

@@ -18,6 +18,7 @@
   AMPKIT_ENTRY(C_manual_seed, 1) \
   AMPKIT_ENTRY(C_cuda, 2) \
   AMPKIT_ENTRY(C_num_threads, 1) \
+  AMPKIT_ENTRY(C_steady_allocator, 0) \
   AMPKIT_ENTRY(C_tensor_share, 1) \
   AMPKIT_ENTRY(C_tensor_adopt, 1) \
   AMPKIT_ENTRY(C_rng_state, 1) \
@@ -51,6 +52,7 @@
   AMPKIT_ENTRY(C_scaler_load_state_dict, 2) \
   AMPKIT_ENTRY(C_scaler_factor, 3) \
   AMPKIT_ENTRY(C_autograd_init, 0) \
+  AMPKIT_ENTRY(C_on_r_thread, 0) \
   AMPKIT_ENTRY(C_grad_mode, 1) \
   AMPKIT_ENTRY(C_anomaly_mode, 1) \
   AMPKIT_ENTRY(C_backward, 5) \
@@ -66,7 +68,15 @@
   AMPKIT_ENTRY(C_tensor_index, 3) \
   AMPKIT_ENTRY(C_tensor_index_put, 3) \
   AMPKIT_ENTRY(C_pickle_save, 1) \
-  AMPKIT_ENTRY(C_pickle_load, 1)
+  AMPKIT_ENTRY(C_pickle_load, 1) \
+  AMPKIT_ENTRY(C_policy_push, 1) \
+  AMPKIT_ENTRY(C_policy_pop, 0) \
+  AMPKIT_ENTRY(C_policy_current, 0) \
+  AMPKIT_ENTRY(C_policy_float32_args, 1) \
+  AMPKIT_ENTRY(C_locator_new, 0) \
+  AMPKIT_ENTRY(C_locator_forward, 4) \
+  AMPKIT_ENTRY(C_locator_params, 3) \
+  AMPKIT_ENTRY(C_locator_op, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);
 #define AMPKIT_ARGS_0 void

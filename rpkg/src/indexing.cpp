@@ -1,16 +1,20 @@
 // R torch's indexing: x[...] and x[...] <- value (R/indexing.R evaluates the arguments; this file
 // turns each into libtorch's TensorIndex, R torch's way).
 //
-// Per argument: missing or NA is the whole dimension; a number is 1-based (negative: from the
-// end, -1 the last), its dimension dropped unless drop = FALSE; NULL (newaxis) adds a dimension;
+// Per argument: missing is the whole dimension; a number is 1-based (negative: from the end, -1
+// the last; NA or a fraction is an error), its dimension dropped unless drop = FALSE; NULL
+// (newaxis) adds a dimension;
 // `..` is the ellipsis; a slice (a:b, a:b:s, built by R/indexing.R) keeps its dimension, its end
 // inclusive; a numeric vector, a logical vector or a long/bool tensor is a vector index.
 // Vector indices apply one dimension at a time, as R's do (x[c(1, 2), c(1, 3)] is a 2x2 block, not
 // numpy's pairs): the index is cut after each vector index and the pieces applied in turn.
-// Assignment uses one index (libtorch's semantics), with at most one tensor in it.
+// Assignment with at most one vector index is libtorch's index_put_; with several, each dimension's
+// positions become an index tensor shaped to broadcast against the others (an outer product), so
+// that every combination is assigned, as R does.
 #include <ATen/TensorIndexing.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/any.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/sub.h>
@@ -66,10 +70,7 @@ double slice_part(SEXP slice, const char* name, double otherwise) {
 
 Converted convert(SEXP arg, const c10::Device& device) {
   Converted c;
-  if (arg == R_MissingArg || (TYPEOF(arg) == LGLSXP && Rf_xlength(arg) == 1 &&
-                              LOGICAL(arg)[0] == NA_LOGICAL)) {
-    return c;  // the whole dimension
-  }
+  if (arg == R_MissingArg) return c;  // the whole dimension
   if (Rf_isNull(arg)) {
     c.index = None;
     c.new_axis = true;
@@ -114,10 +115,11 @@ Converted convert(SEXP arg, const c10::Device& device) {
     return c;
   }
   const bool has_dim = !Rf_isNull(Rf_getAttrib(arg, R_DimSymbol));
+  if (TYPEOF(arg) == LGLSXP && Rf_xlength(arg) == 1 && LOGICAL(arg)[0] == NA_LOGICAL) {
+    value_error("An index is NA: positions are whole numbers, masks TRUE or FALSE.");
+  }
   if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) == 1 && !has_dim) {
-    const double v = Rf_asReal(arg);
-    if (ISNAN(v)) throw Error("index_error", "An index is NA.");
-    c.index = zero_based_number(v);
+    c.index = zero_based_number(static_cast<double>(whole_number_of(arg, "index")));
     c.scalar = true;
     return c;
   }
@@ -171,6 +173,80 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
   return pieces;
 }
 
+// The positions a slice selects along a dimension of `size`, as a long tensor.
+at::Tensor slice_positions(const Slice& s, int64_t size, const c10::Device& device) {
+  return at::arange(size, at::TensorOptions().dtype(at::kLong).device(device))
+      .slice(0, s.start().expect_int(), s.stop().expect_int(), s.step().expect_int());
+}
+
+// An assignment's index with several vector indices, as R assigns: every dimension that is not
+// dropped by a number gets a long tensor of its positions (slices and missing arguments included),
+// the k-th of them shaped [1, ..., n_k, ..., 1] so that together they broadcast to the block of all
+// combinations, in the order of the dimensions. Numbers stay numbers (libtorch selects them first).
+std::vector<TensorIndex> outer_index(const std::vector<Converted>& converted, const at::Tensor& t) {
+  at::NoGradGuard no_grad;
+  int64_t consumed = 0;
+  for (const Converted& c : converted) {
+    if (c.fill || c.new_axis) continue;
+    consumed += c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool
+                    ? std::max<int64_t>(c.index.tensor().dim(), 1)
+                    : 1;
+  }
+  // One entry per dimension of `t`: a number or a 1-d long tensor of positions.
+  std::vector<TensorIndex> per_dim;
+  auto add_whole = [&](int64_t n) {
+    for (int64_t k = 0; k < n; ++k) per_dim.emplace_back(Slice());
+  };
+  for (const Converted& c : converted) {
+    if (c.new_axis) continue;  // a new dimension of size 1: the value broadcasts over it anyway
+    if (c.fill) {
+      add_whole(std::max<int64_t>(t.dim() - consumed, 0));
+      continue;
+    }
+    if (c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool) {
+      if (c.index.tensor().dim() > 1) {
+        throw Error("index_error",
+                    "A mask of several dimensions must be the only vector index of an assignment.");
+      }
+      per_dim.emplace_back(c.index.tensor().nonzero().squeeze(1));
+      continue;
+    }
+    per_dim.push_back(c.index);
+  }
+  if (static_cast<int64_t>(per_dim.size()) > t.dim()) {
+    throw Error("index_error", "too many indices for tensor of dimension " +
+                                   std::to_string(t.dim()) + " (got " +
+                                   std::to_string(per_dim.size()) + ")");
+  }
+  add_whole(t.dim() - static_cast<int64_t>(per_dim.size()));
+  // The kept dimensions' positions, in order (numbers drop theirs).
+  std::vector<at::Tensor> positions;
+  std::vector<int64_t> slot(per_dim.size(), -1);
+  int64_t d = 0;
+  for (size_t k = 0; k < per_dim.size(); ++k, ++d) {
+    const TensorIndex& e = per_dim[k];
+    if (e.is_integer()) continue;
+    slot[k] = static_cast<int64_t>(positions.size());
+    if (e.is_slice()) {
+      positions.push_back(slice_positions(e.slice(), t.size(d), t.device()));
+    } else {
+      positions.push_back(e.tensor().reshape({-1}));
+    }
+  }
+  const int64_t kept = static_cast<int64_t>(positions.size());
+  std::vector<TensorIndex> out;
+  for (size_t k = 0; k < per_dim.size(); ++k) {
+    if (slot[k] < 0) {
+      out.push_back(per_dim[k]);
+      continue;
+    }
+    std::vector<int64_t> shape(static_cast<size_t>(kept), 1);
+    shape[static_cast<size_t>(slot[k])] = -1;
+    out.emplace_back(positions[static_cast<size_t>(slot[k])].reshape(shape));
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" SEXP C_tensor_index(SEXP x, SEXP args, SEXP drop) {
@@ -186,16 +262,17 @@ extern "C" SEXP C_tensor_index(SEXP x, SEXP args, SEXP drop) {
 extern "C" SEXP C_tensor_index_put(SEXP x, SEXP args, SEXP value) {
   AMPKIT_R_BEGIN
   at::Tensor t = tensor_of(x, "x");
-  std::vector<TensorIndex> index;
-  int tensors = 0;
+  std::vector<Converted> converted;
+  int vectors = 0;
   for (R_xlen_t i = 0; i < Rf_xlength(args); ++i) {
-    Converted c = convert(VECTOR_ELT(args, i), t.device());
-    tensors += c.index.is_tensor();
-    index.push_back(c.index);
+    converted.push_back(convert(VECTOR_ELT(args, i), t.device()));
+    vectors += converted.back().vector_like;
   }
-  if (tensors > 1) {
-    throw Error("index_error",
-                "Only one tensor (or vector) index is allowed in an assignment, as in R torch.");
+  std::vector<TensorIndex> index;
+  if (vectors > 1) {
+    index = outer_index(converted, t);
+  } else {
+    for (const Converted& c : converted) index.push_back(c.index);
   }
   if (is_tensor(value)) {
     t.index_put_(index, tensor_of(value, "value"));

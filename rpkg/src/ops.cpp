@@ -274,7 +274,7 @@ int classify(SEXP v, uint32_t expected) {
   if (has(expected, Kind::Tensor) && (null || (TYPEOF(v) == VECSXP && n == 1))) {
     return static_cast<int>(Kind::Tensor);
   }
-  if (has(expected, Kind::Device) && (is_device(v) || TYPEOF(v) == STRSXP)) {
+  if (has(expected, Kind::Device) && (null || is_device(v) || TYPEOF(v) == STRSXP)) {
     return static_cast<int>(Kind::Device);
   }
   if (has(expected, Kind::OptionalTensorList) && TYPEOF(v) == VECSXP) {

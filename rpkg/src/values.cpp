@@ -13,6 +13,7 @@
 // first, a full collection when that freed too little), and the finalizers release the storages.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Generator.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -20,10 +21,12 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/TensorOptions.h>
+#include <c10/util/StringUtil.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <malloc.h>
 #include <mutex>
 #include <sstream>
 
@@ -331,11 +334,35 @@ at::Tensor column_major_view(at::Tensor flat_reversed, size_t ndim) {
   return flat_reversed.permute(order);
 }
 
+// R's NA in integers and logicals is a bit pattern (INT_MIN) that an integer or bool tensor would
+// keep as a number (or as TRUE): refused, as CONFORMANCE.md says. NA in doubles is NaN, a value.
+void refuse_na(SEXP data) {
+  const R_xlen_t n = XLENGTH(data);
+  if (TYPEOF(data) == INTSXP) {
+    const int* v = INTEGER_RO(data);
+    for (R_xlen_t i = 0; i < n; ++i) {
+      if (v[i] == NA_INTEGER) {
+        value_error("`data` has an NA at position " + std::to_string(i + 1) +
+                    ": integer tensors have no NA (use doubles, whose NA becomes NaN).");
+      }
+    }
+  } else if (TYPEOF(data) == LGLSXP) {
+    const int* v = LOGICAL_RO(data);
+    for (R_xlen_t i = 0; i < n; ++i) {
+      if (v[i] == NA_LOGICAL) {
+        value_error("`data` has an NA at position " + std::to_string(i + 1) +
+                    ": bool tensors have no NA.");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
                          const c10::Device& device) {
   const c10::ScalarType stored = r_storage_type(data);
+  refuse_na(data);
   const std::vector<int64_t> shape = r_shape(data);
   std::vector<int64_t> reversed(shape.rbegin(), shape.rend());
   at::Tensor host = at::empty(reversed, at::TensorOptions().dtype(stored));
@@ -359,10 +386,16 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
 }
 
 // R data from a tensor: doubles for floating types, integers for integral ones up to 32 bits
-// (int64 too, when every value fits; doubles otherwise), logicals for bool, complex; an array
-// with the tensor's shape (dims for 2 or more dimensions, a vector for 1, a scalar for 0).
+// (int64 too, when every value fits; doubles otherwise), logicals for bool, raw for uint8 (as R
+// torch: raw vectors round-trip), complex; an array with the tensor's shape (dims for 2 or more
+// dimensions, a vector for 1, a scalar for 0). Quantized tensors give their dequantized values.
 SEXP r_from_tensor(const at::Tensor& tensor) {
+  if (tensor.layout() != c10::kStrided) {
+    value_error("Sparse tensors are not supported for as_array conversion: use $to_dense().");
+  }
+  if (tensor.is_meta()) value_error("A meta tensor has no data to convert.");
   at::Tensor t = tensor.detach().to(at::kCPU);
+  if (t.is_quantized()) t = t.dequantize();
   const int64_t ndim = t.dim();
   std::vector<int64_t> order(static_cast<size_t>(ndim));
   for (int64_t i = 0; i < ndim; ++i) order[i] = ndim - 1 - i;
@@ -373,6 +406,9 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
   if (type == at::kBool) {
     r_type = LGLSXP;
     as = at::kInt;
+  } else if (type == at::kByte) {
+    r_type = RAWSXP;
+    as = at::kByte;
   } else if (at::isComplexType(type)) {
     r_type = CPLXSXP;
     as = at::kComplexDouble;
@@ -530,6 +566,11 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
     std::ostringstream text;
     if (!t.defined()) {
       text << "[ Tensor (undefined) ]";
+    } else if (t.is_meta()) {
+      // libtorch's printer copies the data out, which a meta tensor has none of: its footer only
+      // (R torch's "[ METAFloatType{2,3} ]").
+      text << "[ " << c10::DeviceTypeName(c10::DeviceType::Meta, /*lower_case=*/false)
+           << c10::toString(t.scalar_type()) << "Type{" << c10::Join(",", t.sizes()) << "} ]";
     } else {
       text << t;
     }
@@ -550,6 +591,14 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   if (field == "is_contiguous") return Rf_ScalarLogical(t.is_contiguous());
   if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
   if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
+  if (field == "stride") {
+    // Doubles, as R torch's $stride() (int64 in libtorch).
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, t.dim()));
+    const auto strides = t.strides();
+    for (int64_t i = 0; i < t.dim(); ++i) REAL(out)[i] = static_cast<double>(strides[i]);
+    UNPROTECT(1);
+    return out;
+  }
   value_error("no tensor field `" + field + "`.");
   AMPKIT_R_END
 }
@@ -593,8 +642,47 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
     }
     return R_NilValue;
   }
+  if (!at::globalContext().hasCUDA()) throw Error("runtime_error", "no CUDA device is available.");
+  const auto device = static_cast<c10::DeviceIndex>(
+      Rf_isNull(index) ? hooks.getCurrentDevice() : Rf_asInteger(index));
+  c10::DeviceAllocator* allocator = c10::getDeviceAllocator(c10::DeviceType::CUDA);
+  if (op == "memory_stats") {
+    // R torch's layout: each kind of bytes, "all" pools, its current/peak/allocated/freed.
+    const auto stats = allocator->getDeviceStats(device);
+    const auto agg = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    const c10::CachingAllocator::Stat* kinds[] = {&stats.allocated_bytes[agg],
+                                                  &stats.reserved_bytes[agg],
+                                                  &stats.active_bytes[agg]};
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
+    for (int i = 0; i < 3; ++i) {
+      SEXP counts = PROTECT(Rf_allocVector(REALSXP, 4));
+      REAL(counts)[0] = static_cast<double>(kinds[i]->current);
+      REAL(counts)[1] = static_cast<double>(kinds[i]->peak);
+      REAL(counts)[2] = static_cast<double>(kinds[i]->allocated);
+      REAL(counts)[3] = static_cast<double>(kinds[i]->freed);
+      SET_VECTOR_ELT(out, i, counts);
+      UNPROTECT(1);
+    }
+    UNPROTECT(1);
+    return out;
+  }
+  if (op == "reset_peak") {
+    allocator->resetPeakStats(device);
+    return R_NilValue;
+  }
+  if (op == "empty_cache") {
+    allocator->emptyCache();
+    return R_NilValue;
+  }
   value_error("no CUDA query `" + op + "`.");
   AMPKIT_R_END
+}
+
+// glibc's malloc keeps what it frees and serves blocks of up to 32 MiB from its heap, for the rest
+// of the process: the benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator
+// says why). Whether it could.
+extern "C" SEXP C_steady_allocator() {
+  return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1);
 }
 
 // The number of threads libtorch uses for intra-op parallelism (NULL reads).

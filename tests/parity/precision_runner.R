@@ -1,8 +1,10 @@
 # The R runner of the precision parity scenarios (precision_scenarios/*.json): the training
-# steps of precision_parity.run_python written in R against ampkit's R API (precision_policy,
-# overflow_locator, with_autocast, amp_grad_scaler). The model, the data and the JSON come from
-# the shared Python module precision_parity.py, so both languages train the same model on the
-# same data; what is recorded is what the R API returned (the locator's data.frames).
+# steps of precision_parity.run_python written in R with R's own modules (nn_sequential of
+# nn_linear and nn_relu, the weights loaded from the shared Python model's state dict), optimizer
+# (optim_sgd) and scaler, under ampkit's R API (precision_policy, overflow_locator,
+# with_autocast, amp_grad_scaler). The scenario, the starting weights and the data come from the
+# shared Python module precision_parity.py, so both languages train the same model on the same
+# data; what is recorded is what the R API returned (the locator's data.frames).
 #
 #   Rscript precision_runner.R <out_dir> <scenario.json>...
 # or sourced in-process (rpy2, through ampkit.r_eval), then run_precision_all(paths, out_dir).
@@ -15,13 +17,27 @@ precision_dir <- function() {
   dir
 }
 
+# precision_parity.model() in R: Linear(8, 16), ReLU, Linear(16, 16), ReLU, Linear(16, 1), with
+# the Python model's weights (the same seed's).
+r_model <- function(pp, spec) {
+  net <- nn_sequential(nn_linear(8, 16), nn_relu(), nn_linear(16, 16), nn_relu(),
+                       nn_linear(16, 1))
+  net$load_state_dict(pp$model(spec)$state_dict())
+  net
+}
+
+# precision_parity.flat / params / mse in R.
+flat <- function(t) as.numeric(as_array(t$detach()$to(dtype = torch_float64())$flatten()))
+r_params <- function(net) unlist(lapply(unname(net$parameters), flat))
+mse <- function(output, target) nnf_mse_loss(output$float(), target)
+dtype_names <- c(Float = "float32", Half = "float16", BFloat16 = "bfloat16")
+
 run_precision <- function(path) {
   if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
-  torch <- reticulate::import("torch")
   pp <- reticulate::import_from_path("precision_parity", path = precision_dir())
   spec <- pp$load(path)
-  net <- pp$model(spec)
-  xy <- pp$data(spec)
+  net <- r_model(pp, spec)
+  xy <- pp$data(spec)  # Python's tensors, as R tensors (the same tensors)
   x <- xy[[1]]
   y <- xy[[2]]
   record <- pp$new_record()
@@ -30,7 +46,7 @@ run_precision <- function(path) {
     policy <- precision_policy(net, unlist(spec$rules))
     record$modules <- as.list(policy$modules)
   }
-  opt <- torch$optim$SGD(net$parameters(), lr = 1e-4)
+  opt <- optim_sgd(net$parameters, lr = 1e-4)
   scaler <- amp_grad_scaler("cpu", init_scale = 2^10)
   outputs <- list()
   dtypes <- list()
@@ -41,15 +57,15 @@ run_precision <- function(path) {
       opt$zero_grad()
       loss <- with_autocast(device_type = "cpu", dtype = spec$outer, {
         out <- net(x)
-        pp$mse(out, y)
+        mse(out, y)
       })
       scaler$scale(loss)$backward()
       scaler$step(opt)
       scaler$update()
-      outputs[[i]] <<- pp$flat(out)
-      dtypes[[i]] <<- sub("^torch\\.", "", reticulate::py_str(out$dtype))
+      outputs[[i]] <<- flat(out)
+      dtypes[[i]] <<- dtype_names[[as.character(out$dtype)]]
       losses[[i]] <<- loss$item()
-      params[[i]] <<- pp$params(net)
+      params[[i]] <<- r_params(net)
     }
   }
   if (identical(spec$kind, "locator")) {

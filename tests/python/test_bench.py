@@ -35,7 +35,8 @@ def test_every_row_present_with_positive_times_and_finite_losses(results):
         assert f"R runner skipped: {reason}" in proc.stdout
     suites = load_suites(SUITES_DIR, None)
     expected = {(s["name"], mode, impl) for s in suites if s["kind"] == "training"
-                for mode in s["modes"] for impl in impls}
+                for mode in s["modes"] for impl in impls
+                if impl != "ampkit-r" or s.get("r", True)}
     assert expected, f"no training suites in {SUITES_DIR}"
     rows = {(r["workload"], r["mode"], r["impl"]): r for r in data["training"]}
     assert set(rows) == expected
@@ -99,3 +100,25 @@ def test_implementations_and_r_take_turns_step_by_step(monkeypatch):
     assert timed == (forward + backward + forward) * 2
     assert [r["impl"] for r in rows] == ["ampkit-py", "torch.amp", "ampkit-r"]
     assert rows[-1]["times_s"] == pytest.approx([0.003, 0.003])
+
+
+def test_r_against_python_rows(results):
+    # The R rows of the table: each per-call row timed from both languages, the float32
+    # product, the start-up, and every R-run training cell with its memory ratio.
+    from ampkit.bench.r_runner import OPS
+
+    data, proc, _ = results
+    if r_unavailable() is not None:
+        pytest.skip(r_unavailable())
+    timed = data["r_against_python"]["matmul"]
+    per_call = {r["what"]: r for r in timed if r.get("per_op")}
+    assert set(per_call) == set(OPS)
+    assert any(r.get("startup") for r in timed)
+    for row in timed:
+        assert row["python_ms"] > 0 and row["r_ms"] > 0 and math.isfinite(row["ratio"])
+    r_suites = {s["name"] for s in load_suites(SUITES_DIR, None)
+                if s["kind"] == "training" and s.get("r", True)}
+    compared = data["r_against_python"]["training"]
+    assert {r["what"].split()[0] for r in compared} == r_suites
+    assert all(r["memory"] > 0 for r in compared)
+    assert "one call (per call)" in proc.stdout and "process start-up" in proc.stdout

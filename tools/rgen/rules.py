@@ -11,7 +11,7 @@ MAX_ARITY = 32
 
 # Ops R torch does not generate, and overloads whose argument types R has no value for.
 SKIPPED_NAMES = {
-    "set_quantizer_", "normal", "polygamma", "special_polygamma", "_nnpack_available",
+    "set_quantizer_", "special_polygamma", "_nnpack_available",
     "_backward", "_use_cudnn_rnn_flatten_weight", "is_vulkan_available",
     "_test_ambiguous_defaults", "_test_string_default", "_cufft_get_plan_cache_size",
     "_cufft_get_plan_cache_max_size", "_cufft_set_plan_cache_max_size",
@@ -36,6 +36,7 @@ WRAPPED = {
     "where", "repeat_interleave", "ones", "ones_like", "rand", "rand_like", "randint",
     "randint_like", "randn", "randn_like", "randperm", "zeros", "zeros_like", "arange", "range",
     "linspace", "logspace", "eye", "empty", "empty_like", "empty_strided", "full", "full_like",
+    "narrow_copy", "normal", "polygamma",
 }
 
 

@@ -14,7 +14,15 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from . import measure, overhead, precision, report
-from .r_runner import RSession, compare_rows, matmul_rows, op_rows, r_table, r_unavailable
+from .r_runner import (
+    RSession,
+    compare_rows,
+    matmul_rows,
+    op_rows,
+    r_table,
+    r_unavailable,
+    startup_rows,
+)
 from .training import IMPLEMENTATIONS, run_python_cells
 
 GOALS = {"autocast": 0.4, "scaler": 0.35, "feature": 1.05}
@@ -142,8 +150,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         r_session.close()
         _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
         matmul = matmul_rows(args.device)
-        _progress(f"[{time.time() - started:6.1f}s] one tensor op, Python and R ...")
-        matmul += op_rows(args.device)
+        _progress(f"[{time.time() - started:6.1f}s] one call of each kind, Python and R ...")
+        matmul += op_rows(args.device, **({"repeats": 1, "number": 20} if size_name == "tiny"
+                                          else {}))
+        _progress(f"[{time.time() - started:6.1f}s] process start-up, Python and R ...")
+        matmul += startup_rows(repeats=1 if size_name == "tiny" else 5)
     report.add_ratios(training)
     r_rows = compare_rows(training)
 

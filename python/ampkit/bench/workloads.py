@@ -1,5 +1,9 @@
-"""The benchmark workloads, built from a suite's JSON spec. The R runner builds them through this
-module too, so both languages train the very same model on the very same data."""
+"""The benchmark workloads, built from a suite's JSON spec.
+
+The R runner (the R package's inst/bench/run.R) builds the same workloads natively, with R torch's
+API, in the same order from the same seeds: both languages train the very same weights on the very
+same data, and a test holds their final losses equal. A model built here and not there is a suite
+with ``"r": false``."""
 
 from __future__ import annotations
 
@@ -48,6 +52,18 @@ def build(suite: Dict[str, Any], size: Dict[str, Any], device: str, seed: int = 
         model = _mlp(size["width"], size["layers"])
         inputs = [torch.randn(size["batch"], size["width"], generator=g) for _ in range(n)]
         targets = [torch.randn(size["batch"], size["width"], generator=g) for _ in range(n)]
+    elif suite["model"] == "tabular_mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(size["features"], size["hidden"]),
+                                    torch.nn.ReLU(), torch.nn.Linear(size["hidden"], 1))
+        inputs = [torch.randn(size["batch"], size["features"], generator=g) for _ in range(n)]
+        targets = [torch.randn(size["batch"], 1, generator=g) for _ in range(n)]
+    elif suite["model"] == "small_conv":
+        channels, side, classes = size["channels"], size["side"], size["classes"]
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, channels, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(channels * (side // 2) ** 2, classes))
+        inputs = [torch.randn(size["batch"], 3, side, side, generator=g) for _ in range(n)]
+        targets = [torch.randint(0, classes, (size["batch"],), generator=g) for _ in range(n)]
     elif suite["model"] == "transformer":
         model = _Classifier(size["width"], size["heads"], size["layers"], size["classes"])
         batch, seq, width, classes = size["batch"], size["seq"], size["width"], size["classes"]

@@ -2,39 +2,116 @@
 # The shared benchmark suite driven from R, step by step, by `python -m ampkit bench`
 # (python/ampkit/bench/training.py gives the R loop its turn between the Python loops' steps, so
 # that both see the same machine at the same time):
-#   Rscript run.R DEVICE THREADS [torch-first]
+#   Rscript run.R DEVICE THREADS
 # reads one command a line from stdin, its words separated by tabs, and answers each with one
 # line "AMPKIT <json>" on stdout (any other line on stdout is not an answer):
-#   cell SUITE.json SIZE MODE   build a cell's workload (ampkit.bench.workloads) and warm it up
+#   cell SUITE.json SIZE MODE   build a cell's workload and warm it up: {"steps": n}, or
+#                               {"skipped": why} for a model this runner does not build
 #   step                        one timed training step: {"seconds": s, "peak_bytes": b}
-#                               (the Python runner takes turns with it, step by step)
 #   loss                        the loss of the last step: {"loss": x}
 #   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
-#   op NUMBER                   NUMBER timed `x + x` (8x8 float32) with the R torch front end
-#                               and through reticulate: {"front_end": s, "reticulate": s} per op
+#   ops NUMBER                  each of the per-op rows (OPS below) NUMBER times in a loop:
+#                               {name: seconds per call}
 #   quit
-# The workload (model, data, optimizer) is built by ampkit.bench.workloads, so R trains the very
-# same model on the very same data as the Python runner; the training loop itself runs in R,
-# through ampkit's R API, as an R user would write it. `torch-first`: torch is imported before
-# ampkit's first call (the order of `library(ampkit); torch <- reticulate::import("torch")`).
+# Everything here is R torch's API over ampkit's compiled layer: no Python runs in this process.
+# The workloads are built as ampkit.bench.workloads builds them, in the same order from the same
+# seeds (libtorch's generators, the same in both processes), so R trains the very same weights on
+# the very same data as the Python runner and ends on the same loss.
 args <- commandArgs(trailingOnly = TRUE)
-if (!length(args) %in% 2:3) stop("usage: Rscript run.R DEVICE THREADS [torch-first]")
+if (length(args) != 2L) stop("usage: Rscript run.R DEVICE THREADS")
 device <- args[[1]]
 threads <- as.integer(args[[2]])
-torch_first <- identical(args[3], "torch-first")
 
 suppressPackageStartupMessages(library(ampkit))
-if (torch_first) torch <- reticulate::import("torch")
-if (!ampkit_available()) stop("the Python module ampkit cannot be imported")
-torch <- reticulate::import("torch")
-torch$set_num_threads(threads)  # as many as the Python runner's
-workloads <- reticulate::import("ampkit.bench.workloads")
-measure <- reticulate::import("ampkit.bench.measure")
-invisible(measure$steady_allocator())  # the Python runner's allocator policy
-json <- reticulate::import("json")
-# R's own clock (wall time, microseconds): reading Python's perf_counter through reticulate
-# would put a crossing (~40 us here) inside every timed step.
+torch_set_num_threads(threads)  # as many as the Python runner's
+ampkit:::steady_allocator()  # the Python runner's allocator policy (ampkit.bench.measure)
+# R's own clock (wall time, microseconds).
 now <- function() as.numeric(Sys.time())
+
+on_device <- !identical(device, "cpu")
+synchronize <- function() if (on_device) cuda_synchronize()
+
+# Peak memory since the last reset: CUDA's allocated bytes, else the process's peak resident set
+# (Linux's VmHWM, reset by writing 5 to clear_refs), as ampkit.bench.measure reads them.
+reset_peak_memory <- function() {
+  if (on_device) return(ampkit:::cuda_reset_peak_memory())
+  try(writeLines("5", "/proc/self/clear_refs"), silent = TRUE)
+}
+peak_memory_bytes <- function() {
+  if (on_device) return(ampkit:::cuda_peak_memory())
+  status <- readLines("/proc/self/status")
+  kb <- sub("^VmHWM:\\s*([0-9]+) kB$", "\\1", grep("^VmHWM:", status, value = TRUE))
+  as.numeric(kb) * 1024
+}
+
+# JSON with every double's 17 significant digits (jsonlite keeps 15): the final losses are
+# compared with the Python runner's exactly.
+to_json <- function(x) {
+  if (is.list(x)) {
+    items <- vapply(x, to_json, character(1))
+    if (is.null(names(x))) return(paste0("[", paste(items, collapse = ", "), "]"))
+    return(paste0("{", paste0('"', names(x), '": ', items, collapse = ", "), "}"))
+  }
+  if (is.logical(x)) return(if (x) "true" else "false")
+  if (is.character(x)) return(paste0('"', gsub('(["\\\\])', "\\\\\\1", x), '"'))
+  sprintf("%.17g", x)
+}
+answer <- function(value) {
+  cat("AMPKIT ", to_json(value), "\n", sep = "")
+  flush(stdout())
+}
+
+# ---- workloads: ampkit.bench.workloads.build, in R ----------------------------------------------
+
+mlp <- function(width, layers) {
+  mods <- list()
+  for (i in seq_len(layers - 1)) mods <- c(mods, list(nn_linear(width, width), nn_relu()))
+  nn_sequential(!!!c(mods, list(nn_linear(width, width))))
+}
+
+build_workload <- function(suite, size, seed = 0) {
+  torch_manual_seed(seed)
+  g <- torch_generator()
+  g$set_current_seed(seed + 1)
+  n <- size$batches
+  randn <- function(...) lapply(seq_len(n), function(i) torch_randn(..., generator = g))
+  model <- switch(suite$model,
+    mlp = ,
+    deep_narrow = mlp(size$width, size$layers),
+    tabular_mlp = nn_sequential(nn_linear(size$features, size$hidden), nn_relu(),
+                                nn_linear(size$hidden, 1)),
+    small_conv = nn_sequential(nn_conv2d(3, size$channels, 3, padding = 1), nn_relu(),
+                               nn_max_pool2d(2), nn_flatten(),
+                               nn_linear(size$channels * (size$side %/% 2)^2, size$classes)),
+    return(NULL)
+  )
+  switch(suite$model,
+    mlp = ,
+    deep_narrow = {
+      inputs <- randn(size$batch, size$width)
+      targets <- randn(size$batch, size$width)
+    },
+    tabular_mlp = {
+      inputs <- randn(size$batch, size$features)
+      targets <- randn(size$batch, 1)
+    },
+    small_conv = {
+      inputs <- randn(size$batch, 3, size$side, size$side)
+      # R torch's class targets are 1-based: Python's 0-based draws, plus one.
+      targets <- lapply(seq_len(n), function(i) {
+        torch_randint(0, size$classes, size$batch, generator = g) + 1L
+      })
+    }
+  )
+  loss_fn <- switch(suite$loss, mse = nn_mse_loss(), cross_entropy = nn_cross_entropy_loss())
+  model$to(device = device)
+  optimizer <- switch(suite$optimizer$name, sgd = optim_sgd, adamw = optim_adamw)
+  list(model = model, loss_fn = loss_fn,
+       optimizer = optimizer(model$parameters, lr = suite$optimizer$lr),
+       inputs = lapply(inputs, function(x) x$to(device = device)),
+       targets = lapply(targets, function(y) y$to(device = device)),
+       dtype = if (on_device) torch_float16() else torch_bfloat16())
+}
 
 # R torch's run(autocast, scale) loop, `count` steps over the workload's batches, going on from
 # batch `position` (the steps so far: the Python loop goes on through the data the same way).
@@ -60,55 +137,15 @@ train_steps <- function(w, count, use_autocast, scaler, position = 0) {
   loss
 }
 
-# Waits for the device's queued work. A no-op on the CPU, so not called there: it would be one
-# more crossing into Python inside the timed interval.
-synchronize <- function() {
-  if (!identical(device, "cpu")) measure$synchronize(device)
-}
-
-# Wall time of expr_fn(), the device synchronised before and after.
-elapsed <- function(expr_fn) {
-  synchronize()
-  start <- now()
-  value <- expr_fn()
-  synchronize()
-  list(seconds = now() - start, value = value)
-}
-
-# Answers are written by Python's json module: doubles keep all 17 digits (jsonlite keeps at
-# most 15), so the final losses can be compared with the Python runner's exactly.
-answer <- function(value) {
-  cat("AMPKIT ", json$dumps(value), "\n", sep = "")
-  flush(stdout())
-}
-
 cell <- NULL
-
-# A suite with "r_front_end": R torch's article loop as an R torch user writes it, with ampkit's
-# front end: the model is nn_sequential(!!!layers) of nn_linear/nn_relu built after
-# torch_manual_seed(seed) (libtorch's generator: the weights of Python's model), the loss
-# nn_mse_loss(), the optimizer optim_sgd(net$parameters); the data are Python's, as tensors.
-front_end_workload <- function(suite, size, w) {
-  torch_manual_seed(0)  # workloads.build's seed
-  layers <- list()
-  for (i in seq_len(size$layers - 1)) {
-    layers <- c(layers, list(nn_linear(size$width, size$width), nn_relu()))
-  }
-  layers <- c(layers, list(nn_linear(size$width, size$width)))
-  net <- nn_sequential(!!!layers)$to(device = device)
-  list(model = net, loss_fn = nn_mse_loss(),
-       optimizer = optim_sgd(net$parameters, lr = suite$optimizer$lr),
-       inputs = lapply(w$inputs, ampkit:::new_torch_tensor),
-       targets = lapply(w$targets, ampkit:::new_torch_tensor), dtype = w$dtype)
-}
 
 new_cell <- function(suite_path, size_name, mode) {
   suite <- jsonlite::fromJSON(suite_path, simplifyVector = FALSE)
   size <- suite$sizes[[size_name]]
   cell <<- NULL
-  invisible(gc())  # the previous cell's tensors, held by R until collected
-  w <- workloads$build(suite, size, device)
-  if (isTRUE(suite$r_front_end)) w <- front_end_workload(suite, size, w)
+  invisible(gc())  # the previous cell's tensors
+  w <- build_workload(suite, size)
+  if (is.null(w)) return(list(skipped = paste("the R runner does not build", suite$model)))
   scaler <- amp_grad_scaler(device, enabled = identical(mode, "autocast+scaler"))
   use_autocast <- !identical(mode, "fp32")
   loss <- train_steps(w, size$warmup, use_autocast, scaler)
@@ -118,42 +155,88 @@ new_cell <- function(suite_path, size_name, mode) {
 }
 
 timed_step <- function() {
-  measure$reset_peak_memory(device)
-  run <- elapsed(function() {
-    train_steps(cell$w, 1, cell$use_autocast, cell$scaler, cell$position)
-  })
-  peak <- measure$peak_memory_bytes(device)
+  reset_peak_memory()
+  synchronize()
+  start <- now()
+  loss <- train_steps(cell$w, 1, cell$use_autocast, cell$scaler, cell$position)
+  synchronize()
+  seconds <- now() - start
+  peak <- peak_memory_bytes()
   cell$position <<- cell$position + 1
-  cell$loss <<- run$value
-  list(seconds = run$seconds, peak_bytes = peak)
+  cell$loss <<- loss
+  list(seconds = seconds, peak_bytes = peak)
 }
 
 matmul <- function(m, k, n, number) {
-  g <- torch$Generator()$manual_seed(0L)
-  a <- torch$randn(m, k, generator = g)
-  b <- torch$randn(k, n, generator = g)
-  torch$mm(a, b)
+  g <- torch_generator()
+  g$set_current_seed(0)
+  a <- torch_randn(m, k, generator = g, device = device)
+  b <- torch_randn(k, n, generator = g, device = device)
+  torch_mm(a, b)
   seconds <- vapply(seq_len(number), function(i) {
+    synchronize()
     start <- now()
-    torch$mm(a, b)
+    torch_mm(a, b)
+    synchronize()
     now() - start
   }, numeric(1))
   list(seconds = as.list(seconds))
 }
 
-op <- function(number) {
-  x <- torch_randn(8, 8, device = device)
-  xp <- ampkit:::unwrap(x)
-  add <- torch$add
-  per_op <- function(f) {
+# ---- one call at a time: the per-op rows ----------------------------------------------------------
+#
+# Each is an expression as an R user writes it, over the objects `fixtures()` makes; the Python
+# runner times its own twin of each (ampkit.bench.r_runner.OPS, the same names). Each is timed
+# inline in a byte-compiled loop, so the time is the call's, not a closure's around it.
+OPS <- list(
+  "torch_add(x, y), 2x2" = quote(torch_add(x2, y2)),
+  "x + y, 2x2" = quote(x2 + y2),
+  "torch_matmul, 64x64" = quote(torch_matmul(a64, b64)),
+  "x$sum(dim = 1), 64x64" = quote(a64$sum(dim = 1)),
+  "x[1, ], 64x64" = quote(a64[1, ]),
+  "nn_linear(10, 32) forward, batch 32" = quote(linear(input)),
+  "with_autocast enter+exit" = quote(with_autocast(device_type = device, NULL)),
+  "scaler scale/step/update" = quote({
+    scaler$scale(loss)
+    scaler$step(opt)
+    scaler$update()
+  })
+)
+
+fixtures <- function() {
+  torch_manual_seed(0)
+  linear <- nn_linear(10, 32)$to(device = device)
+  for (p in linear$parameters) p$grad <- torch_ones_like(p)
+  env <- list2env(list(
+    x2 = torch_randn(2, 2, device = device), y2 = torch_randn(2, 2, device = device),
+    a64 = torch_randn(64, 64, device = device), b64 = torch_randn(64, 64, device = device),
+    linear = linear, input = torch_randn(32, 10, device = device),
+    scaler = amp_grad_scaler(device), opt = optim_sgd(linear$parameters, lr = 0),
+    loss = torch_ones(1, device = device), device = device
+  ), parent = globalenv())
+  lapply(OPS, function(expr) {
+    loop <- eval(bquote(function(n) {
+      for (i in seq_len(n)) .(expr)
+      NULL
+    }))
+    environment(loop) <- env
+    compiler::cmpfun(loop)
+  })
+}
+loops <- NULL
+
+ops <- function(number) {
+  if (is.null(loops)) loops <<- fixtures()
+  lapply(loops, function(loop) {
+    synchronize()
     start <- now()
-    for (i in seq_len(number)) f()
+    loop(number)
+    synchronize()
     (now() - start) / number
-  }
-  list(front_end = per_op(function() x + x), reticulate = per_op(function() add(xp, xp)))
+  })
 }
 
-answer(list(ready = TRUE, threads = torch$get_num_threads()))
+answer(list(ready = TRUE, threads = torch_get_num_threads()))
 input <- file("stdin", "r")
 repeat {
   line <- readLines(input, n = 1L)
@@ -164,7 +247,7 @@ repeat {
     step = answer(timed_step()),
     loss = answer(list(loss = cell$loss$detach()$float()$item())),
     matmul = answer(do.call(matmul, as.list(as.integer(words[2:5])))),
-    op = answer(op(as.integer(words[[2L]]))),
+    ops = answer(ops(as.integer(words[[2L]]))),
     quit = break,
     stop("unknown command: ", line)
   )

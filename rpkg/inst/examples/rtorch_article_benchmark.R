@@ -1,54 +1,48 @@
-# R torch's AMP article benchmark, `run(autocast, scale)`, ported to ampkit.
+# R torch's AMP article benchmark, `run(autocast, scale)`, with library(ampkit).
 #
 #   Rscript rpkg/inst/examples/rtorch_article_benchmark.R
 #   Rscript -e 'source(system.file("examples", "rtorch_article_benchmark.R", package = "ampkit"))'
 #
-# An MLP of 3 linear layers with ReLU, MSE loss and SGD (lr = 0.1), trained three times:
-# fp32, with autocast, with autocast and the grad scaler. The article's code, with
-# `torch <- reticulate::import("torch")` in place of R torch. On CUDA (when
-# torch$cuda$is_available()) it uses the article's sizes and float16; on the CPU it uses bfloat16
-# and small sizes. AMPKIT_BENCH_DEVICE=cpu forces the CPU.
+# An MLP of 3 linear layers with ReLU, MSE loss and SGD (lr = 0.1), trained three times: fp32,
+# with autocast, with autocast and the grad scaler. The article's code as written, but for
+# `library(ampkit)` in place of `library(torch)` and the device: on CUDA (when
+# cuda_is_available()) the article's sizes and float16; on the CPU bfloat16, small sizes, and
+# `amp_grad_scaler("cpu")` (R torch scales on CUDA only). AMPKIT_BENCH_DEVICE=cpu forces the CPU.
 
 library(ampkit)
+torch_manual_seed(1)
 
-stopifnot(ampkit_available())
-# torch keeps its own BLAS however it is imported after library(ampkit) (see ?ampkit, "torch
-# keeps its own BLAS"); otherwise fp32 would run on R's reference BLAS.
-torch <- reticulate::import("torch")
-invisible(torch$manual_seed(1L))
-
-device <- Sys.getenv("AMPKIT_BENCH_DEVICE", if (torch$cuda$is_available()) "cuda" else "cpu")
+device <- Sys.getenv("AMPKIT_BENCH_DEVICE", if (cuda_is_available()) "cuda" else "cpu")
 on_cuda <- device == "cuda"
-dtype <- if (on_cuda) "float16" else "bfloat16"
-batch_size <- if (on_cuda) 512L else 256L  # CUDA: try, for example, 128, 256, 513.
-in_size <- if (on_cuda) 4096L else 512L
+dtype <- if (on_cuda) torch_float16() else torch_bfloat16()
+batch_size <- if (on_cuda) 512 else 256 # Try, for example, 128, 256, 513.
+in_size <- if (on_cuda) 4096 else 512
 out_size <- in_size
-num_layers <- 3L
-num_batches <- 50L
-epochs <- 3L
+num_layers <- 3
+num_batches <- 50
+epochs <- 3
 
 # Creates data in default precision.
 # The same data is used for both default and mixed precision trials below.
 # You don't need to manually change inputs' dtype when enabling mixed precision.
-data <- lapply(1:num_batches, function(x) torch$randn(batch_size, in_size, device = device))
-targets <- lapply(1:num_batches, function(x) torch$randn(batch_size, out_size, device = device))
+data <- lapply(1:num_batches, function(x) torch_randn(batch_size, in_size, device = device))
+targets <- lapply(1:num_batches, function(x) torch_randn(batch_size, out_size, device = device))
 
 make_model <- function(in_size, out_size, num_layers) {
   layers <- list()
-  for (i in seq_len(num_layers - 1L)) {
-    layers <- c(layers, list(torch$nn$Linear(in_size, in_size), torch$nn$ReLU()))
+  for (i in seq_len(num_layers - 1)) {
+    layers <- c(layers, list(nn_linear(in_size, in_size), nn_relu()))
   }
-  layers <- c(layers, list(torch$nn$Linear(in_size, out_size)))
-  do.call(torch$nn$Sequential, layers)$to(device)
+  layers <- c(layers, list(nn_linear(in_size, out_size)))
+  nn_sequential(!!!layers)$to(device = device)
 }
 
 # `n_epochs` and `batches` only for the warm-up below; the article's run(autocast, scale) as is.
 run <- function(autocast, scale, n_epochs = epochs, batches = seq_along(data)) {
-  loss_fn <- torch$nn$MSELoss()$to(device)
+  loss_fn <- nn_mse_loss()$to(device = device)
   net <- make_model(in_size, out_size, num_layers)
-  opt <- torch$optim$SGD(net$parameters(), lr = 0.1)
-  # R torch: cuda_amp_grad_scaler(enabled = scale); ampkit also scales on the CPU.
-  scaler <- amp_grad_scaler(device, enabled = scale)
+  opt <- optim_sgd(net$parameters, lr = 0.1)
+  scaler <- amp_grad_scaler(device, enabled = scale)  # on CUDA: cuda_amp_grad_scaler(enabled = scale)
 
   for (epoch in seq_len(n_epochs)) {
     for (i in batches) {
@@ -63,17 +57,17 @@ run <- function(autocast, scale, n_epochs = epochs, batches = seq_along(data)) {
       opt$zero_grad()
     }
   }
-  loss$item()  # reads the loss to the host: waits for the device
+  loss$item()
 }
 
 cat(sprintf(paste0("ampkit, R torch's AMP article benchmark: %s, autocast dtype %s, batch %d, ",
-                   "width %d, %d layers, %d batches x %d epochs (torch %s, %d threads)\n"),
-            device, dtype, batch_size, in_size, num_layers, num_batches, epochs,
-            torch$`__version__`, torch$get_num_threads()))
+                   "width %d, %d layers, %d batches x %d epochs (%d threads)\n"),
+            device, if (on_cuda) "float16" else "bfloat16", batch_size, in_size, num_layers,
+            num_batches, epochs, torch_get_num_threads()))
 
 # One short pass of each mode first, so that no mode pays the one-time costs of the others.
 for (mode in list(c(FALSE, FALSE), c(TRUE, FALSE), c(TRUE, TRUE))) {
-  invisible(run(autocast = mode[[1]], scale = mode[[2]], n_epochs = 1L, batches = 1:2))
+  invisible(run(autocast = mode[[1]], scale = mode[[2]], n_epochs = 1, batches = 1:2))
 }
 
 cat("\nfp32: run(autocast = FALSE, scale = FALSE)\n")

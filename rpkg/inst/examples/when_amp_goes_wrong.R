@@ -15,28 +15,24 @@
 #    precision_policy() the raw inputs train without a skip (at lr = 1e-5: with a raw feature in
 #    the hundreds, 1e-3 diverges even in float32).
 library(ampkit)
-stopifnot(ampkit_available())
-torch <- reticulate::import("torch")
 
 make_model <- function() {
-  torch$manual_seed(0L)
-  nn <- torch$nn
-  nn$Sequential(nn$Linear(8L, 32L), nn$ReLU(), nn$Linear(32L, 32L), nn$ReLU(),
-                nn$Linear(32L, 1L))
+  torch_manual_seed(0)
+  nn_sequential(nn_linear(8, 32), nn_relu(), nn_linear(32, 32), nn_relu(), nn_linear(32, 1))
 }
 
-mse <- function(output, target) torch$nn$functional$mse_loss(output$float(), target)
+mse <- function(output, target) nnf_mse_loss(output$float(), target)
 
 train <- function(x, y, steps = 12L, lr = 1e-3, rules = NULL) {
   model <- make_model()
   policy <- if (!is.null(rules)) precision_policy(model, rules)
   on.exit(if (!is.null(policy)) policy$remove())
-  opt <- torch$optim$SGD(model$named_parameters(), lr = lr)  # named: the report uses them
-  sched <- torch$optim$lr_scheduler$StepLR(opt, step_size = 1L, gamma = 0.9)
+  opt <- optim_sgd(model$parameters, lr = lr)  # named ("2.weight"): the report uses the names
+  sched <- lr_step(opt, step_size = 1, gamma = 0.9)
   scaler <- amp_grad_scaler("cpu", min_scale = 2^10, track_overflow = TRUE)
   for (step in seq_len(steps) - 1L) {
     opt$zero_grad()
-    loss <- with_autocast(device_type = "cpu", dtype = "float16", {
+    loss <- with_autocast(device_type = "cpu", dtype = torch_float16(), {
       mse(model(x), y)
     })
     scaler$scale(loss)$backward()
@@ -71,12 +67,12 @@ fmt2 <- function(v) ifelse(is.infinite(v), ifelse(v > 0, "inf", "-inf"), sprintf
 
 locate <- function(x, y, plot_path, steps = 3L) {
   model <- make_model()
-  opt <- torch$optim$SGD(model$parameters(), lr = 1e-3)
+  opt <- optim_sgd(model$parameters, lr = 1e-3)
   scaler <- amp_grad_scaler("cpu")
   loc <- overflow_locator(model, {
     for (i in seq_len(steps)) {
       opt$zero_grad()
-      loss <- with_autocast(device_type = "cpu", dtype = "float16", mse(model(x), y))
+      loss <- with_autocast(device_type = "cpu", dtype = torch_float16(), mse(model(x), y))
       scaler$scale(loss)$backward()
       scaler$step(opt)
       scaler$update()
@@ -106,16 +102,17 @@ print_stats <- function(scaler) {
               s$steps, s$skipped_steps, s$consecutive_skipped_steps, s$scale))
 }
 
-g <- torch$Generator()$manual_seed(1L)
-x <- torch$randn(64L, 8L, generator = g)
-invisible(x$select(1L, 3L)$mul_(300))  # a raw feature in the hundreds: float16 gradients overflow
-y <- torch$randn(64L, 1L, generator = g)
+g <- torch_generator()
+g$set_current_seed(1)
+x <- torch_randn(64, 8, generator = g)
+invisible(x[, 4]$mul_(300))  # a raw feature in the hundreds: float16 gradients overflow
+y <- torch_randn(64, 1, generator = g)
 
 cat("== raw inputs\n")
 print_stats(train(x, y))
 
 cat("\n== the same model, inputs normalised\n")
-print_stats(train(x$sub(x$mean(0L))$div(x$std(0L)), y, steps = 6L))
+print_stats(train(x$sub(x$mean(dim = 1))$div(x$std(dim = 1)), y, steps = 6L))
 
 cat("\n== where the inf is made: overflow_locator, raw inputs\n")
 args <- commandArgs(trailingOnly = TRUE)

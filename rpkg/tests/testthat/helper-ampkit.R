@@ -1,4 +1,7 @@
 # Shared by the test files: skip without Python, torch as the oracle for autocast state.
+# Python's torch is imported with reticulate's conversions: an R tensor given to it is the same
+# torch.Tensor there, and a tensor it returns comes back as an R tensor (ampkit's interop);
+# import_torch_py() keeps its results Python objects, for the tests that need those.
 
 skip_if_no_ampkit <- function() {
   if (!ampkit_available()) {
@@ -12,6 +15,17 @@ skip_if_no_ampkit <- function() {
 }
 
 import_torch <- function() reticulate::import("torch")
+import_torch_py <- function() reticulate::import("torch", convert = FALSE)
+
+# PyTorch's name of a tensor's dtype ("torch.bfloat16"), as Python reads it from the same tensor
+# (an R tensor is handed to Python without a copy).
+py_dtype <- function(x) reticulate::py_str(reticulate::r_to_py(x)$dtype)
+
+# The classes of an error raised by ampkit's C++ core: R torch's class for its kind, then
+# ampkit's.
+core_error_classes <- function(r_class) {
+  c(r_class, "ampkit_core_error", "ampkit_error", "rlang_error", "error", "condition")
+}
 
 # The part of a state_dict() that torch.amp has (its keys asked of torch.amp itself), to compare
 # ampkit's state, which adds keys of its own, with torch.amp's.

@@ -1,17 +1,36 @@
-# Shared by the front end's tests (test-frontend-tensor.R, -index.R, -ops.R): PyTorch itself,
-# reached through reticulate, is the oracle.
+# Shared by the front end's tests (test-frontend-tensor.R, -index.R, -ops.R, -autograd.R):
+# PyTorch itself, reached through reticulate, is the oracle.
 
-# The Python module torch (convert = FALSE: results stay Python objects).
+# The Python module torch (convert = FALSE: results stay Python objects). R tensors given to its
+# functions arrive there as the same torch.Tensor (no copy).
 py_torch <- function() reticulate::import("torch", convert = FALSE)
 
-# A front-end tensor's Python tensor, and a Python tensor as a front-end tensor.
-py_of <- function(x) ampkit:::unwrap(x)
-as_fe <- function(py) ampkit:::wrap(py)
+# A front-end tensor as a Python tensor (the same tensor, not a copy), and a Python tensor as a
+# front-end tensor (the same tensor).
+py_of <- function(x) reticulate::r_to_py(x)
+as_fe <- function(py) ampkit:::py_tensor_to_r(py)
+
+# `x` as a Python tensor, whether it is an R tensor or already a Python one.
+as_py_tensor <- function(x) if (inherits(x, "torch_tensor")) py_of(x) else x
+
+# A PyTorch dtype's name as libtorch (and R torch's `$.type()`) writes it: torch.float32 -> Float.
+libtorch_dtype_name <- function(py_dtype) {
+  names <- c(
+    float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16",
+    int64 = "Long", int32 = "Int", int16 = "Short", int8 = "Char", uint8 = "Byte",
+    bool = "Bool", complex64 = "ComplexFloat", complex128 = "ComplexDouble",
+    complex32 = "ComplexHalf"
+  )
+  py_name <- sub("^torch\\.", "", reticulate::py_str(py_dtype))
+  name <- names[py_name]
+  if (is.na(name)) stop("no libtorch name known for the PyTorch dtype ", py_name)
+  unname(name)
+}
 
 # A Python tensor's values in row-major order, as PyTorch lists them (tolist(), not ampkit's
 # conversion), and the same for an R array, to compare the two.
 py_values <- function(py) {
-  py <- py$detach()$cpu()
+  py <- as_py_tensor(py)$detach()$cpu()
   if (reticulate::py_to_r(py$is_floating_point())) py <- py$double()
   unlist(reticulate::py_to_r(py$flatten()$tolist()))
 }
@@ -19,13 +38,15 @@ row_major <- function(a) {
   if (is.null(dim(a))) as.vector(a) else as.vector(aperm(a, rev(seq_along(dim(a)))))
 }
 
-# `x` (a front-end tensor) has the values and shape of the Python tensor `py`.
+# `x` (a front-end tensor) has the values, shape and dtype of the PyTorch tensor `py` (a Python
+# tensor, or the R tensor a converting Python call returned).
 expect_same_as_torch <- function(x, py, tolerance = 0) {
   testthat::expect_s3_class(x, "torch_tensor")
+  py <- as_py_tensor(py)
   builtins <- reticulate::import_builtins(convert = FALSE)
   shape <- as.integer(unlist(reticulate::py_to_r(builtins$list(py$shape))))
   testthat::expect_equal(dim(x), shape)
-  testthat::expect_identical(x$dtype$.type(), as_fe(py$dtype)$.type())
+  testthat::expect_identical(x$dtype$.type(), libtorch_dtype_name(py$dtype))
   testthat::expect_equal(row_major(as_array(x)), py_values(py), tolerance = tolerance)
 }
 

@@ -1,4 +1,5 @@
-# The conversions at the R/Python boundary: R checks only what it needs to convert.
+# The conversions at the R/core boundary: R checks only what it needs to convert; the core
+# judges ranges and whole numbers, with the messages Python's ampkit gives.
 
 test_that("describe() shows the value received", {
   describe <- ampkit:::describe
@@ -36,7 +37,7 @@ test_that("whole numbers and their range are the core's rule, with the core's me
     expect_match(expected, "^`growth_interval` must be ")
     err <- expect_error(amp_grad_scaler("cpu", growth_interval = bad), class = "ampkit_error")
     expect_identical(conditionMessage(err), expected)
-    expect_identical(err$python_type, "ArgumentError")
+    expect_identical(err$core_type, "ArgumentError")
 
     expected <- python_error_message(ampkit_py$GradScaler("cpu")$set_growth_interval(bad))
     expect_match(expected, "^`new_interval` must be ")
@@ -59,18 +60,23 @@ test_that("arg_flag() and arg_string() name the argument", {
   expect_error(ampkit:::arg_string(c("a", "b"), "device"), "a character vector of length 2")
 })
 
-test_that("arg_dtype() takes torch dtypes and their names", {
+test_that("as_torch_dtype() takes torch dtypes and their names", {
   skip_if_no_ampkit()
-  torch <- import_torch()
-  name_of <- function(x) ampkit:::dtype_name(ampkit:::arg_dtype(x, torch))
+  # PyTorch's name of the dtype, read by Python from a tensor made with it
+  name_of <- function(x) {
+    sub("^torch\\.", "", py_dtype(torch_empty(1, dtype = ampkit:::as_torch_dtype(x))))
+  }
   expect_identical(name_of("bfloat16"), "bfloat16")
   expect_identical(name_of("half"), "float16")
   expect_identical(name_of("float"), "float32")
   expect_identical(name_of("torch.float64"), "float64")
-  expect_identical(name_of(torch$bfloat16), "bfloat16")
-  expect_null(ampkit:::arg_dtype(NULL, torch))
+  expect_identical(name_of(torch_bfloat16()), "bfloat16")
+  expect_null(ampkit:::as_torch_dtype(NULL))
   for (bad in list("bf16", "Tensor", 16, NA_character_, c("half", "float"))) {
-    expect_error(ampkit:::arg_dtype(bad, torch), "^`dtype` must be a torch dtype",
-                 class = "ampkit_error")
+    # caught by tryCatch so that an error of another class fails here instead of ending the test
+    err <- tryCatch(ampkit:::as_torch_dtype(bad), error = identity)
+    expect_s3_class(err, "ampkit_error")
+    expect_match(conditionMessage(err), "^`dtype` must be a torch_dtype",
+                 label = ampkit:::describe(bad))
   }
 })

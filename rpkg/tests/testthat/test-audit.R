@@ -1,19 +1,21 @@
-# autocast_audit(): the data.frame, its totals, the same numbers as Python's summary, and the
-# audit left however the code is left.
+# autocast_audit(): R's own operations seen by Python's audit (one libtorch), the data.frame and
+# its totals, the same numbers as for a PyTorch model with the same weights, the policy column
+# for R's precision_policy(), and the audit left however the code is left.
 
-# Linear(4, 3), ReLU, Linear(3, 2) on 5 rows; a step under bfloat16 autocast, backward outside.
+# Linear(4, 3), ReLU, Linear(3, 2) on 5 rows, as an R model and as its PyTorch twin.
 audit_model <- function() {
-  torch <- reticulate::import("torch")
-  torch$manual_seed(0L)
-  nn <- torch$nn
-  list(torch = torch,
-       model = nn$Sequential(nn$Linear(4L, 3L), nn$ReLU(), nn$Linear(3L, 2L)),
-       x = torch$randn(5L, 4L), y = torch$randn(5L, 2L))
+  torch_manual_seed(0)
+  model <- nn_sequential(nn_linear(4, 3), nn_relu(), nn_linear(3, 2))
+  nn <- reticulate::import("torch")$nn
+  twin <- nn$Sequential(nn$Linear(4L, 3L), nn$ReLU(), nn$Linear(3L, 2L))
+  twin$load_state_dict(model$state_dict())
+  list(model = model, twin = twin, x = torch_randn(5, 4), y = torch_randn(5, 2))
 }
 
-audit_step <- function(m) {
+# A step under bfloat16 autocast, the backward pass outside it.
+audit_step <- function(m, model = m$model) {
   loss <- with_autocast(device_type = "cpu", dtype = "bfloat16", {
-    m$torch$nn$functional$mse_loss(m$model(m$x), m$y)
+    nnf_mse_loss(model(m$x), m$y)
   })
   loss$backward()
   invisible(loss)
@@ -24,16 +26,21 @@ no_modes_left <- function() {
   c$`_len_torch_function_stack`() == 0L && c$`_len_torch_dispatch_stack`() == 0L
 }
 
-test_that("a data.frame of the ops, their dtypes and the totals counted by hand", {
+audit_keys <- function(audit) {
+  sort(paste(audit$op, audit$in_dtypes, audit$out_dtype, audit$calls, audit$autocast,
+             audit$backward, audit$cast, audit$policy, audit$bytes, sep = " | "))
+}
+
+test_that("R's operations: a data.frame of their dtypes and the totals counted by hand", {
   skip_if_no_ampkit()
   m <- audit_model()
   audit <- autocast_audit({
     audit_step(m)
-    z <- m$torch$mm(m$x, m$torch$randn(4L, 4L)) # float32, outside any region
+    z <- torch_mm(m$x, torch_randn(4, 4)) # float32, outside any region
   })
   expect_s3_class(audit, c("ampkit_autocast_audit", "data.frame"), exact = TRUE)
   expect_identical(names(audit)[1:5], c("op", "in_dtypes", "out_dtype", "calls", "autocast"))
-  expect_identical(z$dtype, m$torch$float32) # assigned in the calling environment
+  expect_identical(z$dtype, torch_float32()) # assigned in the calling environment
   addmm <- audit[audit$op == "addmm", ]
   expect_identical(nrow(addmm), 1L)
   expect_identical(addmm$in_dtypes, "bfloat16, bfloat16, bfloat16")
@@ -54,40 +61,52 @@ test_that("a data.frame of the ops, their dtypes and the totals counted by hand"
   casts <- audit[!is.na(audit$cast) & audit$cast == "autocast", ]
   expect_identical(sum(casts$calls), 11L)
   expect_true(all(is.na(audit$cast[audit$op != "_to_copy"])))
+  expect_true(all(is.na(audit$policy)))
   expect_identical(is_autocast_enabled("cpu"), FALSE)
   expect_true(no_modes_left())
 })
 
-test_that("the data.frame carries the same numbers as Python's summary", {
+test_that("an R model and its PyTorch twin give the same rows and totals", {
   skip_if_no_ampkit()
-  audit <- autocast_audit(audit_step(audit_model()))
-  python <- reticulate::import("ampkit")$autocast_audit()
-  python$`__enter__`()
-  tryCatch(audit_step(audit_model()), finally = python$`__exit__`(NULL, NULL, NULL))
-  summary <- python$summary()
-  for (total in c("casts", "cast_bytes", "fp32_matmuls_outside_autocast", "user_casts",
-                  "user_cast_bytes", "calls")) {
-    expect_equal(attr(audit, total), summary[[total]], label = total)
+  m <- audit_model()
+  audit <- autocast_audit(audit_step(m))
+  twin <- autocast_audit(audit_step(m, m$twin))
+  expect_identical(audit_keys(audit), audit_keys(twin))
+  for (total in c("casts", "cast_bytes", "fp32_matmuls_outside_autocast",
+                  "policy_fp32_matmuls", "user_casts", "user_cast_bytes", "calls")) {
+    expect_identical(attr(audit, total), attr(twin, total), label = total)
   }
-  key <- function(op, in_dtypes, out_dtype, calls, autocast, backward, cast, bytes) {
-    paste(op, in_dtypes, out_dtype, calls, autocast, backward, cast, bytes, sep = " | ")
-  }
-  r_rows <- key(audit$op, audit$in_dtypes, audit$out_dtype, audit$calls, audit$autocast,
-                audit$backward, audit$cast, audit$bytes)
-  python_rows <- vapply(summary$ops, function(row) {
-    key(row$op, paste(unlist(row$in_dtypes), collapse = ", "), row$out_dtype, row$calls,
-        row$autocast, row$backward, row$cast %||% NA, row$bytes)
-  }, "")
-  expect_identical(sort(r_rows), sort(python_rows))
+})
+
+test_that("the policy column shows the operations R's precision_policy kept", {
+  skip_if_no_ampkit()
+  m <- audit_model()
+  p <- precision_policy(m$model, c("0" = "float32", "2" = "bfloat16"))
+  audit <- autocast_audit(with_autocast(device_type = "cpu", dtype = "float16", m$model(m$x)))
+  p$remove()
+  addmm <- audit[audit$op == "addmm", ]
+  expect_setequal(addmm$policy, c("float32", "bfloat16"))
+  expect_identical(addmm$out_dtype[addmm$policy == "float32"], "float32")
+  expect_false(addmm$autocast[addmm$policy == "float32"])
+  expect_identical(addmm$out_dtype[addmm$policy == "bfloat16"], "bfloat16")
+  expect_true(addmm$autocast[addmm$policy == "bfloat16"])
+  expect_identical(audit$policy[audit$op == "relu"], NA_character_)
+  expect_identical(attr(audit, "fp32_matmuls_outside_autocast"), 0L)
+  expect_identical(attr(audit, "policy_fp32_matmuls"), 1L)
+  # the same policy on the PyTorch twin, through Python's precision_policy
+  p <- precision_policy(m$twin, c("0" = "float32", "2" = "bfloat16"))
+  twin <- autocast_audit(with_autocast(device_type = "cpu", dtype = "float16", m$twin(m$x)))
+  p$remove()
+  expect_identical(twin$policy[twin$op == "addmm"], addmm$policy)
+  expect_identical(attr(twin, "policy_fp32_matmuls"), 1L)
 })
 
 test_that("the audit is left on an error, return() and a nested region, with no state left", {
   skip_if_no_ampkit()
-  torch <- reticulate::import("torch")
-  a <- torch$randn(3L, 3L)
+  a <- torch_randn(3, 3)
   expect_error(
     autocast_audit(with_autocast(device_type = "cpu", {
-      torch$mm(a, a)
+      torch_mm(a, a)
       stop("boom")
     })),
     "boom"
@@ -101,7 +120,7 @@ test_that("the audit is left on an error, return() and a nested region, with no 
   expect_identical(early(), "left")
   expect_true(no_modes_left())
   with_outer_region({
-    audit <- autocast_audit(torch$mm(a, a))
+    audit <- autocast_audit(torch_mm(a, a))
     expect_identical(cpu_state(), outer_state)
   })
   expect_identical(audit$out_dtype[audit$op == "mm"], "float16")
@@ -121,7 +140,11 @@ test_that("printing shows the totals and the table", {
   expect_match(capture.output(print(empty))[1L], "^autocast audit: 0 op calls")
 })
 
-test_that("bad input is an ampkit_error naming the argument", {
+test_that("bad input is an ampkit_error naming the argument; the example runs", {
   skip_if_no_ampkit()
   expect_error(autocast_audit(), "`code` must be given", class = "ampkit_error")
+  expect_no_error(suppressMessages(utils::capture.output(
+    utils::example("autocast_audit", package = "ampkit", character.only = TRUE, echo = FALSE,
+                   ask = FALSE, local = new.env())
+  )))
 })

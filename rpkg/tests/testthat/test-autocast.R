@@ -5,14 +5,19 @@ test_that("with_autocast runs torch$mm in bfloat16 on the CPU, float32 outside",
   torch <- import_torch()
   a <- torch$randn(8L, 8L)
   inside <- with_autocast(device_type = "cpu", dtype = "bfloat16", torch$mm(a, a))
-  expect_identical(reticulate::py_str(inside$dtype), "torch.bfloat16")
-  expect_identical(reticulate::py_str(torch$mm(a, a)$dtype), "torch.float32")
+  expect_identical(py_dtype(inside), "torch.bfloat16")
+  expect_identical(py_dtype(torch$mm(a, a)), "torch.float32")
+  # R's own product (libtorch called from C++) sees the same region
+  native <- with_autocast(device_type = "cpu", dtype = "bfloat16", torch_mm(a, a))
+  expect_true(native$dtype == torch_bfloat16())
+  expect_true(torch_mm(a, a)$dtype == torch_float32())
   # the same product as torch.autocast computes
   reference <- torch$autocast("cpu", dtype = torch$bfloat16)
   reference$`__enter__`()
   expected <- torch$mm(a, a)
   reference$`__exit__`(NULL, NULL, NULL)
   expect_true(torch$equal(inside, expected))
+  expect_true(torch$equal(native, expected))
 })
 
 test_that("with_autocast returns the value of its code", {
@@ -25,12 +30,13 @@ test_that("dtype is a torch dtype object or its name", {
   torch <- import_torch()
   a <- torch$randn(4L, 4L)
   dtype_of_mm <- function(dtype) {
-    with_autocast(device_type = "cpu", dtype = dtype, reticulate::py_str(torch$mm(a, a)$dtype))
+    with_autocast(device_type = "cpu", dtype = dtype, py_dtype(torch$mm(a, a)))
   }
   expect_identical(dtype_of_mm("float16"), "torch.float16")
   expect_identical(dtype_of_mm("half"), "torch.float16")
   expect_identical(dtype_of_mm("torch.bfloat16"), "torch.bfloat16")
-  expect_identical(dtype_of_mm(torch$float16), "torch.float16")
+  expect_identical(dtype_of_mm(torch_float16()), "torch.float16")
+  expect_identical(dtype_of_mm(torch_bfloat16()), "torch.bfloat16")
   expect_identical(dtype_of_mm(NULL), "torch.bfloat16")  # the CPU's default autocast dtype
 })
 
@@ -194,7 +200,8 @@ test_that("set_autocast returns a context that unset_autocast closes once, in or
   expect_match(format(outer), "dtype = float16, enabled = TRUE, cache_enabled = FALSE")
   inner <- set_autocast("cpu", dtype = "bfloat16")
   err <- expect_error(unset_autocast(outer), class = "ampkit_error")  # inner still open
-  expect_identical(err$python_type, "StateError")
+  expect_identical(class(err), core_error_classes("runtime_error"))
+  expect_identical(err$core_type, "StateError")
   expect_identical(cpu_state()$dtype, "torch.bfloat16")
   expect_null(unset_autocast(inner))
   expect_identical(cpu_state(), outer_state)
@@ -218,7 +225,9 @@ test_that("a dtype the CPU cannot autocast to warns and gives a disabled region"
   expect_identical(cpu_state(), default_state)
   # a warning turned into an error leaves no region open
   withr::with_options(list(warn = 2), {
-    expect_error(with_autocast(device_type = "cpu", dtype = "float64", 1), "CPU Autocast")
+    # caught by tryCatch so that a wrong error fails here instead of ending the test
+    err <- tryCatch(with_autocast(device_type = "cpu", dtype = "float64", 1), error = identity)
+    expect_match(conditionMessage(err), "CPU Autocast", fixed = TRUE)
     expect_error(local_autocast("cpu", dtype = "float64"), "CPU Autocast")
   })
   expect_identical(cpu_state(), default_state)
@@ -238,14 +247,20 @@ test_that("bad arguments are R errors naming the argument and the value", {
   expect_error(with_autocast(1, device_type = 1), class = "ampkit_error",
                "`device_type` must be a string such as \"cpu\" or \"cuda\", got 1.", fixed = TRUE)
   expect_error(with_autocast(1), "`device_type` must be given", class = "ampkit_error")
-  expect_error(with_autocast(1, device_type = "cpu", dtype = "float99"), class = "ampkit_error",
-               "`dtype` must be a torch dtype or the name of one")
-  expect_error(with_autocast(1, device_type = "cpu", dtype = "nn"), class = "ampkit_error",
-               "got \"nn\".", fixed = TRUE)
+  # caught by tryCatch so that an error of another class fails here instead of ending the test
+  err <- tryCatch(with_autocast(1, device_type = "cpu", dtype = "float99"), error = identity)
+  expect_s3_class(err, "ampkit_error")
+  expect_match(conditionMessage(err),
+               "`dtype` must be a torch_dtype such as torch_float32() or the name of one",
+               fixed = TRUE)
+  err <- tryCatch(with_autocast(1, device_type = "cpu", dtype = "nn"), error = identity)
+  expect_s3_class(err, "ampkit_error")
+  expect_match(conditionMessage(err), "got \"nn\".", fixed = TRUE)
   expect_error(with_autocast(1, device_type = "cpu", enabled = NA), class = "ampkit_error",
                "`enabled` must be TRUE or FALSE, got NA.", fixed = TRUE)
-  expect_error(set_autocast("cpu", cache_enabled = "yes"), class = "ampkit_error",
-               "`cache_enabled` must be TRUE, FALSE or NULL, got \"yes\".", fixed = TRUE)
+  err <- expect_error(set_autocast("cpu", cache_enabled = "yes"), class = "ampkit_error")
+  expect_identical(conditionMessage(err),
+                   "`cache_enabled` must be TRUE, FALSE or NULL, got \"yes\".")
   err <- expect_error(with_autocast(1, device_type = "cpu", dtyp = "float16"),
                       class = "ampkit_error", "`...` must be empty.", fixed = TRUE)
   expect_match(conditionMessage(err), "dtyp = \"float16\"", fixed = TRUE)
@@ -268,8 +283,10 @@ test_that("an unknown device type is the core's error, as an ampkit_error", {
   core <- reticulate::import("ampkit._C")
   expected <- python_error_message(core$resolve_autocast("tpu9", NULL, TRUE, NULL))
   err <- expect_error(with_autocast(1, device_type = "tpu9"))
-  expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
+  expect_identical(class(err), core_error_classes("value_error"))
   expect_identical(conditionMessage(err), expected)
-  expect_identical(err$python_type, "DeviceStringError")  # an ArgumentError and a RuntimeError
+  expect_identical(err$core_type, "DeviceStringError")  # an ArgumentError and a RuntimeError
+  expect_identical(err$python_type, err$core_type)
+  expect_identical(conditionCall(err), quote(with_autocast(1, device_type = "tpu9")))
   expect_identical(cpu_state(), default_state)
 })

@@ -1,4 +1,6 @@
 # torch.amp.GradScaler is the reference: the R scaler must give the same numbers and states.
+# The models and optimizers are PyTorch's (Python objects); the tensors they take and give are
+# R tensors, shared with Python without copies.
 
 # Two identical models and SGD optimizers, one per scaler.
 twin_models <- function(torch, seed = 1L) {
@@ -15,8 +17,9 @@ train_step <- function(torch, net, scaler, x, y, poison = FALSE) {
   loss <- torch$nn$functional$mse_loss(net$model(x), y)
   scaler$scale(loss)$backward()
   if (poison) {
+    # the first weight's gradient (an R tensor: the same tensor as the Python parameter's .grad)
     grad <- net$model$parameters()$`__next__`()$grad
-    grad$view(-1L)$`__setitem__`(0L, Inf)
+    grad[1, 1] <- Inf
   }
   scaler$step(net$opt)
   scaler$update()
@@ -49,6 +52,50 @@ test_that("training steps match torch.amp bit for bit, including a skipped step"
   expect_identical(ours$get_scale(), 512)
 })
 
+test_that("R's own modules and optimizers in autocast match PyTorch's with torch.amp, bit for bit", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  torch$manual_seed(1L)
+  py_model <- torch$nn$Sequential(torch$nn$Linear(6L, 5L), torch$nn$ReLU(), torch$nn$Linear(5L, 3L))
+  py_opt <- torch$optim$SGD(py_model$parameters(), lr = 0.1)
+  py_params <- reticulate::import_builtins()$list(py_model$parameters())  # R tensors
+  model <- nn_sequential(nn_linear(6, 5), nn_relu(), nn_linear(5, 3))
+  opt <- optim_sgd(model$parameters, lr = 0.1)
+  params <- unname(model$parameters)
+  with_no_grad(for (i in seq_along(params)) params[[i]]$copy_(py_params[[i]]))
+  ours <- amp_grad_scaler("cpu", init_scale = 256, growth_interval = 2)
+  reference <- torch$amp$GradScaler("cpu", init_scale = 256, growth_interval = 2L)
+  torch_manual_seed(2)
+  for (i in 1:5) {
+    x <- torch_randn(4, 6)
+    y <- torch_randn(4, 3)
+    loss <- with_autocast(device_type = "cpu", dtype = "bfloat16", nnf_mse_loss(model(x), y))
+    region <- torch$autocast("cpu", dtype = torch$bfloat16)
+    region$`__enter__`()
+    py_loss <- torch$nn$functional$mse_loss(py_model(x), y)
+    region$`__exit__`(NULL, NULL, NULL)
+    ours$scale(loss)$backward()
+    reference$scale(py_loss)$backward()
+    if (i == 3) {
+      grad <- params[[1]]$grad
+      grad[1, 1] <- Inf
+      py_grad <- py_params[[1]]$grad
+      py_grad[1, 1] <- Inf
+    }
+    ours$step(opt)
+    reference$step(py_opt)
+    expect_identical(ours$step_was_skipped(opt), i == 3)
+    ours$update()
+    reference$update()
+    opt$zero_grad()
+    py_opt$zero_grad()
+    expect_identical(ours$get_scale(), reference$get_scale())
+    expect_identical(torch_amp_part(ours$state_dict()), reference$state_dict())
+    expect_true(all(mapply(function(p, q) torch_equal(p, q), params, py_params)))
+  }
+  expect_identical(ours$get_scale(), 512)
+})
+
 test_that("step skips the optimizer on an Inf gradient and update backs off", {
   skip_if_no_ampkit()
   torch <- import_torch()
@@ -72,6 +119,37 @@ test_that("step skips the optimizer on an Inf gradient and update backs off", {
   expect_true(torch$equal(p$detach(), torch$full(list(2L), 0.5)))
 })
 
+test_that("a param group added after a step is unscaled too, as torch.amp does", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  # `make_opt(p)` is an optimizer over p; `add(opt, q)` adds a group for q. Returns q after a
+  # step, one more group and a second step.
+  run <- function(scaler, make_opt, add) {
+    p <- torch$nn$Parameter(torch$ones(2L))
+    q <- torch$nn$Parameter(torch$ones(2L))
+    opt <- make_opt(p)
+    scaler$scale(p$sum())$backward()
+    scaler$step(opt)
+    scaler$update()
+    opt$zero_grad()
+    add(opt, q)
+    scaler$scale((p + q)$sum())$backward()
+    scaler$step(opt)
+    scaler$update()
+    q$detach()
+  }
+  py_sgd <- function(p) torch$optim$SGD(list(p), lr = 0.5)
+  py_add <- function(opt, q) opt$add_param_group(reticulate::dict(params = list(q)))
+  expected <- run(torch$amp$GradScaler("cpu", init_scale = 8), py_sgd, py_add)
+  expect_true(torch_equal(expected, torch_full(2, 0.5)))
+  # PyTorch's optimizer
+  expect_true(torch_equal(run(amp_grad_scaler("cpu", init_scale = 8), py_sgd, py_add), expected))
+  # R's optimizer
+  r_sgd <- function(p) optim_sgd(list(p), lr = 0.5)
+  r_add <- function(opt, q) opt$add_param_group(list(params = list(q)))
+  expect_true(torch_equal(run(amp_grad_scaler("cpu", init_scale = 8), r_sgd, r_add), expected))
+})
+
 test_that("unscale_ unscales in place and step does not unscale again", {
   skip_if_no_ampkit()
   torch <- import_torch()
@@ -90,19 +168,24 @@ test_that("scale() takes a tensor or a (nested, named) list of tensors", {
   torch <- import_torch()
   scaler <- amp_grad_scaler("cpu", init_scale = 8)
   one <- scaler$scale(torch$tensor(2))
-  expect_s3_class(one, "torch.Tensor")
+  expect_s3_class(one, "torch_tensor")
   expect_identical(one$item(), 16)
+  # a Python tensor (not converted) gives a Python tensor: a tensor of the kind it was given
+  py_one <- scaler$scale(import_torch_py()$tensor(2))
+  expect_s3_class(py_one, "torch.Tensor")
+  expect_identical(reticulate::py_to_r(py_one$item()), 16)
   many <- scaler$scale(list(a = torch$tensor(1), b = list(torch$tensor(3))))
   expect_type(many, "list")
   expect_named(many, c("a", "b"))
   expect_identical(many$a$item(), 8)
   expect_identical(many$b[[1]]$item(), 24)
-  # not a tensor: the same error as in Python
-  expected <- python_error_message(reticulate::import("ampkit")$GradScaler("cpu")$scale("a"))
-  expect_match(expected, "`outputs` must be a Tensor", fixed = TRUE)
+  # not a tensor: R's check (Python's scaler words it for Python values: "got str."), naming
+  # the argument and the value
   err <- expect_error(scaler$scale("a"), class = "ampkit_error")
-  expect_identical(conditionMessage(err), expected)
-  expect_error(scaler$scale(list(torch$tensor(1), 2)), "`outputs` must be a Tensor",
+  expect_s3_class(err, "value_error")
+  expect_identical(conditionMessage(err),
+                   "`outputs` must be a tensor or a list of tensors, got \"a\".")
+  expect_error(scaler$scale(list(torch$tensor(1), 2)), "`outputs` must be a tensor",
                fixed = TRUE, class = "ampkit_error")
 })
 
@@ -181,7 +264,7 @@ test_that("bad states are rejected, naming the key, and change nothing", {
   }
   # whole numbers and ranges: the core's rules and messages
   err <- reject("growth_interval", 1.5, "`growth_interval` must be a whole number >= 1, got 1.5.")
-  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(err$core_type, "ArgumentError")
   reject("growth_interval", 0, "`growth_interval` must be a whole number >= 1, got 0.")
   reject("growth_interval", 2^31, "`growth_interval` must be at most 2147483647")
   reject("_growth_tracker", 2.5, "`_growth_tracker` must be a whole number >= 0, got 2.5.")
@@ -198,7 +281,7 @@ test_that("bad states are rejected, naming the key, and change nothing", {
   reject("track_overflow", 1, "`track_overflow` must be True or False, got float.")
   # keys: the Python side's rules
   err <- reject("_growth_tracker", NULL, "missing the key(s) ['_growth_tracker']")
-  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(err$core_type, "ArgumentError")
   reject("bogus", 1, "unknown key(s) ['bogus']")
   expect_error(scaler$load_state_dict(list(1, 2)), class = "ampkit_error",
                "`state` must be a named list")
@@ -233,7 +316,7 @@ test_that("getters and setters delegate to the core, which checks the ranges", {
   expect_error(scaler$set_growth_factor("2"), class = "ampkit_error",
                "`new_factor` must be a number, got \"2\".", fixed = TRUE)
   err <- expect_error(scaler$set_backoff_factor(2), class = "ampkit_error")
-  expect_identical(err$python_type, "ArgumentError")
+  expect_identical(err$core_type, "ArgumentError")
   expect_identical(scaler$get_backoff_factor(), 0.25)
 })
 
@@ -263,12 +346,13 @@ test_that("constructor arguments are checked, in R for types and in the core for
                     list(backoff_factor = 1.5), list(init_scale = -1))) {
     expected <- python_error_message(do.call(ampkit_py$GradScaler, c("cpu", args)))
     err <- expect_error(do.call(amp_grad_scaler, c("cpu", args)))
-    expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
+    expect_identical(class(err), core_error_classes("value_error"))
+    expect_identical(err$core_type, "ArgumentError")
     expect_identical(conditionMessage(err), expected)
   }
 })
 
-test_that("misuse raises the core's StateError as an ampkit_error without traceback noise", {
+test_that("misuse raises the core's StateError as a runtime_error without traceback noise", {
   skip_if_no_ampkit()
   torch <- import_torch()
   p <- torch$nn$Parameter(torch$ones(2L))
@@ -277,8 +361,8 @@ test_that("misuse raises the core's StateError as an ampkit_error without traceb
   scaler$scale(p$sum())$backward()
   scaler$unscale_(opt)
   err <- expect_error(scaler$unscale_(opt))
-  expect_identical(class(err), c("ampkit_error", "rlang_error", "error", "condition"))
-  expect_identical(err$python_type, "StateError")
+  expect_identical(class(err), core_error_classes("runtime_error"))
+  expect_identical(err$core_type, "StateError")
   expect_match(conditionMessage(err), "unscale_() has already been called", fixed = TRUE)
   expect_no_match(conditionMessage(err), "traceback|ampkit\\._C|\n")
   expect_identical(deparse(conditionCall(err)), "scaler$unscale_(opt)")
@@ -320,12 +404,37 @@ test_that("cuda_amp_grad_scaler has R torch's signature; without CUDA it warns a
   expect_no_warning(cuda_amp_grad_scaler(enabled = FALSE))
 })
 
-test_that("the R object holds the Python scaler and prints it", {
+test_that("the R object holds the core's scaler (no Python one) and prints it", {
   skip_if_no_ampkit()
   scaler <- amp_grad_scaler("cpu", growth_interval = 3)
   expect_s3_class(scaler, "AmpGradScaler")
-  expect_s3_class(scaler$python, "ampkit.grad_scaler.GradScaler")
-  expect_identical(scaler$python$get_growth_interval(), 3L)
-  expect_output(print(scaler), "<AmpGradScaler> ampkit.GradScaler(device='cpu'", fixed = TRUE)
-  expect_error(scaler$python <- NULL, class = "ampkit_error", "read-only")
+  expect_null(scaler$python)  # no Python scaler behind it any more
+  expect_identical(scaler$options()$growth_interval, 3L)
+  expect_output(print(scaler), paste0(
+    "<AmpGradScaler> device = \"cpu\", enabled = TRUE, scale = 65536, growth_factor = 2, ",
+    "backoff_factor = 0.5, growth_interval = 3"), fixed = TRUE)
+  expect_error(scaler$host_reads <- 0, class = "ampkit_error", "read-only")
+})
+
+test_that("host reads: none to scale, unscale or update on a clean step; one for step()", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  p <- torch$nn$Parameter(torch$ones(2L))
+  opt <- torch$optim$SGD(list(p), lr = 0.5)
+  scaler <- amp_grad_scaler("cpu", init_scale = 8)
+  expect_identical(scaler$host_reads, 0)
+  scaler$scale(p$sum())$backward()
+  scaler$unscale_(opt)
+  expect_identical(scaler$host_reads, 0)
+  scaler$step(opt)
+  expect_identical(scaler$host_reads, 1)
+  expect_false(scaler$step_was_skipped(opt))  # free for an ordinary optimizer
+  scaler$update()
+  expect_identical(scaler$host_reads, 1)
+  # a second iteration: one read more, for its step
+  opt$zero_grad()
+  scaler$scale(p$sum())$backward()
+  scaler$step(opt)
+  scaler$update()
+  expect_identical(scaler$host_reads, 2)
 })

@@ -1,7 +1,8 @@
 # The scaler features beyond torch.amp, from R: the same core as Python, so each answer is
 # compared with what Python's ampkit.GradScaler gives for the same run.
 
-# A one-parameter loop; `overflow` puts an Inf in the gradient before the step.
+# A one-parameter loop, with PyTorch's module and optimizer (Python objects; the tensors are R
+# tensors shared with them); `overflow` puts an Inf in the gradient before the step.
 policy_loop <- function(torch, scaler, named = FALSE) {
   model <- torch$nn$Linear(3L, 1L)
   params <- if (named) model$named_parameters() else model$parameters()
@@ -48,7 +49,7 @@ test_that("a collapse is an error of class ampkit_scale_collapse, or one warning
   err <- expect_error(loop$step(TRUE), class = "ampkit_scale_collapse")
   expect_s3_class(err, "ampkit_error")
   expect_match(conditionMessage(err), "`min_scale` (2)", fixed = TRUE)
-  expect_identical(err$python_type, "ScaleCollapseError")
+  expect_identical(err$core_type, "ScaleCollapseError")
 
   warner <- amp_grad_scaler("cpu", init_scale = 2, min_scale = 2, on_min_scale = "warn")
   loop <- policy_loop(torch, warner)
@@ -82,7 +83,7 @@ test_that("$.scale is the scale tensor, read-only, as R torch code reads it", {
   loop$step(FALSE)
   # R torch's own usage: the scale as a number, from the tensor
   expect_identical(scaler$.scale$item(), 512)
-  expect_identical(reticulate::py_str(scaler$.scale$dtype), "torch.float32")
+  expect_identical(py_dtype(scaler$.scale), "torch.float32")
   # and R torch code that scales by hand multiplies by it: what $scale() does
   x <- torch$randn(4L)
   expect_true(torch$equal(x$mul(scaler$.scale), scaler$scale(x)))

@@ -1,17 +1,21 @@
-# The scaler's options come from the core's table (through ampkit.r_glue): the R signature
-# shows the same names and defaults; the peers' presets; R's side of the glue.
+# The scaler's options come from the core's table (read by the package's compiled code): the R
+# signature shows the same names and defaults; the peers' presets (Python's); R's side of the
+# glue.
 
 test_that("amp_grad_scaler() shows the core's options, names and defaults", {
-  skip_if_no_ampkit()
-  core <- ampkit:::python_modules()$scaler_options
-  names(core) <- vapply(core, function(o) o[[1L]], character(1))
+  core <- .Call(ampkit:::C_scaler_option_defaults)  # the core's table, as R reads it
   shown <- formals(amp_grad_scaler)
   shown <- shown[setdiff(names(shown), c("device", "process_group"))]
   expect_identical(names(shown), names(core))
   for (name in names(core)) {
     default <- eval(shown[[name]])
-    expect_equal(default, core[[name]][[2L]], label = name)
+    expect_equal(default, core[[name]], label = name)
   }
+  # the same table as Python's ampkit reads from the core
+  skip_if_no_ampkit()
+  python <- reticulate::import("ampkit._C")$SCALER_OPTIONS  # a list of (name, default) pairs
+  expect_identical(vapply(python, function(o) o[[1L]], ""), names(core))
+  expect_identical(lapply(python, function(o) o[[2L]]), unname(core))
 })
 
 test_that("cuda_amp_grad_scaler() takes amp_grad_scaler()'s arguments but device", {
@@ -19,6 +23,7 @@ test_that("cuda_amp_grad_scaler() takes amp_grad_scaler()'s arguments but device
   skip_if_no_ampkit()
   scaler <- suppressWarnings(cuda_amp_grad_scaler(init_scale = 8, growth_delay = 1))
   expect_identical(scaler$is_enabled(), reticulate::import("torch")$cuda$is_available())
+  expect_identical(scaler$is_enabled(), cuda_is_available())
 })
 
 test_that("every option reaches the core and comes back in the state dict", {

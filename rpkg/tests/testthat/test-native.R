@@ -1,0 +1,123 @@
+# The native layer's own promises: memory R cannot see, modules freed when dropped, R callbacks
+# on R's thread, tensors shared with Python without a copy, errors in R's words, R torch's
+# 1-based rules in the generated surface.
+
+resident <- function(field) {
+  line <- grep(paste0("^", field, ":"), readLines("/proc/self/status"), value = TRUE)
+  as.numeric(sub("^[^0-9]*([0-9]+) kB$", "\\1", line)) * 1024
+}
+
+test_that("a loop of large temporaries keeps peak memory within 2x of its working set", {
+  skip_if_not(file.exists("/proc/self/clear_refs"), "needs Linux's /proc")
+  temporary <- 64 * 2^20  # bytes: 16M float32
+  gc()
+  invisible(torch_ones(16 * 2^20)$sum())  # libtorch's first allocation of this size
+  gc()
+  writeLines("5", "/proc/self/clear_refs")  # resets the peak (VmHWM)
+  baseline <- resident("VmRSS")
+  for (i in 1:1000) {
+    # R holds each step's 64 MiB tensor through `x` until the next step: R's collector sees a
+    # few dozen bytes of it.
+    x <- torch_empty(16 * 2^20)$fill_(i)
+  }
+  peak <- resident("VmHWM")
+  working_set <- baseline + temporary
+  expect_lte(peak, 2 * working_set)
+  # and what the loop added beyond its own tensor is a few temporaries, not a thousand
+  expect_lte(peak - baseline, 4 * temporary)
+  expect_equal(as_array(x[1]), 1000)
+})
+
+test_that("a module defined in R is freed when dropped", {
+  block <- nn_module(
+    initialize = function() {
+      self$fc <- nn_linear(4, 4)
+      self$act <- nn_relu()
+    },
+    forward = function(x) self$act(self$fc(x))
+  )
+  freed <- new.env()
+  freed$n <- 0
+  for (i in 1:5) {
+    m <- block()
+    m(torch_randn(2, 4))$sum()$backward()  # a graph and gradients, too
+    reg.finalizer(attr(m, "module"), function(e) freed$n <- freed$n + 1)
+  }
+  rm(m)
+  gc()
+  gc()
+  expect_equal(freed$n, 5)
+})
+
+test_that("R callbacks run on R's thread while the engine runs elsewhere", {
+  threads <- logical()
+  x <- torch_randn(8, requires_grad = TRUE)
+  y <- x * 2
+  y$register_hook(function(grad) {
+    threads[[length(threads) + 1L]] <<- ampkit:::on_r_thread()
+    grad * 3
+  })
+  double_it <- autograd_function(
+    forward = function(ctx, a) a * 2,
+    backward = function(ctx, g) {
+      threads[[length(threads) + 1L]] <<- ampkit:::on_r_thread()
+      invisible(lapply(1:200, function(i) numeric(1000)))  # R allocates: gc may run here
+      list(a = g * 2)
+    }
+  )
+  for (i in 1:20) double_it(y)$sum()$backward(retain_graph = TRUE)
+  expect_length(threads, 40)
+  expect_true(all(threads))
+  expect_equal(as_array(x$grad), rep(20 * 2 * 3 * 2, 8))
+})
+
+test_that("a tensor passed to Python is the same tensor, both ways", {
+  skip_if_no_ampkit()
+  x <- torch_zeros(3)
+  p <- reticulate::r_to_py(x)
+  p$add_(1)  # in Python, in place
+  expect_equal(as_array(x), c(1, 1, 1))
+  torch <- reticulate::import("torch", convert = FALSE)
+  q <- torch$arange(4L)$float()
+  r <- reticulate::py_to_r(q)
+  expect_true(inherits(r, "torch_tensor"))
+  r$mul_(10)  # in R, in place
+  expect_equal(unlist(reticulate::py_to_r(q$tolist())), c(0, 10, 20, 30))
+  expect_equal(r$data_ptr(), reticulate::py_to_r(q$data_ptr()))
+})
+
+test_that("libtorch's errors reach R in R's words, and bad input never aborts", {
+  expect_error(torch_mm(torch_ones(2, 3), torch_ones(2, 3)), "shapes cannot be multiplied",
+               class = "runtime_error")
+  err <- tryCatch(torch_mm(torch_ones(2, 3), torch_ones(2, 3)), error = identity)
+  expect_false(grepl("Exception raised from|C\\+\\+|frame #", conditionMessage(err)))
+  expect_error(torch_ones(2)$to(device = "cuda:0") + 1, class = "error")
+  expect_error(torch_ones(2)$to(dtype = "float99"), "dtype", class = "value_error")
+  expect_error(torch_zeros(2^40, 2^40, 2^40), class = "error")  # the size overflows int64
+  expect_error(torch_add(torch_ones(2), torch_ones(3)), class = "runtime_error")
+  expect_error(torch_ones(2, 2)$sum(dim = 3), "\\[-2, 2\\].*got 3", class = "index_error")
+  expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 4L))),
+               "Target 4 is out of bounds", class = "error")
+  freed <- unserialize(serialize(torch_ones(2), NULL))  # a saved R session's tensor
+  expect_error(freed + 1, "no longer exists", class = "value_error")
+})
+
+test_that("the generated surface is 1-based in its dims and returned indices", {
+  x <- torch_tensor(matrix(c(3, 1, 2, 9, 7, 8), nrow = 2, byrow = TRUE))
+  expect_equal(as_array(x$sum(dim = 1)), c(12, 8, 10))
+  expect_equal(as_array(x$sum(dim = -1)), c(6, 24))
+  expect_equal(as_array(torch_argmax(x, dim = 2)), c(1, 1))
+  expect_equal(as_array(torch_argmin(x)), 2)
+  sorted <- torch_sort(x, dim = 2)
+  expect_equal(as_array(sorted[[2]]), matrix(c(2, 3, 1, 2, 3, 1), nrow = 2, byrow = TRUE))
+  top <- torch_topk(x, 1, dim = 2)
+  expect_equal(as_array(top[[2]]), matrix(c(1, 1), ncol = 1))
+  m <- torch_max(x, dim = 1)
+  expect_equal(as_array(m[[2]]), c(2, 2, 2))
+  expect_equal(as_array(torch_cumsum(x, dim = 2)[, 3]), c(6, 24))
+  expect_equal(torch_cat(list(x, x), dim = 1)$shape, c(4, 3))
+  expect_equal(x$transpose(1, 2)$shape, c(3, 2))
+  expect_equal(as_array(torch_index_select(x, 2, torch_tensor(c(3L, 1L)))),
+               matrix(c(2, 3, 8, 9), nrow = 2, byrow = TRUE))
+  expect_error(x$sum(dim = 0), class = "error")
+})
