@@ -1,11 +1,11 @@
 // ampkit._C: declarations only. Every behaviour lives in core/; this file names it for Python.
-#include <algorithm>
-
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
 
 #include "ampkit/autocast.h"
 #include "ampkit/dispatch_context.h"

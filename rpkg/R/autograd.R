@@ -218,26 +218,40 @@ apply_autograd_function <- function(forward, backward, args) {
   ctx <- new_autograd_context(as.list(needs))
   shape <- new.env(parent = emptyenv())
   shape$returns_list <- FALSE
-  run_forward <- function(r_ctx, pointer, tensors) {
-    r_ctx$.pointer <- pointer
-    on.exit(r_ctx$.pointer <- NULL)
-    given <- args
-    given[is_tensor] <- tensors
-    out <- do.call(forward, c(list(r_ctx), given))
-    shape$returns_list <- is.list(out) && !is_torch_tensor(out)
-    if (shape$returns_list) unname(out) else list(out)
-  }
-  run_backward <- function(r_ctx, pointer, grads) {
-    r_ctx$.pointer <- pointer
-    on.exit(r_ctx$.pointer <- NULL)
-    out <- if (shape$returns_list) backward(r_ctx, grads) else do.call(backward, c(list(r_ctx), grads))
-    wanted <- names(args)[is_tensor]
-    given <- names(out)
-    if (is.null(given) && length(out) == length(wanted)) names(out) <- wanted
-    lapply(wanted, function(name) if (is_torch_tensor(out[[name]])) out[[name]] else NULL)
-  }
-  outputs <- .Call(C_autograd_function_apply, args[is_tensor], run_forward, run_backward, ctx)
+  runners <- autograd_runners(forward, backward, args, is_tensor, shape)
+  outputs <- .Call(C_autograd_function_apply, args[is_tensor], runners$forward,
+                   runners$backward, ctx)
   if (shape$returns_list) outputs else outputs[[1L]]
+}
+
+# The node's two R functions. Made here, not in apply_autograd_function(): the node holds them
+# (from C++, where R's collector cannot see), so their environment must not hold the node's
+# outputs (a cycle R could never collect: every module the user's functions can see would leak).
+autograd_runners <- function(forward, backward, args, is_tensor, shape) {
+  list(
+    forward = function(r_ctx, pointer, tensors) {
+      r_ctx$.pointer <- pointer
+      on.exit(r_ctx$.pointer <- NULL)
+      given <- args
+      given[is_tensor] <- tensors
+      out <- do.call(forward, c(list(r_ctx), given))
+      shape$returns_list <- is.list(out) && !is_torch_tensor(out)
+      if (shape$returns_list) unname(out) else list(out)
+    },
+    backward = function(r_ctx, pointer, grads) {
+      r_ctx$.pointer <- pointer
+      on.exit(r_ctx$.pointer <- NULL)
+      out <- if (shape$returns_list) {
+        backward(r_ctx, grads)
+      } else {
+        do.call(backward, c(list(r_ctx), grads))
+      }
+      wanted <- names(args)[is_tensor]
+      given <- names(out)
+      if (is.null(given) && length(out) == length(wanted)) names(out) <- wanted
+      lapply(wanted, function(name) if (is_torch_tensor(out[[name]])) out[[name]] else NULL)
+    }
+  )
 }
 
 new_autograd_context <- function(needs_input_grad) {

@@ -54,35 +54,42 @@ LRScheduler <- R6::R6Class(
   lock_objects = FALSE,
   public = list(
     optimizer = NULL,
-    last_epoch = -1,
+    last_epoch = -1L,
     base_lrs = NULL,
     verbose = FALSE,
     initialize = function(optimizer, last_epoch = -1, verbose = FALSE) {
-      if (!is_optimizer(optimizer)) {
-        abort(sprintf("`optimizer` must be a torch_optimizer (such as optim_sgd()), got %s.",
-                      describe(optimizer)), class = "value_error")
-      }
+      check_optimizer(optimizer)
       self$optimizer <- optimizer
       self$verbose <- verbose
-      if (last_epoch == -1) {
-        for (i in seq_along(optimizer$param_groups)) {
+      last_epoch <- whole_number(last_epoch, "last_epoch")
+      for (i in seq_along(optimizer$param_groups)) {
+        # PyTorch's setdefault: a scheduler made before (lr_one_cycle's own) keeps its value.
+        if (is.null(optimizer$param_groups[[i]]$initial_lr)) {
+          if (last_epoch != -1L) {
+            abort(sprintf(paste0("param 'initial_lr' is not specified in param_groups[[%d]] when ",
+                                 "resuming a scheduler with last_epoch >= 0."), i),
+                  class = "value_error")
+          }
           optimizer$param_groups[[i]]$initial_lr <- optimizer$param_groups[[i]]$lr
         }
       }
       self$base_lrs <- vapply(optimizer$param_groups, function(g) g$initial_lr, 0)
       self$last_epoch <- last_epoch
+      # The initial step sets the first rates; it is not reported (verbose reports adjustments).
+      private$report <- FALSE
       self$step()
+      private$report <- TRUE
     },
     get_lr = function() abort("A scheduler must define get_lr().", class = "not_implemented_error"),
     get_last_lr = function() private$last_lr,
     step = function() {
-      self$last_epoch <- self$last_epoch + 1
+      self$last_epoch <- self$last_epoch + 1L
       lrs <- self$get_lr()
       for (i in seq_along(self$optimizer$param_groups)) {
         self$optimizer$param_groups[[i]]$lr <- lrs[[i]]
       }
       private$last_lr <- vapply(self$optimizer$param_groups, function(g) g$lr, 0)
-      if (isTRUE(self$verbose)) {
+      if (isTRUE(self$verbose) && private$report) {
         message(sprintf("Adjusting learning rate of group %d to %.4e.", seq_along(lrs), lrs))
       }
       invisible(self)
@@ -98,16 +105,26 @@ LRScheduler <- R6::R6Class(
       invisible(self)
     }
   ),
-  private = list(last_lr = NULL)
+  private = list(last_lr = NULL, report = TRUE)
 )
 # nolint end
 
 group_lrs <- function(self) vapply(self$optimizer$param_groups, function(g) g$lr, 0)
 
+check_optimizer <- function(optimizer) {
+  if (!is_optimizer(optimizer)) {
+    abort(sprintf("`optimizer` must be a torch_optimizer (such as optim_sgd()), got %s.",
+                  describe(optimizer)), class = "value_error")
+  }
+}
+
 new_scheduler <- function(classname, fields, get_lr, extra = list()) {
   R6::R6Class(classname, inherit = LRScheduler, lock_objects = FALSE,
               public = c(fields, list(get_lr = get_lr), extra))
 }
+
+# The schedulers' get_lr() methods below are R6 methods: `self` is bound by R6.
+# nolint start: object_usage_linter, object_name_linter.
 
 #' @rdname lr_schedulers
 #' @export
@@ -136,6 +153,7 @@ lambda_list <- function(lr_lambda, n) {
 #' @rdname lr_schedulers
 #' @export
 lr_lambda <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
+  check_optimizer(optimizer)
   fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
   cls <- new_scheduler("lr_lambda", list(lr_lambdas = fns), function() {
     vapply(seq_along(self$base_lrs), function(i) {
@@ -148,13 +166,16 @@ lr_lambda <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
 #' @rdname lr_schedulers
 #' @export
 lr_multiplicative <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
+  check_optimizer(optimizer)
   fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
   cls <- new_scheduler("lr_multiplicative", list(lr_lambdas = fns), function() {
     lrs <- group_lrs(self)
     if (self$last_epoch <= 0) {
       return(lrs)
     }
-    vapply(seq_along(lrs), function(i) lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch)), 0)
+    vapply(seq_along(lrs), function(i) {
+      lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch))
+    }, 0)
   })
   cls$new(optimizer, last_epoch, verbose)
 }
@@ -178,6 +199,8 @@ lr_cosine_annealing <- function(optimizer, T_max, eta_min = 0, last_epoch = -1, 
   cls$new(optimizer, last_epoch, verbose)
 }
 
+# nolint end
+
 #' @rdname lr_schedulers
 #' @export
 lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
@@ -185,37 +208,19 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
                          cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95,
                          div_factor = 25, final_div_factor = 10000, last_epoch = -1,
                          verbose = FALSE) {
-  if (is.null(total_steps)) {
-    if (is.null(epochs) || is.null(steps_per_epoch)) {
-      abort("You must define either total_steps OR (epochs AND steps_per_epoch)",
-            class = "value_error")
-    }
-    total_steps <- epochs * steps_per_epoch
-  }
+  check_optimizer(optimizer)
   arg_choice(anneal_strategy, "anneal_strategy", c("cos", "linear"))
-  n <- length(optimizer$param_groups)
-  max_lrs <- rep_len(max_lr, n)
+  total_steps <- cycle_length(total_steps, epochs, steps_per_epoch)
   momentum_key <- if (!is.null(optimizer$defaults$betas)) "betas" else "momentum"
   if (cycle_momentum && momentum_key == "momentum" && is.null(optimizer$defaults$momentum)) {
     abort("optimizer must support momentum with `cycle_momentum` option enabled",
           class = "value_error")
   }
   if (last_epoch == -1) {
-    for (i in seq_len(n)) {
-      optimizer$param_groups[[i]]$initial_lr <- max_lrs[[i]] / div_factor
-      optimizer$param_groups[[i]]$max_lr <- max_lrs[[i]]
-      optimizer$param_groups[[i]]$min_lr <- max_lrs[[i]] / div_factor / final_div_factor
-      if (cycle_momentum) {
-        optimizer$param_groups[[i]]$max_momentum <- rep_len(max_momentum, n)[[i]]
-        optimizer$param_groups[[i]]$base_momentum <- rep_len(base_momentum, n)[[i]]
-        if (momentum_key == "betas") {
-          optimizer$param_groups[[i]]$betas[[1L]] <- rep_len(max_momentum, n)[[i]]
-        } else {
-          optimizer$param_groups[[i]]$momentum <- rep_len(max_momentum, n)[[i]]
-        }
-      }
-    }
+    one_cycle_groups(optimizer, max_lr, div_factor, final_div_factor,
+                     if (cycle_momentum) momentum_key, base_momentum, max_momentum)
   }
+  # PyTorch's two phases: up from initial_lr to max_lr, then down to min_lr (momentum inversely).
   phases <- list(
     list(end = pct_start * total_steps - 1, start_lr = "initial_lr", end_lr = "max_lr",
          start_m = "max_momentum", end_m = "base_momentum"),
@@ -229,38 +234,72 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
   }
   cls <- new_scheduler("lr_one_cycle",
     list(total_steps = total_steps, phases = phases, anneal = anneal,
-         cycle_momentum = cycle_momentum, momentum_key = momentum_key),
-    function() {
-      step <- self$last_epoch
-      if (step >= self$total_steps) {
-        abort(sprintf("Tried to step %d times. The specified number of total steps is %d",
-                      step + 1, self$total_steps), class = "value_error")
-      }
-      lrs <- numeric(length(self$optimizer$param_groups))
-      for (i in seq_along(lrs)) {
-        group <- self$optimizer$param_groups[[i]]
-        start_step <- 0
-        for (k in seq_along(self$phases)) {
-          phase <- self$phases[[k]]
-          if (step <= phase$end || k == length(self$phases)) {
-            pct <- (step - start_step) / (phase$end - start_step)
-            lrs[[i]] <- self$anneal(group[[phase$start_lr]], group[[phase$end_lr]], pct)
-            if (self$cycle_momentum) {
-              m <- self$anneal(group[[phase$start_m]], group[[phase$end_m]], pct)
-              if (self$momentum_key == "betas") {
-                self$optimizer$param_groups[[i]]$betas[[1L]] <- m
-              } else {
-                self$optimizer$param_groups[[i]]$momentum <- m
-              }
-            }
-            break
-          }
-          start_step <- phase$end
-        }
-      }
-      lrs
-    })
+         momentum_key = if (cycle_momentum) momentum_key),
+    function() one_cycle_lrs(self)) # nolint: object_usage_linter. (an R6 method)
   cls$new(optimizer, last_epoch, verbose)
+}
+
+cycle_length <- function(total_steps, epochs, steps_per_epoch) {
+  if (!is.null(total_steps)) {
+    return(total_steps)
+  }
+  if (is.null(epochs) || is.null(steps_per_epoch)) {
+    abort("You must define either total_steps OR (epochs AND steps_per_epoch)",
+          class = "value_error")
+  }
+  epochs * steps_per_epoch
+}
+
+# The groups' cycle bounds (PyTorch's OneCycleLR.__init__): initial, max and min rates, and the
+# momentum (or Adam's first beta) bounds, starting at max_momentum.
+one_cycle_groups <- function(optimizer, max_lr, div_factor, final_div_factor, momentum_key,
+                             base_momentum, max_momentum) {
+  n <- length(optimizer$param_groups)
+  max_lrs <- rep_len(max_lr, n)
+  for (i in seq_len(n)) {
+    optimizer$param_groups[[i]]$initial_lr <- max_lrs[[i]] / div_factor
+    optimizer$param_groups[[i]]$max_lr <- max_lrs[[i]]
+    optimizer$param_groups[[i]]$min_lr <- max_lrs[[i]] / div_factor / final_div_factor
+    if (!is.null(momentum_key)) {
+      optimizer$param_groups[[i]]$max_momentum <- rep_len(max_momentum, n)[[i]]
+      optimizer$param_groups[[i]]$base_momentum <- rep_len(base_momentum, n)[[i]]
+      set_momentum(optimizer, i, momentum_key, rep_len(max_momentum, n)[[i]])
+    }
+  }
+}
+
+set_momentum <- function(optimizer, i, key, value) {
+  if (key == "betas") {
+    optimizer$param_groups[[i]]$betas[[1L]] <- value
+  } else {
+    optimizer$param_groups[[i]]$momentum <- value
+  }
+}
+
+# PyTorch's OneCycleLR.get_lr(): each group's rate (and momentum) annealed within its phase.
+one_cycle_lrs <- function(scheduler) {
+  step <- scheduler$last_epoch
+  if (step > scheduler$total_steps) {
+    abort(sprintf("Tried to step %d times. The specified number of total steps is %d",
+                  step, as.integer(scheduler$total_steps)), class = "value_error")
+  }
+  groups <- scheduler$optimizer$param_groups
+  vapply(seq_along(groups), function(i) {
+    group <- groups[[i]]
+    start_step <- 0
+    phases <- scheduler$phases
+    for (k in seq_along(phases)) {
+      phase <- phases[[k]]
+      if (step <= phase$end || k == length(phases)) break
+      start_step <- phase$end
+    }
+    pct <- (step - start_step) / (phase$end - start_step)
+    if (!is.null(scheduler$momentum_key)) {
+      set_momentum(scheduler$optimizer, i, scheduler$momentum_key,
+                   scheduler$anneal(group[[phase$start_m]], group[[phase$end_m]], pct))
+    }
+    scheduler$anneal(group[[phase$start_lr]], group[[phase$end_lr]], pct)
+  }, 0)
 }
 
 #' @rdname lr_schedulers
@@ -268,26 +307,28 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
 lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience = 10,
                                  threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
                                  min_lr = 0, eps = 1e-8, verbose = FALSE) {
+  check_optimizer(optimizer)
   if (factor >= 1) abort("Factor should be < 1.0.", class = "value_error")
   arg_choice(mode, "mode", c("min", "max"))
   arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
-  n <- length(optimizer$param_groups)
-  obj <- structure(new.env(parent = emptyenv()), class = c("lr_reduce_on_plateau", "lr_scheduler"))
+  obj <- structure(new.env(parent = emptyenv()),
+                   class = c("lr_reduce_on_plateau", "lr_scheduler"))
   obj$optimizer <- optimizer
-  obj$min_lrs <- rep_len(min_lr, n)
+  obj$min_lrs <- rep_len(min_lr, length(optimizer$param_groups))
   obj$best <- if (mode == "min") Inf else -Inf
   obj$num_bad_epochs <- 0
   obj$cooldown_counter <- 0
-  obj$last_epoch <- 0
+  obj$last_epoch <- 0L
   better <- function(a, best) {
-    if (mode == "min" && threshold_mode == "rel") return(a < best * (1 - threshold))
-    if (mode == "min") return(a < best - threshold)
-    if (threshold_mode == "rel") return(a > best * (threshold + 1))
-    a > best + threshold
+    if (threshold_mode == "rel") {
+      if (mode == "min") a < best * (1 - threshold) else a > best * (threshold + 1)
+    } else {
+      if (mode == "min") a < best - threshold else a > best + threshold
+    }
   }
   obj$step <- function(metrics) {
     current <- as.numeric(metrics)
-    obj$last_epoch <- obj$last_epoch + 1
+    obj$last_epoch <- obj$last_epoch + 1L
     if (better(current, obj$best)) {
       obj$best <- current
       obj$num_bad_epochs <- 0
@@ -299,14 +340,7 @@ lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience
       obj$num_bad_epochs <- 0
     }
     if (obj$num_bad_epochs > patience) {
-      for (i in seq_len(n)) {
-        old <- obj$optimizer$param_groups[[i]]$lr
-        new <- max(old * factor, obj$min_lrs[[i]])
-        if (old - new > eps) {
-          obj$optimizer$param_groups[[i]]$lr <- new
-          if (isTRUE(verbose)) message(sprintf("Reducing learning rate of group %d to %.4e.", i, new))
-        }
-      }
+      reduce_lrs(obj$optimizer, factor, obj$min_lrs, eps, verbose)
       obj$cooldown_counter <- cooldown
       obj$num_bad_epochs <- 0
     }
@@ -314,6 +348,20 @@ lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience
   }
   obj$get_last_lr <- function() vapply(obj$optimizer$param_groups, function(g) g$lr, 0)
   obj
+}
+
+# PyTorch's ReduceLROnPlateau._reduce_lr.
+reduce_lrs <- function(optimizer, factor, min_lrs, eps, verbose) {
+  for (i in seq_along(optimizer$param_groups)) {
+    old <- optimizer$param_groups[[i]]$lr
+    new <- max(old * factor, min_lrs[[i]])
+    if (old - new > eps) {
+      optimizer$param_groups[[i]]$lr <- new
+      if (isTRUE(verbose)) {
+        message(sprintf("Reducing learning rate of group %d to %.4e.", i, new))
+      }
+    }
+  }
 }
 
 #' @export

@@ -31,29 +31,51 @@ NULL
 
 init_no_grad <- function(code) invisible(with_no_grad(code))
 
-#' @rdname nn_init
-#' @export
-nn_init_uniform_ <- function(tensor, a = 0, b = 1) init_no_grad(tensor$uniform_(a, b))
+check_tensor <- function(x, name) {
+  if (!is_torch_tensor(x)) {
+    abort(sprintf("`%s` must be a tensor, got %s.", name, describe(x)), class = "value_error")
+  }
+}
 
 #' @rdname nn_init
 #' @export
-nn_init_normal_ <- function(tensor, mean = 0, std = 1) init_no_grad(tensor$normal_(mean, std))
+nn_init_uniform_ <- function(tensor, a = 0, b = 1) {
+  check_tensor(tensor, "tensor")
+  init_no_grad(tensor$uniform_(a, b))
+}
 
 #' @rdname nn_init
 #' @export
-nn_init_constant_ <- function(tensor, val) init_no_grad(tensor$fill_(val))
+nn_init_normal_ <- function(tensor, mean = 0, std = 1) {
+  check_tensor(tensor, "tensor")
+  init_no_grad(tensor$normal_(mean, std))
+}
 
 #' @rdname nn_init
 #' @export
-nn_init_zeros_ <- function(tensor) init_no_grad(tensor$zero_())
+nn_init_constant_ <- function(tensor, val) {
+  check_tensor(tensor, "tensor")
+  init_no_grad(tensor$fill_(val))
+}
 
 #' @rdname nn_init
 #' @export
-nn_init_ones_ <- function(tensor) init_no_grad(tensor$fill_(1))
+nn_init_zeros_ <- function(tensor) {
+  check_tensor(tensor, "tensor")
+  init_no_grad(tensor$zero_())
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_ones_ <- function(tensor) {
+  check_tensor(tensor, "tensor")
+  init_no_grad(tensor$fill_(1))
+}
 
 #' @rdname nn_init
 #' @export
 nn_init_eye_ <- function(tensor) {
+  check_tensor(tensor, "tensor")
   if (tensor$dim() != 2L) {
     abort("Only tensors with 2 dimensions are supported", class = "value_error")
   }
@@ -62,6 +84,7 @@ nn_init_eye_ <- function(tensor) {
 
 # PyTorch's fan computation (torch.nn.init._calculate_fan_in_and_fan_out).
 fan_in_out <- function(tensor) {
+  check_tensor(tensor, "tensor")
   shape <- dim(tensor)
   if (length(shape) < 2L) {
     abort("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions",
@@ -134,14 +157,18 @@ reset_linear_like <- function(self) {
 #'
 #' @param in_features,out_features Input and output sizes.
 #' @param bias Whether to learn an additive bias.
+#' @param padding_mode How a convolution pads: `"zeros"`, `"reflect"`,
+#'   `"replicate"` or `"circular"`.
 #' @param in_channels,out_channels,kernel_size,stride,padding,dilation,groups
 #'   Convolution sizes.
-#' @param ceil_mode,count_include_pad,divisor_override,output_size Pooling
-#'   options.
+#' @param ceil_mode,count_include_pad,divisor_override,output_size,return_indices
+#'   Pooling options (`return_indices`: max pooling returns `list(output,
+#'   indices)`, the indices 1-based).
 #' @param num_features,eps,momentum,affine,track_running_stats Batch norm.
 #' @param normalized_shape,elementwise_affine Layer norm.
-#' @param num_embeddings,embedding_dim,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse,.weight
-#'   Embedding.
+#' @param num_embeddings,embedding_dim,padding_idx,max_norm,norm_type
+#'   Embedding (`padding_idx` 1-based, as in R torch).
+#' @param scale_grad_by_freq,sparse,.weight Embedding.
 #' @param p,inplace Dropout.
 #' @param start_dim,end_dim Flatten.
 #' @param dim A dimension (1-based).
@@ -167,37 +194,68 @@ nn_linear <- nn_module(
   initialize = function(in_features, out_features, bias = TRUE) {
     self$in_features <- whole_number(in_features, "in_features")
     self$out_features <- whole_number(out_features, "out_features")
+    self$out_feature <- self$out_features # the name older R torch versions used
     self$weight <- nn_parameter(torch_empty(self$out_features, self$in_features))
     if (isTRUE(bias)) {
       self$bias <- nn_parameter(torch_empty(self$out_features))
     } else {
       self$bias <- NULL
     }
-    reset_linear_like(self)
+    self$reset_parameters()
   },
+  reset_parameters = function() reset_linear_like(self),
   forward = function(input) nnf_linear(input, self$weight, self$bias)
 )
 
+# The module factories below define R6 methods, where `self` is bound by R6.
+# nolint start: object_usage_linter.
 conv_module <- function(classname, nd, f) {
   nn_module(
     classname,
     initialize = function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
                           dilation = 1, groups = 1, bias = TRUE, padding_mode = "zeros") {
-      kernel <- rep_len(whole_numbers(kernel_size, "kernel_size"), nd)
+      self$kernel_size <- rep_len(whole_numbers(kernel_size, "kernel_size"), nd)
       self$stride <- rep_len(whole_numbers(stride, "stride"), nd)
-      self$padding <- if (is.character(padding)) padding else rep_len(whole_numbers(padding, "padding"), nd)
+      self$padding <- if (is.character(padding)) {
+        padding
+      } else {
+        rep_len(whole_numbers(padding, "padding"), nd)
+      }
       self$dilation <- rep_len(whole_numbers(dilation, "dilation"), nd)
       self$groups <- whole_number(groups, "groups")
-      in_channels <- whole_number(in_channels, "in_channels")
-      out_channels <- whole_number(out_channels, "out_channels")
-      self$weight <- nn_parameter(torch_empty(c(out_channels, in_channels / self$groups, kernel)))
-      self$bias <- if (isTRUE(bias)) nn_parameter(torch_empty(out_channels)) else NULL
-      reset_linear_like(self)
+      self$in_channels <- whole_number(in_channels, "in_channels")
+      self$out_channels <- whole_number(out_channels, "out_channels")
+      self$padding_mode <- arg_choice(padding_mode, "padding_mode",
+                                      c("zeros", "reflect", "replicate", "circular"))
+      self$weight <- nn_parameter(torch_empty(c(self$out_channels,
+                                                self$in_channels / self$groups,
+                                                self$kernel_size)))
+      self$bias <- if (isTRUE(bias)) nn_parameter(torch_empty(self$out_channels)) else NULL
+      self$reset_parameters()
     },
+    reset_parameters = function() reset_linear_like(self),
     forward = function(input) {
-      f(input, self$weight, self$bias, self$stride, self$padding, self$dilation, self$groups)
+      if (self$padding_mode == "zeros" || identical(self$padding, "valid")) {
+        return(f(input, self$weight, self$bias, self$stride, self$padding, self$dilation,
+                 self$groups))
+      }
+      # PyTorch's other padding modes: the input padded first, then no padding.
+      padded <- torch_pad(input, conv_pad_widths(self), mode = self$padding_mode)
+      f(padded, self$weight, self$bias, self$stride, 0L, self$dilation, self$groups)
     }
   )
+}
+
+# nolint end
+
+# PyTorch's _reversed_padding_repeated_twice: (left, right) per dim, the last dim first.
+conv_pad_widths <- function(module) {
+  if (identical(module$padding, "same")) {
+    total <- module$dilation * (module$kernel_size - 1L)
+    left <- total %/% 2L
+    return(as.vector(rbind(rev(left), rev(total - left))))
+  }
+  rep(rev(module$padding), each = 2L)
 }
 
 #' @rdname nn_layers
@@ -218,11 +276,12 @@ nn_max_pool2d <- nn_module(
     self$stride <- stride %||% kernel_size
     self$padding <- padding
     self$dilation <- dilation
+    self$return_indices <- arg_flag(return_indices, "return_indices")
     self$ceil_mode <- ceil_mode
   },
   forward = function(input) {
     nnf_max_pool2d(input, self$kernel_size, self$stride, self$padding, self$dilation,
-                   self$ceil_mode)
+                   self$ceil_mode, self$return_indices)
   }
 )
 
@@ -253,6 +312,7 @@ nn_adaptive_avg_pool2d <- nn_module(
   forward = function(input) nnf_adaptive_avg_pool2d(input, self$output_size)
 )
 
+# nolint start: object_usage_linter. (R6 methods)
 batch_norm_module <- function(classname, dims) {
   nn_module(
     classname,
@@ -292,6 +352,8 @@ batch_norm_module <- function(classname, dims) {
   )
 }
 
+# nolint end
+
 #' @rdname nn_layers
 #' @export
 nn_batch_norm1d <- batch_norm_module("nn_batch_norm1d", c(2L, 3L))
@@ -326,9 +388,15 @@ nn_embedding <- nn_module(
                         .weight = NULL) {
     self$num_embeddings <- whole_number(num_embeddings, "num_embeddings")
     self$embedding_dim <- whole_number(embedding_dim, "embedding_dim")
+    # R torch's padding_idx is 1-based (a negative one counts from the end: -1 is the last).
     if (!is.null(padding_idx)) {
       padding_idx <- whole_number(padding_idx, "padding_idx")
-      if (padding_idx > 0) padding_idx <- padding_idx - 1L
+      n <- self$num_embeddings
+      if (padding_idx == 0L || padding_idx > n || padding_idx < -n) {
+        abort(sprintf(paste0("`padding_idx` must be within num_embeddings (1 to %d, or -%d to -1, ",
+                             "1-based), got %d."), n, n, padding_idx), class = "value_error")
+      }
+      if (padding_idx < 0L) padding_idx <- n + padding_idx + 1L
     }
     self$padding_idx <- padding_idx
     self$max_norm <- max_norm
@@ -337,11 +405,14 @@ nn_embedding <- nn_module(
     self$sparse <- sparse
     if (is.null(.weight)) {
       self$weight <- nn_parameter(torch_empty(self$num_embeddings, self$embedding_dim))
-      nn_init_normal_(self$weight)
-      if (!is.null(padding_idx)) with_no_grad(self$weight[padding_idx + 1L, ]$fill_(0))
+      self$reset_parameters()
     } else {
       self$weight <- nn_parameter(.weight)
     }
+  },
+  reset_parameters = function() {
+    nn_init_normal_(self$weight)
+    if (!is.null(self$padding_idx)) with_no_grad(self$weight[self$padding_idx, ]$fill_(0))
   },
   forward = function(input) {
     nnf_embedding(input, self$weight, self$padding_idx, self$max_norm, self$norm_type,
@@ -356,8 +427,9 @@ nn_dropout <- nn_module(
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
+    self$inplace <- arg_flag(inplace, "inplace")
   },
-  forward = function(input) nnf_dropout(input, self$p, self$training)
+  forward = function(input) nnf_dropout(input, self$p, self$training, self$inplace)
 )
 
 #' @rdname nn_layers
@@ -367,8 +439,9 @@ nn_dropout2d <- nn_module(
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
+    self$inplace <- arg_flag(inplace, "inplace")
   },
-  forward = function(input) nnf_dropout2d(input, self$p, self$training)
+  forward = function(input) nnf_dropout2d(input, self$p, self$training, self$inplace)
 )
 
 #' @rdname nn_layers
@@ -376,11 +449,21 @@ nn_dropout2d <- nn_module(
 nn_flatten <- nn_module(
   "nn_flatten",
   initialize = function(start_dim = 2, end_dim = -1) {
-    self$start_dim <- start_dim
-    self$end_dim <- end_dim
+    self$start_dim <- one_based_dim(start_dim, "start_dim")
+    self$end_dim <- one_based_dim(end_dim, "end_dim")
   },
   forward = function(input) nnf_flatten(input, self$start_dim, self$end_dim)
 )
+
+# A dim counted from 1 (negative: from the end), checked when a module is made.
+one_based_dim <- function(dim, name) {
+  dim <- whole_number(dim, name)
+  if (dim == 0L) {
+    abort(sprintf("`%s` is 1-based (the first dimension is 1, the last -1), but found 0.", name),
+          class = "value_error")
+  }
+  dim
+}
 
 #' @rdname nn_layers
 #' @export
@@ -391,6 +474,7 @@ nn_identity <- nn_module(
 )
 
 # An activation without parameters of its own: `f(input, <the module's arguments>)`.
+# nolint start: object_usage_linter. (R6 methods, written as expressions)
 activation_module <- function(classname, f, arguments = list()) {
   nn_module(
     classname,
@@ -401,13 +485,15 @@ activation_module <- function(classname, f, arguments = list()) {
       })
     ),
     forward = rlang::new_function(
-      args = alist(input = ),
+      args = formals(function(input) NULL),
       body = rlang::expr((!!f)(input, !!!lapply(names(arguments), function(n) {
         rlang::expr(self[[!!n]])
       })))
     )
   )
 }
+
+# nolint end
 
 #' @rdname nn_layers
 #' @export
@@ -445,29 +531,33 @@ nn_softplus <- activation_module("nn_softplus", function(input, b, t) nnf_softpl
 #' @rdname nn_layers
 #' @export
 nn_softmax <- activation_module("nn_softmax", function(input, dim) nnf_softmax(input, dim),
-                                alist(dim = ))
+                                formals(function(dim) NULL))
 #' @rdname nn_layers
 #' @export
 nn_log_softmax <- activation_module("nn_log_softmax",
                                     function(input, dim) nnf_log_softmax(input, dim),
-                                    alist(dim = ))
+                                    formals(function(dim) NULL))
 
+# nolint start: object_usage_linter. (R6 methods, written as expressions)
 loss_module <- function(classname, f, arguments = list()) {
   nn_module(
     classname,
     initialize = rlang::new_function(
       args = c(arguments, alist(reduction = "mean")),
       body = rlang::expr({
+        arg_choice(reduction, "reduction", c("mean", "sum", "none"))
         for (name in c(!!names(arguments), "reduction")) self[[name]] <- get(name)
       })
     ),
     forward = rlang::new_function(
-      args = alist(input = , target = ),
+      args = formals(function(input, target) NULL),
       body = rlang::expr((!!f)(input, target, !!!lapply(c(names(arguments), "reduction"),
                                                           function(n) rlang::expr(self[[!!n]]))))
     )
   )
 }
+
+# nolint end
 
 #' @rdname nn_layers
 #' @export
@@ -504,10 +594,6 @@ nn_sequential <- nn_module(
     modules <- rlang::list2(...)  # R torch splices with !!!
     given <- names(modules) %||% character(length(modules))
     for (i in seq_along(modules)) {
-      if (!is_nn_module(modules[[i]])) {
-        abort(sprintf("Expected nn_module but got object of type %s", class(modules[[i]])[[1L]]),
-              class = "value_error")
-      }
       self$add_module(if (nzchar(given[[i]])) given[[i]] else as.character(i - 1L),
                       modules[[i]])
     }
@@ -519,17 +605,17 @@ nn_sequential <- nn_module(
 )
 
 #' @export
-length.nn_sequential <- function(x) length(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+length.nn_sequential <- function(x) length(children_of(x))
 
 #' @export
 `[[.nn_sequential` <- function(x, name) {
-  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_
-  if (is.numeric(name)) modules[[name]] else `$.nn_module`(x, name)
+  modules <- children_of(x)
+  if (is.numeric(name)) child_at(modules, name) else `$.nn_module`(x, name)
 }
 
 #' @export
 `[.nn_sequential` <- function(x, i) {
-  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_[i]
+  modules <- children_of(x)[i]
   do.call(nn_sequential, unname(modules))
 }
 
@@ -549,7 +635,12 @@ nn_module_list <- nn_module(
     invisible(self)
   },
   insert = function(index, module) {
+    index <- whole_number(index, "index")
     modules <- private$modules_
+    if (index < 1L || index > length(modules) + 1L) {
+      abort(sprintf("`index` must be between 1 and %d, got %d.", length(modules) + 1L, index),
+            class = "index_error")
+    }
     modules <- append(modules, list(module), after = index - 1L)
     private$modules_ <- list()
     for (m in modules) self$append(m)
@@ -558,16 +649,16 @@ nn_module_list <- nn_module(
 )
 
 #' @export
-length.nn_module_list <- function(x) length(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+length.nn_module_list <- function(x) length(children_of(x))
 
 #' @export
 `[[.nn_module_list` <- function(x, name) {
-  modules <- .subset2(module_of(x), ".__enclos_env__")$private$modules_
-  if (is.numeric(name)) modules[[name]] else `$.nn_module`(x, name)
+  modules <- children_of(x)
+  if (is.numeric(name)) child_at(modules, name) else `$.nn_module`(x, name)
 }
 
 #' @export
-as.list.nn_module_list <- function(x, ...) unname(.subset2(module_of(x), ".__enclos_env__")$private$modules_)
+as.list.nn_module_list <- function(x, ...) unname(children_of(x))
 
 #' Clipping gradients
 #'
@@ -589,6 +680,10 @@ NULL
 
 grads_of <- function(parameters) {
   if (is_torch_tensor(parameters)) parameters <- list(parameters)
+  if (!is.list(parameters) || !all(vapply(parameters, is_torch_tensor, NA))) {
+    abort(sprintf("`parameters` must be a tensor or a list of tensors, got %s.",
+                  describe(parameters)), class = "value_error")
+  }
   grads <- lapply(parameters, function(p) p$grad)
   Filter(function(g) !is_undefined_tensor(g), grads)
 }
@@ -608,7 +703,9 @@ nn_utils_clip_grad_norm_ <- function(parameters, max_norm, norm_type = 2,
       abort("The total norm of gradients is non-finite, so it cannot be clipped.",
             class = "runtime_error")
     }
-    coef <- torch_clamp(max_norm / (total + 1e-6), max = 1)
+    # PyTorch's `max_norm / (total + 1e-6)` is total's reciprocal times max_norm (Tensor's
+    # __rtruediv__): the same ops, for the same bits.
+    coef <- torch_clamp(torch_reciprocal(total + 1e-6) * max_norm, max = 1)
     torch__foreach_mul_(grads, coef)
   })
   total

@@ -54,7 +54,6 @@ nn_Module <- R6::R6Class(
   classname = "nn_Module",
   lock_objects = FALSE,
   public = list(
-    training = TRUE,
     initialize = function() invisible(NULL),
     forward = function(...) {
       abort("Forward method is not implemented.", class = "not_implemented_error")
@@ -96,7 +95,7 @@ nn_Module <- R6::R6Class(
     },
     train = function(mode = TRUE) {
       mode <- arg_flag(mode, "mode")
-      self$training <- mode
+      private$training_ <- mode
       for (m in private$modules_) module_of(m)$train(mode)
       invisible(create_nn_module_callable(self))
     },
@@ -154,7 +153,9 @@ nn_Module <- R6::R6Class(
       fn(create_nn_module_callable(self))
       invisible(create_nn_module_callable(self))
     },
-    zero_grad = function(set_to_none = TRUE) {
+    # R torch's module zero_grad() zeroes the gradients in place (its optimizers' may set them to
+    # NULL with `set_to_none = TRUE`).
+    zero_grad = function(set_to_none = FALSE) {
       .Call(C_zero_grad, unname(self$parameters), arg_flag(set_to_none, "set_to_none"))
       invisible(self)
     },
@@ -164,15 +165,18 @@ nn_Module <- R6::R6Class(
     named_buffers = function(recursive = TRUE) {
       if (isTRUE(recursive)) self$buffers else private$buffers_
     },
+    # Parameters and persistent buffers, the module's own first, then its submodules' (R torch's
+    # and PyTorch's order). Without `keepvars`, each is detached: a plain tensor sharing the
+    # storage, outside autograd, no longer marked as a parameter or buffer.
     state_dict = function(prefix = "", keepvars = FALSE) {
       out <- list()
       for (name in names(private$parameters_)) {
         p <- private$parameters_[[name]]
-        if (!is.null(p)) out[[paste0(prefix, name)]] <- if (keepvars) p else p$detach()
+        if (!is.null(p)) out[[paste0(prefix, name)]] <- if (keepvars) p else torch_detach(p)
       }
       for (name in setdiff(names(private$buffers_), private$non_persistent_buffers_)) {
         b <- private$buffers_[[name]]
-        if (!is.null(b)) out[[paste0(prefix, name)]] <- if (keepvars) b else b$detach()
+        if (!is.null(b)) out[[paste0(prefix, name)]] <- if (keepvars) b else torch_detach(b)
       }
       for (name in names(private$modules_)) {
         out <- c(out, module_of(private$modules_[[name]])$state_dict(
@@ -184,28 +188,36 @@ nn_Module <- R6::R6Class(
       if (inherits(state_dict, "python.builtin.object")) {
         state_dict <- py_state_dict_to_r(state_dict)
       }
+      keys <- names(state_dict)
+      if (!is.list(state_dict) || (length(state_dict) && (is.null(keys) || !all(nzchar(keys))))) {
+        abort(sprintf("`state_dict` must be a named list of tensors, got %s.",
+                      describe(state_dict)), class = "value_error")
+      }
       private$load_from(state_dict, "", isTRUE(.refer_to_state_dict))
       invisible(create_nn_module_callable(self))
     },
     register_forward_hook = function(hook) add_forward_hook(self, hook, pre = FALSE),
     register_forward_pre_hook = function(hook) add_forward_hook(self, hook, pre = TRUE),
+    # R torch's print: the number of parameters (their elements), then the submodules, the
+    # parameters and the buffers of this module.
     print = function(...) {
-      cat("An `nn_module` containing ", format_count(length(self$parameters)), " parameters.\n",
+      cat("An `nn_module` containing ", format_count(parameter_count(self)), " parameters.\n",
           sep = "")
       if (length(private$modules_)) {
         cat("\n── Modules ─────────────────────────────────────────────────\n")
         for (name in names(private$modules_)) {
           m <- private$modules_[[name]]
-          cat("• ", name, ": <", class(m)[[1L]], "> #", format_count(
-            sum(vapply(m$parameters, length, 0))), " parameters\n", sep = "")
+          cat("• ", name, ": <", class(m)[[1L]], "> #", format_count(parameter_count(m)),
+              " parameters\n", sep = "")
         }
       }
-      if (length(private$parameters_)) {
-        cat("\n── Parameters ──────────────────────────────────────────────\n")
-        for (name in names(private$parameters_)) {
-          p <- private$parameters_[[name]]
-          if (!is.null(p)) {
-            cat("• ", name, ": ", format_tensor_type(p), "\n", sep = "")
+      for (kind in c("Parameters", "Buffers")) {
+        tensors <- Filter(Negate(is.null), if (kind == "Buffers") private$buffers_ else
+          private$parameters_)
+        if (length(tensors)) {
+          cat("\n── ", kind, " ", strrep("─", 58L - nchar(kind)), "\n", sep = "")
+          for (name in names(tensors)) {
+            cat("• ", name, ": ", format_tensor_type(tensors[[name]]), "\n", sep = "")
           }
         }
       }
@@ -214,6 +226,7 @@ nn_Module <- R6::R6Class(
     .classes = NULL
   ),
   private = list(
+    training_ = TRUE,
     parameters_ = list(),
     buffers_ = list(),
     modules_ = list(),
@@ -249,11 +262,25 @@ nn_Module <- R6::R6Class(
     }
   ),
   active = list(
+    training = function(value) {
+      if (!missing(value)) {
+        if (!is.logical(value) || length(value) != 1L || is.na(value)) {
+          abort(sprintf("Field `training` must be a logical flag, got %s.", describe(value)),
+                class = "value_error")
+        }
+        private$training_ <- value
+      }
+      private$training_
+    },
+    # The submodules' parameters, then the module's own (R torch's order); a tensor reached
+    # under several names (a tied weight) once, under its first.
     parameters = function(value, recursive = TRUE) {
       if (!missing(value)) {
-        abort("It's not possible to modify the parameters list.", class = "runtime_error")
+        abort(paste0("It's not possible to modify the parameters list. Modify a parameter in ",
+                     "place, or assign it: `module$name <- nn_parameter(...)`."),
+              class = "runtime_error")
       }
-      out <- Filter(Negate(is.null), private$parameters_)
+      out <- list()
       for (name in names(private$modules_)) {
         sub <- module_of(private$modules_[[name]])$parameters
         if (length(sub)) {
@@ -261,13 +288,13 @@ nn_Module <- R6::R6Class(
           out <- c(out, sub)
         }
       }
-      unique_tensors(out)
+      unique_tensors(c(out, Filter(Negate(is.null), private$parameters_)))
     },
     buffers = function(value) {
       if (!missing(value)) {
         abort("It's not possible to modify the buffers list.", class = "runtime_error")
       }
-      out <- Filter(Negate(is.null), private$buffers_)
+      out <- list()
       for (name in names(private$modules_)) {
         sub <- module_of(private$modules_[[name]])$buffers
         if (length(sub)) {
@@ -275,7 +302,7 @@ nn_Module <- R6::R6Class(
           out <- c(out, sub)
         }
       }
-      out
+      unique_tensors(c(out, Filter(Negate(is.null), private$buffers_)))
     },
     modules = function(value) {
       if (!missing(value)) {
@@ -283,7 +310,9 @@ nn_Module <- R6::R6Class(
       }
       out <- list(create_nn_module_callable(self))
       for (m in private$modules_) out <- c(out, module_of(m)$modules)
-      out
+      # A module reached under several names once (R torch compares the R6 instances).
+      instances <- lapply(out, module_of)
+      out[!duplicated(instances)]
     },
     children = function(value) {
       if (!missing(value)) {
@@ -306,6 +335,8 @@ unique_tensors <- function(tensors) {
 
 format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
 
+parameter_count <- function(module) sum(vapply(module$parameters, length, 0))
+
 format_tensor_type <- function(x) {
   sprintf("%s [%s]", as.character(x$dtype), paste0("1:", dim(x), collapse = ", "))
 }
@@ -318,6 +349,20 @@ module_key <- function(name) {
   }
   name
 }
+
+# The `i`-th (1-based) of a module's submodules; out of range, an index_error.
+child_at <- function(modules, i) {
+  i <- whole_number(i, "index")
+  if (i < 1L || i > length(modules)) {
+    abort(sprintf(paste0("Index %s is out of range (subscript out of bounds): the module has %d ",
+                         "submodule%s."), describe(i), length(modules),
+                  if (length(modules) == 1L) "" else "s"), class = "index_error")
+  }
+  modules[[i]]
+}
+
+# A module's submodules (a named list of callables), from the callable or the instance.
+children_of <- function(x) .subset2(module_of(x), ".__enclos_env__")$private$modules_
 
 # The R6 instance behind a callable (or the instance itself).
 module_of <- function(x) {
@@ -369,22 +414,23 @@ nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL
   methods <- list(...)
   methods$.classes <- classes
   # R6 evaluates `inherit` in parent_env: it is given as the generator itself.
-  Module <- rlang::inject(R6::R6Class(classname = classname, inherit = !!inherit,
-                                      lock_objects = FALSE, public = methods, private = private,
-                                      active = active, parent_env = parent_env))
-  init <- Module$public_methods$initialize %||% function(...) NULL
+  module_class <- rlang::inject(R6::R6Class(
+    classname = classname, inherit = !!inherit, lock_objects = FALSE, public = methods,
+    private = private, active = active, parent_env = parent_env))
+  init <- module_class$public_methods$initialize %||% function(...) NULL
   # The generator has initialize's arguments and passes them on as they came (`...` unevaluated,
   # so that initialize may splice with rlang::list2, as nn_sequential(!!!layers) does).
   generator <- rlang::new_function(
     args = formals(init),
     body = rlang::expr({
-      instance <- Module$new(!!!rlang::fn_fmls_syms(init))
+      instance <- module_class$new(!!!rlang::fn_fmls_syms(init))
       create_nn_module_callable(instance)
     })
   )
-  environment(generator) <- list2env(list(Module = Module), parent = asNamespace("ampkit"))
-  attr(generator, "class") <- c(classname, inherited, "nn_module_generator")
-  attr(generator, "module") <- Module
+  environment(generator) <- list2env(list(module_class = module_class),
+                                     parent = asNamespace("ampkit"))
+  attr(generator, "class") <- c(classes, "nn_module_generator")
+  attr(generator, "module") <- module_class
   generator
 }
 
@@ -414,15 +460,18 @@ is_nn_module <- function(x) inherits(x, "nn_module") && !inherits(x, "nn_module_
 `[[.nn_module` <- function(x, name) `$.nn_module`(x, name)
 
 #' @export
-`$.nn_Module` <- function(x, name) module_lookup(x, name)
+`$.nn_Module` <- function(x, name) module_lookup(x, name) # nolint: object_name_linter.
 
 #' @export
 `[[.nn_Module` <- function(x, name) module_lookup(x, name)
 
 module_lookup <- function(instance, name) {
+  if (inherits(instance, "R6ClassGenerator")) {
+    return(get0(name, envir = instance, inherits = FALSE)) # a generator's own fields
+  }
   priv <- .subset2(instance, ".__enclos_env__")$private
   if (is.numeric(name)) {
-    return(.subset2(priv, "modules_")[[name]])
+    return(child_at(.subset2(priv, "modules_"), name))
   }
   # Parameters, buffers, submodules, then the instance's own fields and methods (a parameter
   # registered as NULL, such as a missing bias, reads as NULL all the same).
@@ -442,7 +491,7 @@ module_lookup <- function(instance, name) {
 }
 
 #' @export
-`$<-.nn_module` <- function(x, name, value) {
+`$<-.nn_module` <- function(x, name, value) { # nolint: object_name_linter.
   module_assign(attr(x, "module", exact = TRUE), name, value)
   x
 }
@@ -451,7 +500,7 @@ module_lookup <- function(instance, name) {
 `[[<-.nn_module` <- function(x, name, value) `$<-.nn_module`(x, name, value)
 
 #' @export
-`$<-.nn_Module` <- function(x, name, value) {
+`$<-.nn_Module` <- function(x, name, value) { # nolint: object_name_linter.
   module_assign(x, name, value)
   x
 }
@@ -468,7 +517,7 @@ module_assign <- function(instance, name, value) {
   } else if (is_nn_module(value)) {
     instance$register_module(name, value)
   } else if (name %in% names(priv$parameters_) && (is.null(value) || is_torch_tensor(value))) {
-    instance$register_parameter(name, value)
+    replace_parameter(instance, name, value)
   } else if (name %in% names(priv$buffers_) && (is.null(value) || is_torch_tensor(value))) {
     priv$buffers_[name] <- list(value)
   } else {
@@ -477,9 +526,23 @@ module_assign <- function(instance, name, value) {
   invisible(instance)
 }
 
+# PyTorch's rule: a parameter is replaced by a parameter or NULL (a plain tensor would silently
+# become one, trained, or stop being one).
+replace_parameter <- function(instance, name, value) {
+  if (!is.null(value)) {
+    abort(sprintf(paste0("Cannot assign a plain tensor to the parameter `%s`: wrap it in ",
+                         "nn_parameter() (or assign NULL)."), name), class = "value_error")
+  }
+  instance$register_parameter(name, NULL)
+}
+
 #' @export
 print.nn_module <- function(x, ...) {
-  attr(x, "module", exact = TRUE)$print(...)
+  if (inherits(x, "nn_module_generator")) {
+    print(attr(x, "module", exact = TRUE)) # the R6 class
+  } else {
+    attr(x, "module", exact = TRUE)$print(...)
+  }
   invisible(x)
 }
 
@@ -492,7 +555,7 @@ names.nn_module <- function(x) {
 }
 
 #' @export
-.DollarNames.nn_module <- function(x, pattern = "") {
+.DollarNames.nn_module <- function(x, pattern = "") { # nolint: object_name_linter.
   grep(pattern, names(x), value = TRUE)
 }
 
@@ -501,29 +564,18 @@ names.nn_module <- function(x) {
 # instance's forward is wrapped while any hook is registered.
 add_forward_hook <- function(instance, hook, pre) {
   priv <- .subset2(instance, ".__enclos_env__")$private
-  id <- paste0(if (pre) "pre" else "post", length(priv$forward_hooks_) + 1L, "_",
-               sample.int(1e9, 1L))
+  # A counter names the hooks (R's random numbers are the user's: registering a hook must not
+  # move them).
+  priv$hooks_made_ <- (priv$hooks_made_ %||% 0L) + 1L
+  id <- paste0(if (pre) "pre" else "post", priv$hooks_made_)
   priv$forward_hooks_[[id]] <- list(fn = hook, pre = pre)
   if (is.null(priv$plain_forward)) {
     plain <- .subset2(instance, "forward")
     priv$plain_forward <- plain
     set_forward(instance, function(...) {
-      input <- list(...)
       callable <- create_nn_module_callable(instance)
-      for (h in priv$forward_hooks_) {
-        if (h$pre) {
-          out <- h$fn(callable, input)
-          if (!is.null(out)) input <- if (is.list(out)) out else list(out)
-        }
-      }
-      output <- do.call(plain, input)
-      for (h in priv$forward_hooks_) {
-        if (!h$pre) {
-          out <- h$fn(callable, input, output)
-          if (!is.null(out)) output <- out
-        }
-      }
-      output
+      input <- run_pre_hooks(priv$forward_hooks_, callable, list(...))
+      run_post_hooks(priv$forward_hooks_, callable, input, do.call(plain, input))
     })
   }
   handle <- new.env(parent = emptyenv())
@@ -537,6 +589,26 @@ add_forward_hook <- function(instance, hook, pre) {
   }
   class(handle) <- "torch_hook"
   handle
+}
+
+run_pre_hooks <- function(hooks, callable, input) {
+  for (h in hooks) {
+    if (h$pre) {
+      out <- h$fn(callable, input)
+      if (!is.null(out)) input <- if (is.list(out)) out else list(out)
+    }
+  }
+  input
+}
+
+run_post_hooks <- function(hooks, callable, input, output) {
+  for (h in hooks) {
+    if (!h$pre) {
+      out <- h$fn(callable, input, output)
+      if (!is.null(out)) output <- out
+    }
+  }
+  output
 }
 
 # Replaces an instance's forward (R6 locks its methods' bindings).

@@ -44,13 +44,17 @@ ignore_index_arg <- function(ignore_index) {
 #' @param p,training,inplace Dropout's probability, mode and in-place flag.
 #' @param approximate `"none"` or `"tanh"` (gelu).
 #' @param negative_slope,alpha,beta,threshold,min_val,max_val Activation parameters.
-#' @param stride,padding,dilation,groups,kernel_size,ceil_mode,count_include_pad,divisor_override,output_size
-#'   Convolution and pooling parameters.
+#' @param stride,padding,dilation,groups,kernel_size,ceil_mode Convolution and
+#'   pooling parameters.
+#' @param count_include_pad,divisor_override,output_size Pooling parameters.
 #' @param normalized_shape,eps,momentum,running_mean,running_var Normalization parameters.
 #' @param padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse Embedding parameters.
 #' @param start_dim,end_dim `nnf_flatten()`'s dims.
-#' @param num_classes `nnf_one_hot()`: the number of classes (`-1`: the largest + 1).
+#' @param tensor `nnf_one_hot()`: (1-based) classes, an integer tensor.
+#' @param num_classes `nnf_one_hot()`: the number of classes (`-1`: the largest).
 #' @param delta,margin Loss parameters.
+#' @param return_indices `nnf_max_pool2d()`: also return the (1-based) positions
+#'   of the maxima, as `list(output, indices)`.
 #' @return A tensor.
 #' @name nnf
 #' @examples
@@ -68,60 +72,109 @@ nnf_linear <- function(input, weight, bias = NULL) torch_linear(input, weight, b
 #' @rdname nnf
 #' @export
 nnf_relu <- function(input, inplace = FALSE) {
+  check_tensor(input, "input")
   if (isTRUE(inplace)) torch_relu_(input) else torch_relu(input)
 }
 
 #' @rdname nnf
 #' @export
-nnf_relu6 <- function(input, inplace = FALSE) torch_hardtanh(input, 0, 6)
+nnf_relu6 <- function(input, inplace = FALSE) {
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) torch_hardtanh_(input, 0, 6) else torch_hardtanh(input, 0, 6)
+}
 
 #' @rdname nnf
 #' @export
 nnf_leaky_relu <- function(input, negative_slope = 0.01, inplace = FALSE) {
-  torch_leaky_relu(input, negative_slope)
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) {
+    torch_leaky_relu_(input, negative_slope)
+  } else {
+    torch_leaky_relu(input, negative_slope)
+  }
 }
 
 #' @rdname nnf
 #' @export
-nnf_elu <- function(input, alpha = 1, inplace = FALSE) torch_elu(input, alpha)
+nnf_elu <- function(input, alpha = 1, inplace = FALSE) {
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) torch_elu_(input, alpha) else torch_elu(input, alpha)
+}
 
 #' @rdname nnf
 #' @export
-nnf_celu <- function(input, alpha = 1, inplace = FALSE) torch_celu(input, alpha)
+nnf_celu <- function(input, alpha = 1, inplace = FALSE) {
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) torch_celu_(input, alpha) else torch_celu(input, alpha)
+}
 
 #' @rdname nnf
 #' @export
-nnf_gelu <- function(input, approximate = "none") torch_gelu(input, approximate)
+nnf_gelu <- function(input, approximate = "none") {
+  check_tensor(input, "input")
+  torch_gelu(input, arg_choice(approximate, "approximate", c("none", "tanh")))
+}
 
 #' @rdname nnf
 #' @export
-nnf_silu <- function(input, inplace = FALSE) torch_silu(input)
+nnf_silu <- function(input, inplace = FALSE) {
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) torch_silu_(input) else torch_silu(input)
+}
 
 #' @rdname nnf
 #' @export
-nnf_sigmoid <- function(input) torch_sigmoid(input)
+nnf_sigmoid <- function(input) {
+  check_tensor(input, "input")
+  torch_sigmoid(input)
+}
 
 #' @rdname nnf
 #' @export
-nnf_tanh <- function(input) torch_tanh(input)
+nnf_tanh <- function(input) {
+  check_tensor(input, "input")
+  torch_tanh(input)
+}
 
 #' @rdname nnf
 #' @export
-nnf_softplus <- function(input, beta = 1, threshold = 20) torch_softplus(input, beta, threshold)
+nnf_softplus <- function(input, beta = 1, threshold = 20) {
+  check_tensor(input, "input")
+  torch_softplus(input, beta, threshold)
+}
 
 #' @rdname nnf
 #' @export
 nnf_hardtanh <- function(input, min_val = -1, max_val = 1, inplace = FALSE) {
-  torch_hardtanh(input, min_val, max_val)
+  check_tensor(input, "input")
+  if (isTRUE(inplace)) {
+    torch_hardtanh_(input, min_val, max_val)
+  } else {
+    torch_hardtanh(input, min_val, max_val)
+  }
 }
 
 #' @rdname nnf
 #' @export
-nnf_softmax <- function(input, dim, dtype = NULL) torch_softmax(input, dim, as_torch_dtype(dtype))
+nnf_softmax <- function(input, dim, dtype = NULL) {
+  check_tensor(input, "input")
+  check_softmax_dim(if (missing(dim)) NULL else dim)
+  torch_softmax(input, dim, as_torch_dtype(dtype))
+}
+
+# R torch's softmax takes no implicit dim (PyTorch's is deprecated): it must be given.
+check_softmax_dim <- function(dim) {
+  if (is.null(dim)) {
+    abort("`dim` must be given: the (1-based) dimension to normalize over, e.g. `dim = 2`.",
+          class = "value_error")
+  }
+}
 
 #' @rdname nnf
 #' @export
 nnf_log_softmax <- function(input, dim = NULL, dtype = NULL) {
+  check_tensor(input, "input")
+  check_softmax_dim(dim)
   torch_log_softmax(input, dim, as_torch_dtype(dtype))
 }
 
@@ -129,18 +182,25 @@ nnf_log_softmax <- function(input, dim = NULL, dtype = NULL) {
 #' @export
 nnf_dropout <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   check_probability(p)
-  torch_dropout(input, p, training)
+  if (isTRUE(inplace)) torch_dropout_(input, p, training) else torch_dropout(input, p, training)
 }
 
 #' @rdname nnf
 #' @export
 nnf_dropout2d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   check_probability(p)
-  torch_feature_dropout(input, p, training)
+  if (isTRUE(inplace)) {
+    torch_feature_dropout_(input, p, training)
+  } else {
+    torch_feature_dropout(input, p, training)
+  }
 }
 
 check_probability <- function(p) {
-  if (!is.numeric(p) || length(p) != 1L || is.na(p) || p < 0 || p > 1) {
+  if (!is.numeric(p) || length(p) != 1L || is.na(p)) {
+    abort(sprintf("`p` must be a number, got %s.", describe(p)), class = "value_error")
+  }
+  if (p < 0 || p > 1) {
     abort(sprintf("dropout probability has to be between 0 and 1, but got %s", describe(p)),
           class = "value_error")
   }
@@ -163,8 +223,14 @@ nnf_conv2d <- function(input, weight, bias = NULL, stride = 1, padding = 0, dila
 #' @rdname nnf
 #' @export
 nnf_max_pool2d <- function(input, kernel_size, stride = kernel_size, padding = 0, dilation = 1,
-                           ceil_mode = FALSE) {
-  torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+                           ceil_mode = FALSE, return_indices = FALSE) {
+  if (!isTRUE(return_indices)) {
+    return(torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode))
+  }
+  # The output and the (1-based, as R torch's) positions of the maxima in each flattened plane.
+  out <- .torch_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+  out[[2L]] <- plus_one(out[[2L]])
+  out
 }
 
 #' @rdname nnf
@@ -199,11 +265,23 @@ nnf_layer_norm <- function(input, normalized_shape, weight = NULL, bias = NULL, 
 #' @export
 nnf_embedding <- function(input, weight, padding_idx = NULL, max_norm = NULL, norm_type = 2,
                           scale_grad_by_freq = FALSE, sparse = FALSE) {
-  padding <- if (is.null(padding_idx)) -1L else whole_number(padding_idx, "padding_idx")
+  # R torch's padding_idx is 1-based (a negative one counts from the end); libtorch's 0-based,
+  # -1 for none.
+  padding <- if (is.null(padding_idx)) -1L else one_based_row(padding_idx, weight)
   if (!is.null(max_norm)) {
     with_no_grad(torch_embedding_renorm_(weight, input, max_norm, norm_type))
   }
   torch_embedding(weight, input, padding, scale_grad_by_freq, sparse)
+}
+
+one_based_row <- function(index, weight) {
+  index <- whole_number(index, "padding_idx")
+  n <- weight$size(1L)
+  if (index == 0L || index > n || index < -n) {
+    abort(sprintf("`padding_idx` must be within the %d rows of `weight` (1-based), got %d.", n,
+                  index), class = "value_error")
+  }
+  if (index > 0L) index - 1L else n + index
 }
 
 #' @rdname nnf
@@ -214,8 +292,8 @@ nnf_flatten <- function(input, start_dim = 2, end_dim = -1) {
 
 #' @rdname nnf
 #' @export
-nnf_one_hot <- function(input, num_classes = -1) {
-  torch_one_hot(one_based_tensor(input, "input"), num_classes)
+nnf_one_hot <- function(tensor, num_classes = -1) {
+  .torch_one_hot(one_based_tensor(tensor, "tensor"), num_classes)
 }
 
 #' @rdname nnf
@@ -263,11 +341,13 @@ nnf_binary_cross_entropy <- function(input, target, weight = NULL, reduction = "
 
 #' @rdname nnf
 #' @export
+# nolint start: object_length_linter. (R torch's name)
 nnf_binary_cross_entropy_with_logits <- function(input, target, weight = NULL,
                                                  reduction = "mean", pos_weight = NULL) {
   torch_binary_cross_entropy_with_logits(input, target, weight, pos_weight,
                                          reduction_enum(reduction))
 }
+# nolint end
 
 #' @rdname nnf
 #' @export

@@ -600,7 +600,11 @@ torch_quantize_per_tensor <- function(self, scale, zero_point, dtype) {
 #' @rdname torch_wrappers
 #' @export
 torch_dequantize <- function(tensor) {
-  if (is_torch_tensor(tensor)) .torch_dequantize(self = tensor) else .torch_dequantize(tensors = tensor)
+  if (is_torch_tensor(tensor)) {
+    .torch_dequantize(self = tensor)
+  } else {
+    .torch_dequantize(tensors = tensor)
+  }
 }
 
 #' @rdname torch_index_ops

@@ -152,11 +152,11 @@ Optimizer <- R6::R6Class(
       private$state <- new.env(parent = emptyenv())
       for (key in names(state_dict$state)) {
         p <- params[[as.integer(key) + offset]]
+        group <- self$param_groups[[group_of(self$param_groups, as.integer(key) + offset)]]
         value <- state_dict$state[[key]]
-        if (!.refer_to_state_dict) {
-          value <- lapply(value, function(v) {
-            if (is_torch_tensor(v)) with_no_grad(v$clone()$to(device = p$device)) else v
-          })
+        for (name in names(value)) {
+          value[name] <- list(optim_state_value(value[[name]], name, p, isTRUE(group$fused),
+                                          copy = !.refer_to_state_dict))
         }
         private$state[[param_key(p)]] <- value
       }
@@ -178,8 +178,9 @@ Optimizer <- R6::R6Class(
   ),
   private = list(
     state = NULL,
-    all_params = function() unlist(lapply(self$param_groups, function(g) g$params),
-                                   recursive = FALSE),
+    all_params = function() {
+      unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
+    },
     update = function(group, params, grads, grad_scale, found_inf) {
       abort("An optimizer must define its update.", class = "not_implemented_error")
     },
@@ -203,6 +204,47 @@ Optimizer <- R6::R6Class(
 # nolint end
 
 param_key <- function(p) format(meta(p, "impl"), scientific = FALSE)
+
+# The group (its number) that holds the `i`-th parameter of all groups.
+group_of <- function(groups, i) {
+  findInterval(i - 1L, cumsum(c(0L, lengths(lapply(groups, function(g) g$params)))))
+}
+
+# A loaded state entry as the optimizer keeps it (PyTorch's policy): a step count stays on the
+# CPU unless the step is fused (then float32 on the parameter's device) and an R number (R torch's
+# own step counts) becomes a tensor; other tensors take the parameter's device, and its dtype
+# when both are floating point. Copied unless the state dict is referred to.
+optim_state_value <- function(value, name, param, fused, copy) {
+  if (identical(name, "step")) {
+    if (is.numeric(value)) value <- torch_scalar_tensor(value, dtype = torch_float32())
+    if (fused) value <- value$to(dtype = torch_float32(), device = param$device)
+  } else if (is_torch_tensor(value)) {
+    value <- if (param$is_floating_point() && value$is_floating_point()) {
+      value$to(dtype = param$dtype, device = param$device)
+    } else {
+      value$to(device = param$device)
+    }
+  }
+  if (copy && is_torch_tensor(value)) value <- with_no_grad(torch_clone(value))
+  value
+}
+
+# The positions of `tensors` grouped by device and dtype (PyTorch's
+# _group_tensors_by_device_and_dtype): a fused kernel takes one group at a time.
+device_dtype_groups <- function(tensors) {
+  if (length(tensors) < 2L) {
+    return(list(seq_along(tensors)))
+  }
+  keys <- vapply(tensors, function(t) {
+    paste(as.character(meta(t, "device")), as.character(meta(t, "dtype")))
+  }, "")
+  unname(split(seq_along(tensors), factor(keys, levels = unique(keys))))
+}
+
+# The grad scaler's tensor on a group's device (no copy when it is there already).
+on_device_of <- function(x, like) {
+  if (is.null(x)) NULL else x$to(device = meta(like, "device"), non_blocking = TRUE)
+}
 
 # `params` as a list of groups: a list of tensors is one group.
 param_group_list <- function(params) {
@@ -257,17 +299,12 @@ on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
 
 # ---- SGD ---------------------------------------------------------------------------------------
 
+# nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 sgd_update <- function(group, params, grads, grad_scale, found_inf) {
-  lr <- group$lr
   if (isTRUE(group$fused)) {
-    bufs <- private$states(params, function(p) list(momentum_buffer = torch_zeros_like(p)))
-    first <- is.null(private$state$.sgd_started)
-    private$state$.sgd_started <- TRUE
-    torch__fused_sgd_(params, grads, lapply(bufs, function(s) s$momentum_buffer),
-                      group$weight_decay, group$momentum, lr, group$dampening, group$nesterov,
-                      group$maximize, first, grad_scale, found_inf)
-    return(invisible())
+    return(fused_sgd(private, group, params, grads, grad_scale, found_inf))
   }
+  lr <- group$lr
   if (group$maximize) grads <- torch__foreach_neg(grads)
   if (group$weight_decay != 0) {
     grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
@@ -288,6 +325,29 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
   }
   torch__foreach_add_(params, grads, alpha = -lr)
 }
+# nolint end
+
+# PyTorch's _fused_sgd: one libtorch kernel per device and dtype; momentum buffers only with
+# momentum, made at the first step (the kernel copies the gradient into them then).
+fused_sgd <- function(private, group, params, grads, grad_scale, found_inf) {
+  momentum <- group$momentum
+  bufs <- list()
+  first <- FALSE
+  if (momentum != 0) {
+    bufs <- lapply(params, function(p) private$state[[param_key(p)]]$momentum_buffer)
+    fresh <- vapply(bufs, is.null, NA)
+    first <- all(fresh)
+    bufs[fresh] <- lapply(grads[fresh], torch_zeros_like)
+    private$set_states(params, lapply(bufs, function(b) list(momentum_buffer = b)))
+  }
+  for (idx in device_dtype_groups(params)) {
+    torch__fused_sgd_(params[idx], grads[idx], if (length(bufs)) bufs[idx] else list(),
+                      group$weight_decay, momentum, group$lr, group$dampening, group$nesterov,
+                      group$maximize, first, on_device_of(grad_scale, params[[idx[[1L]]]]),
+                      on_device_of(found_inf, params[[idx[[1L]]]]))
+  }
+  invisible()
+}
 
 #' @rdname optimizers
 #' @export
@@ -301,56 +361,82 @@ optim_sgd <- function(params, lr = optim_required(), momentum = 0, dampening = 0
 
 # ---- Adam and AdamW ------------------------------------------------------------------------------
 
+# nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adam_update <- function(group, params, grads, grad_scale, found_inf) {
-    decoupled <- private$decoupled
-    lr <- group$lr
-    beta1 <- group$betas[[1L]]
-    beta2 <- group$betas[[2L]]
-    states <- private$states(params, function(p) {
-      s <- list(step = torch_zeros(size = integer(), device = if (isTRUE(group$fused)) p$device),
-                exp_avg = torch_zeros_like(p, memory_format = torch_preserve_format()),
-                exp_avg_sq = torch_zeros_like(p, memory_format = torch_preserve_format()))
-      if (group$amsgrad) s$max_exp_avg_sq <- torch_zeros_like(p)
-      s
-    })
-    steps <- lapply(states, function(s) s$step)
-    exp_avgs <- lapply(states, function(s) s$exp_avg)
-    exp_avg_sqs <- lapply(states, function(s) s$exp_avg_sq)
-    max_sqs <- if (group$amsgrad) lapply(states, function(s) s$max_exp_avg_sq) else list()
-    if (isTRUE(group$fused)) {
-      fused <- if (decoupled) torch__fused_adamw_ else torch__fused_adam_
-      fused(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, beta1, beta2,
-            group$weight_decay, group$eps, group$amsgrad, group$maximize, grad_scale, found_inf)
-      return(invisible())
-    }
-    if (group$maximize) grads <- torch__foreach_neg(grads)
-    torch__foreach_add_(steps, scalar = 1)
-    if (group$weight_decay != 0) {
-      if (decoupled) {
-        torch__foreach_mul_(params, scalar = 1 - lr * group$weight_decay)
-      } else {
-        grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
-      }
-    }
-    torch__foreach_lerp_(exp_avgs, grads, weight = 1 - beta1)
-    torch__foreach_mul_(exp_avg_sqs, scalar = beta2)
-    torch__foreach_addcmul_(exp_avg_sqs, grads, grads, value = 1 - beta2)
-    step <- vapply(steps, function(s) s$item(), 0)
-    bias1 <- 1 - beta1^step
-    bias2 <- 1 - beta2^step
-    step_size <- lr / bias1
-    # PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
-    # default) ** 0.5: the same formula as the default on this device, to the last bit.
-    bias2_sqrt <- if (on_cuda(params)) bias2^0.5 else sqrt(bias2)
-    if (group$amsgrad) {
-      torch__foreach_maximum_(max_sqs, exp_avg_sqs)
-      denom <- torch__foreach_sqrt(max_sqs)
+  states <- private$states(params, function(p) {
+    s <- list(step = torch_zeros(size = integer(), device = if (isTRUE(group$fused)) p$device),
+              exp_avg = torch_zeros_like(p, memory_format = torch_preserve_format()),
+              exp_avg_sq = torch_zeros_like(p, memory_format = torch_preserve_format()))
+    if (group$amsgrad) s$max_exp_avg_sq <- torch_zeros_like(p)
+    s
+  })
+  tensors <- list(
+    steps = lapply(states, function(s) s$step),
+    exp_avgs = lapply(states, function(s) s$exp_avg),
+    exp_avg_sqs = lapply(states, function(s) s$exp_avg_sq),
+    max_sqs = if (group$amsgrad) lapply(states, function(s) s$max_exp_avg_sq) else list()
+  )
+  if (isTRUE(group$fused)) {
+    fused_adam(group, params, grads, tensors, private$decoupled, grad_scale, found_inf)
+  } else {
+    foreach_adam(group, params, grads, tensors, private$decoupled)
+  }
+}
+# nolint end
+
+# PyTorch's _multi_tensor_adam (capturable = FALSE): ATen's foreach ops, one call per group.
+foreach_adam <- function(group, params, grads, tensors, decoupled) {
+  lr <- group$lr
+  beta1 <- group$betas[[1L]]
+  beta2 <- group$betas[[2L]]
+  if (group$maximize) grads <- torch__foreach_neg(grads)
+  torch__foreach_add_(tensors$steps, scalar = 1)
+  if (group$weight_decay != 0) {
+    if (decoupled) {
+      torch__foreach_mul_(params, scalar = 1 - lr * group$weight_decay)
     } else {
-      denom <- torch__foreach_sqrt(exp_avg_sqs)
+      grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
     }
-    torch__foreach_div_(denom, scalars = bias2_sqrt)
-    torch__foreach_add_(denom, scalar = group$eps)
-    torch__foreach_addcdiv_(params, exp_avgs, denom, scalars = -step_size)
+  }
+  torch__foreach_lerp_(tensors$exp_avgs, grads, weight = 1 - beta1)
+  torch__foreach_mul_(tensors$exp_avg_sqs, scalar = beta2)
+  torch__foreach_addcmul_(tensors$exp_avg_sqs, grads, grads, value = 1 - beta2)
+  # The step counts are CPU tensors (PyTorch's, unfused): reading them is no device sync.
+  step <- vapply(tensors$steps, function(s) s$item(), 0)
+  bias1 <- 1 - beta1^step
+  bias2 <- 1 - beta2^step
+  step_size <- lr / bias1
+  # PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
+  # default) ** 0.5: the same formula as the default on this device, to the last bit.
+  bias2_sqrt <- if (on_cuda(params)) bias2^0.5 else sqrt(bias2)
+  if (group$amsgrad) {
+    torch__foreach_maximum_(tensors$max_sqs, tensors$exp_avg_sqs)
+    denom <- torch__foreach_sqrt(tensors$max_sqs)
+  } else {
+    denom <- torch__foreach_sqrt(tensors$exp_avg_sqs)
+  }
+  torch__foreach_div_(denom, scalars = bias2_sqrt)
+  torch__foreach_add_(denom, scalar = group$eps)
+  torch__foreach_addcdiv_(params, tensors$exp_avgs, denom, scalars = -step_size)
+  invisible()
+}
+
+# PyTorch's _fused_adam: one libtorch kernel per device and dtype, the steps counted before it
+# and taken back where the scaler found an inf (the kernel then left everything else as it was):
+# a scaled step needs no host read.
+fused_adam <- function(group, params, grads, tensors, decoupled, grad_scale, found_inf) {
+  fused <- if (decoupled) torch__fused_adamw_ else torch__fused_adam_
+  for (idx in device_dtype_groups(params)) {
+    steps <- tensors$steps[idx]
+    inf <- on_device_of(found_inf, params[[idx[[1L]]]])
+    torch__foreach_add_(steps, scalar = 1)
+    fused(params[idx], grads[idx], tensors$exp_avgs[idx], tensors$exp_avg_sqs[idx],
+          if (group$amsgrad) tensors$max_sqs[idx] else list(), steps, group$lr,
+          group$betas[[1L]], group$betas[[2L]], group$weight_decay, group$eps, group$amsgrad,
+          group$maximize, on_device_of(grad_scale, params[[idx[[1L]]]]), inf)
+    if (!is.null(inf)) torch__foreach_sub_(steps, rep(list(inf), length(idx)))
+  }
+  invisible()
 }
 
 adam_like <- function(classname, decoupled, params, lr, betas, eps, weight_decay, amsgrad,
@@ -377,6 +463,7 @@ optim_adamw <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
 
 # ---- RMSprop and Adagrad (per tensor, as PyTorch's CPU default) ----------------------------------
 
+# nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
     s <- list(step = torch_zeros(size = integer()), square_avg = torch_zeros_like(p))
@@ -406,6 +493,7 @@ rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
     }
   }
 }
+# nolint end
 
 #' @rdname optimizers
 #' @export
@@ -416,6 +504,7 @@ optim_rmsprop <- function(params, lr = 0.01, alpha = 0.99, eps = 1e-8, weight_de
   new_optimizer("optim_rmsprop", rmsprop_update)$new(params, defaults)
 }
 
+# nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
     list(step = torch_zeros(size = integer()),
@@ -434,6 +523,7 @@ adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
     p$addcdiv_(g, std, value = -clr)
   }
 }
+# nolint end
 
 #' @rdname optimizers
 #' @export

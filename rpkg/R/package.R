@@ -75,6 +75,7 @@ py_init_hook <- "reticulate.onPyInit"
 # before it is checked at ampkit's first call (warn_foreign_blas()). Never fails: a hook's error
 # would stop reticulate's start.
 keep_torch_blas <- function() {
+  .Call(C_python_started)  # the compiled layer releases Python's GIL around autograd passes
   tryCatch({
     .py$blas <- reticulate::import_from_path("ampkit_r_blas",
                                              system.file("python", package = "ampkit"))

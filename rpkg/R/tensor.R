@@ -325,6 +325,9 @@ written_methods <- list(
   length = function(self) length.torch_tensor(self),
   numel = function(self) meta(self, "numel"),
   element_size = function(self) meta(self, "element_size"),
+  # The address of the first element, a number (PyTorch's data_ptr()): the same in Python for
+  # the same tensor.
+  data_ptr = function(self) meta(self, "data_ptr"),
   is_contiguous = function(self) meta(self, "is_contiguous"),
   item = function(self) {
     value <- as_array(self$reshape(1L)[1L])

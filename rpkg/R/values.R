@@ -43,8 +43,9 @@ dtype_named <- function(name) {
 #' `torch_half()` and `torch_bfloat16()` 16-bit; `torch_long()` (R integers
 #' become it), `torch_int()`, `torch_bool()` (R logicals) and the rest are
 #' integer, boolean, complex and quantized types (`torch_quint8()`,
-#' `torch_qint8()`, `torch_qint32()`: see [torch_quantize_per_tensor()]). Compare them with `==`. Where a dtype
-#' is expected its name works too (`"float16"`, `"half"`, `"long"`).
+#' `torch_qint8()`, `torch_qint32()`: see [torch_quantize_per_tensor()]).
+#' Compare them with `==`. Where a dtype is expected its name works too
+#' (`"float16"`, `"half"`, `"long"`).
 #' @return An object of class `torch_dtype`.
 #' @name torch_dtype
 #' @examples

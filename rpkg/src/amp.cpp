@@ -284,10 +284,12 @@ extern "C" SEXP C_param_names(SEXP given, SEXP sizes, SEXP optimizer) {
     names.push_back(std::move(these));
   }
   std::vector<size_t> counts;
-  for (R_xlen_t g = 0; g < Rf_xlength(sizes); ++g) counts.push_back(static_cast<size_t>(REAL(sizes)[g]));
+  for (R_xlen_t g = 0; g < Rf_xlength(sizes); ++g)
+    counts.push_back(static_cast<size_t>(REAL(sizes)[g]));
   const auto out = ampkit::param_names(names, counts, Rf_asInteger(optimizer));
   SEXP r = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(out.size())));
-  for (size_t i = 0; i < out.size(); ++i) SET_STRING_ELT(r, static_cast<R_xlen_t>(i), Rf_mkChar(out[i].c_str()));
+  for (size_t i = 0; i < out.size(); ++i)
+    SET_STRING_ELT(r, static_cast<R_xlen_t>(i), Rf_mkChar(out[i].c_str()));
   UNPROTECT(1);
   return r;
   AMPKIT_R_END
@@ -351,8 +353,7 @@ extern "C" SEXP C_scaler_update(SEXP scaler, SEXP new_scale) {
 extern "C" SEXP C_scaler_step_was_skipped(SEXP scaler, SEXP params) {
   AMPKIT_R_BEGIN
   ampkit::GradScaler& s = scaler_of(scaler);
-  return Rf_ScalarLogical(
-      s.step_was_skipped(Rf_isNull(params) ? nullptr : &params_of(params)));
+  return Rf_ScalarLogical(s.step_was_skipped(Rf_isNull(params) ? nullptr : &params_of(params)));
   AMPKIT_R_END
 }
 

@@ -1,5 +1,6 @@
 // The R package's compiled layer: R objects for libtorch's values, and R's calls into libtorch
-// and ampkit's core with no Python on the way (docs/architecture.md, "The R front end").
+// and ampkit's core with no Python on the way (docs/architecture.md: the rpkg layout, "R calls
+// libtorch itself" and what follows it, the rules table).
 //
 // Translation units (each one that includes ATen costs the build tens of seconds: keep them few):
 //   errors.cpp    libtorch's and the core's exceptions as R conditions of R torch's classes
@@ -7,15 +8,17 @@
 //   ops.cpp       the generated op surface: schema lookup, overload choice, argument conversion
 //   amp.cpp       autocast regions and the grad scaler, straight into the core
 //   autograd.cpp  backward, autograd_grad, hooks and R autograd functions (R code on R's thread)
+//   indexing.cpp  x[i, j] and x[i, j] <- v with R torch's rules
+//   serialize.cpp torch_save / torch_load in PyTorch's format
+//   precision.cpp precision policies' regions and the overflow locator's C++ hooks
 //   init.cpp      routine registration
 #pragma once
 
 #define R_NO_REMAP
-#include <R.h>
-#include <Rinternals.h>
-
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
+#include <R.h>
+#include <Rinternals.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
@@ -48,11 +51,11 @@ SEXP signal_kept_error();
 
 // Every .Call entry's body: C++ exceptions become R conditions after the C++ frames are gone.
 #define AMPKIT_R_BEGIN try {
-#define AMPKIT_R_END                                    \
-  }                                                     \
-  catch (...) {                                         \
-    ::ampkit_r::keep_error(std::current_exception());   \
-  }                                                     \
+#define AMPKIT_R_END                                  \
+  }                                                   \
+  catch (...) {                                       \
+    ::ampkit_r::keep_error(std::current_exception()); \
+  }                                                   \
   return ::ampkit_r::signal_kept_error();
 
 // Runs R code from C++ (callbacks: hooks, autograd functions, modules): an R error becomes a C++

@@ -12,14 +12,13 @@
 // R objects held by libtorch (a hook's function, an autograd function's closures and context)
 // are released on the main thread: a graph may be freed on an engine thread.
 #include <ATen/ThreadLocalState.h>
+#include <dlfcn.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -72,7 +71,8 @@ struct CallbackCount {
   ~CallbackCount() { --callbacks_alive; }
 };
 
-// ---- Python's GIL, when Python runs in this process (reticulate) ---------------------------------
+// ---- Python's GIL, when Python runs in this process (reticulate)
+// ---------------------------------
 //
 // With Python's torch imported, libtorch refuses to run the autograd engine while the calling
 // thread holds Python's GIL (reticulate keeps it on R's thread). The engine runs with the GIL
@@ -88,21 +88,30 @@ struct PythonApi {
   bool found = false;
 };
 
+PythonApi look_up_python() {
+  PythonApi a;
+  a.is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  a.gil_check = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Check"));
+  a.save_thread = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
+  a.restore_thread = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"));
+  a.gil_ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+  a.gil_release = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+  a.found = a.is_initialized && a.gil_check && a.save_thread && a.restore_thread && a.gil_ensure &&
+            a.gil_release;
+  return a;
+}
+
+// Looked up once, and again after reticulate started Python (C_python_started, from the
+// package's reticulate.onPyInit hook): a lookup per backward would cost microseconds.
+PythonApi python_api_cache;
+bool python_looked_up = false;
+
 const PythonApi& python_api() {
-  static PythonApi api = [] {
-    PythonApi a;
-    a.is_initialized = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
-    a.gil_check = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Check"));
-    a.save_thread = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
-    a.restore_thread =
-        reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"));
-    a.gil_ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
-    a.gil_release = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
-    a.found = a.is_initialized && a.gil_check && a.save_thread && a.restore_thread &&
-              a.gil_ensure && a.gil_release;
-    return a;
-  }();
-  return api;
+  if (!python_looked_up) {
+    python_api_cache = look_up_python();
+    python_looked_up = true;
+  }
+  return python_api_cache;
 }
 
 bool python_running() {
@@ -250,7 +259,8 @@ SEXP call_r(SEXP fn, SEXP args) {
 
 // The R side of one application: its forward and backward and the R context object.
 struct RClosures : torch::CustomClassHolder {
-  RClosures(SEXP forward, SEXP backward, SEXP ctx) : forward(forward), backward(backward), ctx(ctx) {}
+  RClosures(SEXP forward, SEXP backward, SEXP ctx)
+      : forward(forward), backward(backward), ctx(ctx) {}
   Held forward, backward, ctx;
   CallbackCount count;
 };
@@ -276,8 +286,8 @@ c10::intrusive_ptr<RClosures> closures_of(torch::autograd::AutogradContext* ctx)
 
 // Calls the R function `runner` (the package's autograd_call(), which binds the context and
 // calls the user's function) with the context pointer and the tensors; returns its tensors.
-std::vector<at::Tensor> run_r_step(SEXP runner, torch::autograd::AutogradContext* ctx,
-                                   SEXP r_ctx, const std::vector<at::Tensor>& tensors) {
+std::vector<at::Tensor> run_r_step(SEXP runner, torch::autograd::AutogradContext* ctx, SEXP r_ctx,
+                                   const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> out;
   on_main_thread([&] {
     SEXP pointer = PROTECT(ctx_pointer(ctx));
@@ -346,6 +356,12 @@ extern "C" SEXP C_autograd_init() {
   main_thread = std::this_thread::get_id();
   ctx_tag = Rf_install("ampkit_autograd_context");
   node_tag = Rf_install("ampkit_autograd_node");
+  return R_NilValue;
+}
+
+// Python has started in this process (reticulate): look its C API up again.
+extern "C" SEXP C_python_started() {
+  python_looked_up = false;
   return R_NilValue;
 }
 

@@ -2,6 +2,9 @@
 // init.cpp registers (and declares here). Add an entry here when adding one to a .cpp file.
 #pragma once
 
+// One entry a line, as a list is read (clang-format would join them).
+// clang-format off
+
 #define AMPKIT_ENTRIES \
   AMPKIT_ENTRY(C_values_init, 4) \
   AMPKIT_ENTRY(C_tensor_from_r, 4) \
@@ -53,6 +56,7 @@
   AMPKIT_ENTRY(C_scaler_factor, 3) \
   AMPKIT_ENTRY(C_autograd_init, 0) \
   AMPKIT_ENTRY(C_on_r_thread, 0) \
+  AMPKIT_ENTRY(C_python_started, 0) \
   AMPKIT_ENTRY(C_grad_mode, 1) \
   AMPKIT_ENTRY(C_anomaly_mode, 1) \
   AMPKIT_ENTRY(C_backward, 5) \
@@ -90,3 +94,4 @@
 #define AMPKIT_ARGS_8 SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP
 AMPKIT_ENTRIES
 #undef AMPKIT_ENTRY
+// clang-format on

@@ -4,11 +4,12 @@
 // kind), then signal_kept_error() calls the package's R function signal_native_error(), which
 // raises it with R torch's classes (rpkg/R/errors.R: the one place conditions are built). An R
 // error met while C++ ran R code (eval_protected) is resumed unchanged.
+#include "ampkit/errors.h"
+
 #include <c10/util/Exception.h>
 
 #include <string>
 
-#include "ampkit/errors.h"
 #include "ampkit/grad_scaler.h"
 #include "ampkit_r.h"
 

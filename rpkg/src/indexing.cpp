@@ -25,7 +25,8 @@
 
 namespace ampkit_r {
 
-at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype, const c10::Device& device);
+at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
+                         const c10::Device& device);
 
 namespace {
 
@@ -39,9 +40,9 @@ constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 struct Converted {
   TensorIndex index = Slice();
   bool vector_like = false;
-  bool scalar = false;   // a number: its dimension dropped (unless drop = FALSE)
-  bool fill = false;     // `..`
-  bool new_axis = false; // NULL
+  bool scalar = false;    // a number: its dimension dropped (unless drop = FALSE)
+  bool fill = false;      // `..`
+  bool new_axis = false;  // NULL
 };
 
 at::Tensor zero_based_tensor(at::Tensor t) {
@@ -279,8 +280,8 @@ extern "C" SEXP C_tensor_index_put(SEXP x, SEXP args, SEXP value) {
   } else if (is_number(value)) {
     t.index_put_(index, number_of(value, "value"));
   } else {
-    throw Error("value_error", "The value assigned must be a tensor or one number, got " +
-                                   describe(value) + ".");
+    throw Error("value_error",
+                "The value assigned must be a tensor or one number, got " + describe(value) + ".");
   }
   return x;
   AMPKIT_R_END

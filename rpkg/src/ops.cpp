@@ -28,14 +28,31 @@
 
 namespace ampkit_r {
 
-at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype, const c10::Device& device);
+at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
+                         const c10::Device& device);
 
 namespace {
 
 // What an R value converts to, from the schema argument's declared type.
 enum class Kind : uint8_t {
-  Tensor, TensorList, OptionalTensorList, Scalar, ScalarList, Int, IntList, Float, FloatList,
-  Bool, BoolList, String, StringList, ScalarType, Layout, Device, MemoryFormat, Generator,
+  Tensor,
+  TensorList,
+  OptionalTensorList,
+  Scalar,
+  ScalarList,
+  Int,
+  IntList,
+  Float,
+  FloatList,
+  Bool,
+  BoolList,
+  String,
+  StringList,
+  ScalarType,
+  Layout,
+  Device,
+  MemoryFormat,
+  Generator,
   Unsupported
 };
 
@@ -44,11 +61,11 @@ enum Class : uint8_t { kMissing = 32 };
 uint32_t bit(Kind k) { return 1u << static_cast<unsigned>(k); }
 
 struct ArgPlan {
-  int r_pos = -1;             // where the value is among the R arguments; -1: the default
+  int r_pos = -1;  // where the value is among the R arguments; -1: the default
   Kind kind = Kind::Unsupported;
   bool optional = false;
   bool one_based = false;
-  std::optional<int> size;    // int[N]: a single number is repeated N times
+  std::optional<int> size;  // int[N]: a single number is repeated N times
   std::string name;
   c10::IValue default_value;  // None when the schema has none
   bool has_default = false;
@@ -57,16 +74,16 @@ struct ArgPlan {
 struct OverloadPlan {
   c10::OperatorHandle handle;
   std::vector<ArgPlan> args;
-  std::vector<int> r_kind;    // per R argument: the Kind expected, or kMissing
+  std::vector<int> r_kind;  // per R argument: the Kind expected, or kMissing
 };
 
 struct Op {
-  SEXP entry = R_NilValue;    // the op table's list(...), kept alive by the table
+  SEXP entry = R_NilValue;  // the op table's list(...), kept alive by the table
   bool planned = false;
   std::string name;
   std::vector<OverloadPlan> overloads;
-  std::vector<bool> dispatch;     // per R argument: does it choose the overload?
-  std::vector<uint32_t> expected; // per R argument: the kinds the overloads expect there
+  std::vector<bool> dispatch;      // per R argument: does it choose the overload?
+  std::vector<uint32_t> expected;  // per R argument: the kinds the overloads expect there
   std::vector<std::string> r_names;
 };
 
@@ -383,7 +400,8 @@ int64_t as_int(SEXP v, const ArgPlan& a) {
 std::vector<int64_t> as_ints(SEXP v, const ArgPlan& a) {
   std::vector<int64_t> out;
   if (TYPEOF(v) == VECSXP) {
-    for (R_xlen_t i = 0; i < XLENGTH(v); ++i) out.push_back(whole_number_of(VECTOR_ELT(v, i), a.name.c_str()));
+    for (R_xlen_t i = 0; i < XLENGTH(v); ++i)
+      out.push_back(whole_number_of(VECTOR_ELT(v, i), a.name.c_str()));
   } else if (is_tensor(v)) {
     at::Tensor t = tensor_of(v, a.name.c_str()).to(at::kCPU).to(at::kLong).contiguous();
     out.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
@@ -400,7 +418,8 @@ std::vector<int64_t> as_ints(SEXP v, const ArgPlan& a) {
 std::vector<double> as_doubles(SEXP v, const ArgPlan& a) {
   std::vector<double> out;
   if (TYPEOF(v) == VECSXP) {
-    for (R_xlen_t i = 0; i < XLENGTH(v); ++i) out.push_back(number_of(VECTOR_ELT(v, i), a.name.c_str()));
+    for (R_xlen_t i = 0; i < XLENGTH(v); ++i)
+      out.push_back(number_of(VECTOR_ELT(v, i), a.name.c_str()));
   } else if (TYPEOF(v) == REALSXP) {
     out.assign(REAL(v), REAL(v) + XLENGTH(v));
   } else if (TYPEOF(v) == INTSXP) {
@@ -508,12 +527,13 @@ c10::IValue to_ivalue(SEXP v, const ArgPlan& a) {
     case Kind::ScalarType:
       return as_dtype(v, a);
     case Kind::Layout:
-      return static_cast<c10::Layout>(as_enum(v, a, "torch_layout", "a torch_layout such as torch_strided()"));
+      return static_cast<c10::Layout>(
+          as_enum(v, a, "torch_layout", "a torch_layout such as torch_strided()"));
     case Kind::Device:
       return device_of(v, a.name.c_str());
     case Kind::MemoryFormat:
-      return static_cast<c10::MemoryFormat>(
-          as_enum(v, a, "torch_memory_format", "a torch_memory_format such as torch_contiguous_format()"));
+      return static_cast<c10::MemoryFormat>(as_enum(
+          v, a, "torch_memory_format", "a torch_memory_format such as torch_contiguous_format()"));
     case Kind::Generator:
       if (!is_generator(v)) {
         value_error("`" + a.name + "` must be a torch_generator or NULL, got " + describe(v) + ".");
@@ -533,7 +553,8 @@ SEXP tensor_result(at::Tensor t, SEXP* args, int n) {
   // An in-place op returns its own input: the same R object, as R torch returns it.
   if (t.defined()) {
     for (int i = 0; i < n; ++i) {
-      if (is_tensor(args[i]) && R_ExternalPtrAddr(args[i]) == t.unsafeGetTensorImpl()) return args[i];
+      if (is_tensor(args[i]) && R_ExternalPtrAddr(args[i]) == t.unsafeGetTensorImpl())
+        return args[i];
     }
   }
   return make_tensor(std::move(t));
@@ -553,7 +574,8 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   if (v.isNone()) return R_NilValue;
   if (v.isBool()) return Rf_ScalarLogical(v.toBool());
   if (v.isInt()) return Rf_ScalarReal(static_cast<double>(v.toInt()));
-  if (v.isSymInt()) return Rf_ScalarReal(static_cast<double>(v.toSymInt().guard_int(__FILE__, __LINE__)));
+  if (v.isSymInt())
+    return Rf_ScalarReal(static_cast<double>(v.toSymInt().guard_int(__FILE__, __LINE__)));
   if (v.isDouble()) return Rf_ScalarReal(v.toDouble());
   if (v.isTensorList()) {
     std::vector<c10::IValue> items;
@@ -576,7 +598,8 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   throw Error("runtime_error", "ampkit: a result of type " + v.tagKind() + " has no R value.");
 }
 
-// ---- the call ------------------------------------------------------------------------------------
+// ---- the call
+// ------------------------------------------------------------------------------------
 
 void collect_garbage() {
   SEXP call = PROTECT(Rf_lang1(Rf_install("gc")));

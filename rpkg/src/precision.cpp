@@ -113,8 +113,8 @@ struct Locator {
     int64_t numel = 0;
     for (const auto& t : tensors) numel += t.numel();
     std::lock_guard<std::mutex> lock(mutex);
-    pending.push_back({step, pass, module, dtype_name(tensors.front().scalar_type()), numel,
-                       std::move(stats)});
+    pending.push_back(
+        {step, pass, module, dtype_name(tensors.front().scalar_type()), numel, std::move(stats)});
     return true;
   }
 
@@ -227,7 +227,7 @@ void unwatch(Locator& loc) {
 
 SEXP summary_columns(const std::vector<ampkit::StatsRow>& rows) {
   const auto n = static_cast<R_xlen_t>(rows.size());
-  const char* names[] = {"step", "module", "pass", "dtype", "calls", "numel",
+  const char* names[] = {"step", "module", "pass", "dtype",     "calls",    "numel",
                          "amax", "inf",    "nan",  "underflow", "overflow", "headroom"};
   SEXP out = PROTECT(Rf_allocVector(VECSXP, 12));
   SEXP step = SET_VECTOR_ELT(out, 0, Rf_allocVector(INTSXP, n));
@@ -236,7 +236,8 @@ SEXP summary_columns(const std::vector<ampkit::StatsRow>& rows) {
   SEXP dtype = SET_VECTOR_ELT(out, 3, Rf_allocVector(STRSXP, n));
   SEXP calls = SET_VECTOR_ELT(out, 4, Rf_allocVector(INTSXP, n));
   double* numbers[7];
-  for (int k = 0; k < 7; ++k) numbers[k] = REAL(SET_VECTOR_ELT(out, 5 + k, Rf_allocVector(REALSXP, n)));
+  for (int k = 0; k < 7; ++k)
+    numbers[k] = REAL(SET_VECTOR_ELT(out, 5 + k, Rf_allocVector(REALSXP, n)));
   for (R_xlen_t i = 0; i < n; ++i) {
     const ampkit::StatsRow& r = rows[i];
     INTEGER(step)[i] = static_cast<int>(r.step);

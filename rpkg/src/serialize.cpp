@@ -12,12 +12,11 @@
 // collections.OrderedDict (what Python's state_dict() is) into None. What it reads: PyTorch's
 // weights-only globals (OrderedDict, the tensor and parameter rebuilders, typed storages) and
 // libtorch's container tags (older files); anything else is refused by name.
+#include <ATen/ops/empty.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
-
-#include <ATen/ops/empty.h>
 
 #include <cstring>
 #include <map>
@@ -30,7 +29,8 @@
 namespace ampkit_r {
 namespace {
 
-// ---- R -> IValue (saving) ------------------------------------------------------------------------
+// ---- R -> IValue (saving)
+// ------------------------------------------------------------------------
 
 bool has_names(SEXP names) {
   if (Rf_isNull(names)) return false;
@@ -52,10 +52,12 @@ c10::IValue ivalue_of(SEXP x, const std::string& where) {
         SEXP name = STRING_ELT(names, i);
         const bool named = name != NA_STRING && CHAR(name)[0] != '\0';
         const std::string key = named ? Rf_translateCharUTF8(name) : std::string();
-        const std::string at = named ? where + "$" + key : where + "[[" + std::to_string(i + 1) + "]]";
+        const std::string at =
+            named ? where + "$" + key : where + "[[" + std::to_string(i + 1) + "]]";
         c10::IValue value = ivalue_of(VECTOR_ELT(x, i), at);
         if (named) {
-          if (dict.contains(key)) value_error("`" + where + "` has two elements named \"" + key + "\".");
+          if (dict.contains(key))
+            value_error("`" + where + "` has two elements named \"" + key + "\".");
           dict.insert(key, std::move(value));
         } else {
           dict.insert(static_cast<int64_t>(i + 1), std::move(value));
@@ -150,14 +152,49 @@ std::string global_name(const c10::IValue& v) { return v.toStringRef().substr(kG
 
 // The pickle opcodes PyTorch's files use (pickle protocols 2 to 5).
 enum Op : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', BINFLOAT = 'G', BININT = 'J', BININT1 = 'K',
-  BININT2 = 'M', NONE = 'N', BINPERSID = 'Q', REDUCE = 'R', BINUNICODE = 'X', BINBYTES = 'B',
-  SHORT_BINBYTES = 'C', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd', APPENDS = 'e',
-  BINGET = 'h', LONG_BINGET = 'j', LIST = 'l', BINPUT = 'q', LONG_BINPUT = 'r', SETITEM = 's',
-  TUPLE = 't', SETITEMS = 'u', EMPTY_DICT = '}', EMPTY_LIST = ']', EMPTY_TUPLE = ')',
-  PROTO = 0x80, NEWOBJ = 0x81, TUPLE1 = 0x85, TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88,
-  NEWFALSE = 0x89, LONG1 = 0x8a, SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, STACK_GLOBAL = 0x93,
-  MEMOIZE = 0x94, FRAME = 0x95
+  MARK = '(',
+  STOP = '.',
+  POP = '0',
+  POP_MARK = '1',
+  BINFLOAT = 'G',
+  BININT = 'J',
+  BININT1 = 'K',
+  BININT2 = 'M',
+  NONE = 'N',
+  BINPERSID = 'Q',
+  REDUCE = 'R',
+  BINUNICODE = 'X',
+  BINBYTES = 'B',
+  SHORT_BINBYTES = 'C',
+  APPEND = 'a',
+  BUILD = 'b',
+  GLOBAL = 'c',
+  DICT = 'd',
+  APPENDS = 'e',
+  BINGET = 'h',
+  LONG_BINGET = 'j',
+  LIST = 'l',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEM = 's',
+  TUPLE = 't',
+  SETITEMS = 'u',
+  EMPTY_DICT = '}',
+  EMPTY_LIST = ']',
+  EMPTY_TUPLE = ')',
+  PROTO = 0x80,
+  NEWOBJ = 0x81,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  STACK_GLOBAL = 0x93,
+  MEMOIZE = 0x94,
+  FRAME = 0x95
 };
 
 class PickleReader {
@@ -233,17 +270,39 @@ class PickleReader {
 
   void step(uint8_t op) {
     switch (op) {
-      case PROTO: byte(); break;
-      case FRAME: little(8); break;
-      case MARK: marks_.push_back(stack_.size()); break;
-      case POP: pop(); break;
-      case POP_MARK: pop_to_mark(); break;
-      case NONE: stack_.emplace_back(); break;
-      case NEWTRUE: stack_.emplace_back(true); break;
-      case NEWFALSE: stack_.emplace_back(false); break;
-      case BININT: stack_.emplace_back(static_cast<int64_t>(static_cast<int32_t>(little(4)))); break;
-      case BININT1: stack_.emplace_back(static_cast<int64_t>(little(1))); break;
-      case BININT2: stack_.emplace_back(static_cast<int64_t>(little(2))); break;
+      case PROTO:
+        byte();
+        break;
+      case FRAME:
+        little(8);
+        break;
+      case MARK:
+        marks_.push_back(stack_.size());
+        break;
+      case POP:
+        pop();
+        break;
+      case POP_MARK:
+        pop_to_mark();
+        break;
+      case NONE:
+        stack_.emplace_back();
+        break;
+      case NEWTRUE:
+        stack_.emplace_back(true);
+        break;
+      case NEWFALSE:
+        stack_.emplace_back(false);
+        break;
+      case BININT:
+        stack_.emplace_back(static_cast<int64_t>(static_cast<int32_t>(little(4))));
+        break;
+      case BININT1:
+        stack_.emplace_back(static_cast<int64_t>(little(1)));
+        break;
+      case BININT2:
+        stack_.emplace_back(static_cast<int64_t>(little(2)));
+        break;
       case LONG1: {
         const size_t n = byte();
         if (n > 8) bad("an integer is wider than 64 bits");
@@ -260,13 +319,27 @@ class PickleReader {
         stack_.emplace_back(d);
         break;
       }
-      case SHORT_BINUNICODE: stack_.emplace_back(bytes(byte())); break;
-      case BINUNICODE: stack_.emplace_back(bytes(little(4))); break;
-      case BINUNICODE8: stack_.emplace_back(bytes(little(8))); break;
-      case SHORT_BINBYTES: stack_.emplace_back(bytes(byte())); break;
-      case BINBYTES: stack_.emplace_back(bytes(little(4))); break;
-      case EMPTY_TUPLE: stack_.push_back(tuple({})); break;
-      case TUPLE: stack_.push_back(tuple(pop_to_mark())); break;
+      case SHORT_BINUNICODE:
+        stack_.emplace_back(bytes(byte()));
+        break;
+      case BINUNICODE:
+        stack_.emplace_back(bytes(little(4)));
+        break;
+      case BINUNICODE8:
+        stack_.emplace_back(bytes(little(8)));
+        break;
+      case SHORT_BINBYTES:
+        stack_.emplace_back(bytes(byte()));
+        break;
+      case BINBYTES:
+        stack_.emplace_back(bytes(little(4)));
+        break;
+      case EMPTY_TUPLE:
+        stack_.push_back(tuple({}));
+        break;
+      case TUPLE:
+        stack_.push_back(tuple(pop_to_mark()));
+        break;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
@@ -275,7 +348,9 @@ class PickleReader {
         stack_.push_back(tuple(std::move(items)));
         break;
       }
-      case EMPTY_LIST: stack_.emplace_back(c10::impl::GenericList(c10::AnyType::get())); break;
+      case EMPTY_LIST:
+        stack_.emplace_back(c10::impl::GenericList(c10::AnyType::get()));
+        break;
       case LIST: {
         c10::impl::GenericList list(c10::AnyType::get());
         for (auto& v : pop_to_mark()) list.push_back(std::move(v));
@@ -295,7 +370,9 @@ class PickleReader {
         for (auto& v : items) list.push_back(std::move(v));
         break;
       }
-      case EMPTY_DICT: stack_.emplace_back(empty_dict()); break;
+      case EMPTY_DICT:
+        stack_.emplace_back(empty_dict());
+        break;
       case DICT: {
         std::vector<c10::IValue> items = pop_to_mark();
         c10::IValue dict = empty_dict();
@@ -314,11 +391,21 @@ class PickleReader {
         set_items(top(), items);
         break;
       }
-      case BINPUT: memo_put(byte()); break;
-      case LONG_BINPUT: memo_put(little(4)); break;
-      case MEMOIZE: memo_put(memo_.size()); break;
-      case BINGET: memo_get(byte()); break;
-      case LONG_BINGET: memo_get(little(4)); break;
+      case BINPUT:
+        memo_put(byte());
+        break;
+      case LONG_BINPUT:
+        memo_put(little(4));
+        break;
+      case MEMOIZE:
+        memo_put(memo_.size());
+        break;
+      case BINGET:
+        memo_get(byte());
+        break;
+      case LONG_BINGET:
+        memo_get(little(4));
+        break;
       case GLOBAL: {
         std::string module = line();
         std::string name = line();
@@ -344,10 +431,12 @@ class PickleReader {
         // parameter's Python attributes. R has no place for them.
         pop();
         break;
-      case BINPERSID: stack_.push_back(storage(pop())); break;
+      case BINPERSID:
+        stack_.push_back(storage(pop()));
+        break;
       default:
-        bad("it has the pickle opcode " + std::to_string(op) + ", which PyTorch's tensors, dicts, " +
-            "lists, numbers and strings do not use");
+        bad("it has the pickle opcode " + std::to_string(op) +
+            ", which PyTorch's tensors, dicts, " + "lists, numbers and strings do not use");
     }
   }
 
@@ -380,8 +469,8 @@ class PickleReader {
     if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
       if (a.size() < 4 || !a[0].isTensor()) bad("a tensor is rebuilt from the wrong values");
       at::Tensor flat = a[0].toTensor();
-      at::Tensor t = at::empty({0}, flat.options())
-                         .set_(flat.storage(), a[1].toInt(), ints(a[2]), ints(a[3]));
+      at::Tensor t =
+          at::empty({0}, flat.options()).set_(flat.storage(), a[1].toInt(), ints(a[2]), ints(a[3]));
       if (a.size() > 4 && a[4].isBool() && a[4].toBool()) t.requires_grad_(true);
       return t;
     }
@@ -398,7 +487,8 @@ class PickleReader {
       return call(a[0], a[2]);
     }
     if (name == "torch.jit._pickle.restore_type_tag" || name == "torch.jit._pickle.build_intlist" ||
-        name == "torch.jit._pickle.build_doublelist" || name == "torch.jit._pickle.build_boollist" ||
+        name == "torch.jit._pickle.build_doublelist" ||
+        name == "torch.jit._pickle.build_boollist" ||
         name == "torch.jit._pickle.build_tensorlist") {
       // libtorch's container tags (files of earlier versions): the container itself.
       if (a.empty()) bad("a container tag has no container");
@@ -441,8 +531,8 @@ class PickleReader {
     if (archive_.hasRecord(record)) {
       auto [data, nbytes] = archive_.getRecord(record);
       const int64_t itemsize = static_cast<int64_t>(c10::elementSize(type));
-      c10::Storage s(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes),
-                     std::move(data), /*allocator=*/nullptr, /*resizable=*/false);
+      c10::Storage s(c10::Storage::use_byte_size_t(), static_cast<int64_t>(nbytes), std::move(data),
+                     /*allocator=*/nullptr, /*resizable=*/false);
       flat.set_(s, 0, {static_cast<int64_t>(nbytes) / itemsize}, {1});
     } else if (!e[4].isInt() || e[4].toInt() != 0) {
       bad("the storage " + key + " is missing");
@@ -475,7 +565,8 @@ class PickleReader {
   std::map<std::string, at::Tensor> storages_;
 };
 
-// ---- IValue -> R ---------------------------------------------------------------------------------
+// ---- IValue -> R
+// ---------------------------------------------------------------------------------
 
 SEXP r_of(const c10::IValue& v);
 
@@ -488,7 +579,7 @@ SEXP r_of_dict(const c10::impl::GenericDict& dict) {
   R_xlen_t i = 0;
   for (const auto& entry : dict) {
     const c10::IValue& key = entry.key();
-    std::string text = key.isString()               ? key.toStringRef()
+    std::string text = key.isString()              ? key.toStringRef()
                        : key.isInt() && any_string ? std::string()
                        : key.isInt()               ? std::to_string(key.toInt())
                        : key.isDouble()            ? std::to_string(key.toDouble())
@@ -553,9 +644,10 @@ extern "C" SEXP C_pickle_load(SEXP raw) {
   const char* data = reinterpret_cast<const char*>(RAW(raw));
   const size_t size = static_cast<size_t>(XLENGTH(raw));
   if (size < 4 || std::memcmp(data, "PK\x03\x04", 4) != 0) {
-    value_error("The file is not in PyTorch's zip format (what torch.save() writes since PyTorch "
-                "1.6; a file saved with _use_new_zipfile_serialization=False, or by R torch, is "
-                "not).");
+    value_error(
+        "The file is not in PyTorch's zip format (what torch.save() writes since PyTorch "
+        "1.6; a file saved with _use_new_zipfile_serialization=False, or by R torch, is "
+        "not).");
   }
   caffe2::serialize::PyTorchStreamReader archive(std::make_shared<RawReader>(data, size));
   if (archive.hasRecord("byteorder")) {

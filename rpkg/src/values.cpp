@@ -13,20 +13,20 @@
 // first, a full collection when that freed too little), and the finalizers release the storages.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
-#include <c10/core/CachingDeviceAllocator.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/Formatting.h>
 #include <ATen/core/Generator.h>
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <ATen/core/Formatting.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/TensorOptions.h>
 #include <c10/util/StringUtil.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <malloc.h>
 #include <mutex>
 #include <sstream>
 
@@ -45,9 +45,9 @@ SEXP generator_class = nullptr;
 using TensorPtr = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
 struct Memory {
-  int64_t live = 0;                 // bytes of storages held by R tensors (as counted)
-  int64_t since_collection = 0;     // bytes of new storages since the last collection
-  int64_t live_after = 0;           // `live` after the last collection
+  int64_t live = 0;              // bytes of storages held by R tensors (as counted)
+  int64_t since_collection = 0;  // bytes of new storages since the last collection
+  int64_t live_after = 0;        // `live` after the last collection
   int64_t floor = int64_t{64} << 20;
   bool collecting = false;
 };
@@ -197,8 +197,9 @@ c10::Device device_of(SEXP x, const char* arg) {
   try {
     return c10::Device(text);
   } catch (const c10::Error&) {
-    value_error(arg_text(arg) + " must name a device such as \"cpu\", \"cuda\" or \"cuda:1\", got \"" +
-                text + "\".");
+    value_error(arg_text(arg) +
+                " must name a device such as \"cpu\", \"cuda\" or \"cuda:1\", got \"" + text +
+                "\".");
   }
 }
 
@@ -209,9 +210,7 @@ SEXP make_device(const c10::Device& device) {
   return x;
 }
 
-bool is_generator(SEXP x) {
-  return TYPEOF(x) == EXTPTRSXP && R_ExternalPtrTag(x) == generator_tag;
-}
+bool is_generator(SEXP x) { return TYPEOF(x) == EXTPTRSXP && R_ExternalPtrTag(x) == generator_tag; }
 
 at::Generator generator_of(SEXP x) {
   auto* impl = static_cast<c10::GeneratorImpl*>(R_ExternalPtrAddr(x));
@@ -292,8 +291,7 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg) {
 int64_t zero_based(int64_t index, const char* arg) {
   if (index > 0) return index - 1;
   if (index < 0) return index;
-  value_error(arg_text(arg) +
-              " is 1-based (the first is 1, the last -1), but found 0.");
+  value_error(arg_text(arg) + " is 1-based (the first is 1, the last -1), but found 0.");
 }
 
 // ---- R data <-> tensors ------------------------------------------------------------------------
@@ -312,8 +310,10 @@ c10::ScalarType r_storage_type(SEXP data) {
     case CPLXSXP:
       return at::kComplexDouble;
     default:
-      value_error("`data` must be a numeric, integer, logical, raw or complex vector or array, "
-                  "got " + describe(data) + ".");
+      value_error(
+          "`data` must be a numeric, integer, logical, raw or complex vector or array, "
+          "got " +
+          describe(data) + ".");
   }
 }
 
@@ -368,12 +368,13 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
   at::Tensor host = at::empty(reversed, at::TensorOptions().dtype(stored));
   const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
   if (bytes > 0) std::memcpy(host.data_ptr(), DATAPTR_RO(data), bytes);
-  c10::ScalarType target = dtype.value_or(
-      TYPEOF(data) == REALSXP     ? at::typeMetaToScalarType(at::get_default_dtype())
-      : TYPEOF(data) == INTSXP    ? at::kLong
-      : TYPEOF(data) == LGLSXP    ? at::kBool
-      : TYPEOF(data) == CPLXSXP   ? at::toComplexType(at::typeMetaToScalarType(at::get_default_dtype()))
-                                  : at::kByte);
+  c10::ScalarType target =
+      dtype.value_or(TYPEOF(data) == REALSXP  ? at::typeMetaToScalarType(at::get_default_dtype())
+                     : TYPEOF(data) == INTSXP ? at::kLong
+                     : TYPEOF(data) == LGLSXP ? at::kBool
+                     : TYPEOF(data) == CPLXSXP
+                         ? at::toComplexType(at::typeMetaToScalarType(at::get_default_dtype()))
+                         : at::kByte);
   at::Tensor t = column_major_view(host, shape.size());
   if (TYPEOF(data) == LGLSXP && target != at::kBool) {
     t = t.ne(0).to(target);
@@ -415,9 +416,8 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
   } else if (at::isFloatingType(type)) {
     r_type = REALSXP;
     as = at::kDouble;
-  } else if (type == at::kLong &&
-             (t.numel() == 0 || (t.max().item<int64_t>() <= INT32_MAX &&
-                                 t.min().item<int64_t>() > INT32_MIN))) {
+  } else if (type == at::kLong && (t.numel() == 0 || (t.max().item<int64_t>() <= INT32_MAX &&
+                                                      t.min().item<int64_t>() > INT32_MIN))) {
     r_type = INTSXP;
     as = at::kInt;
   } else if (type == at::kLong || type == at::kUInt32 || type == at::kUInt64) {
@@ -466,7 +466,8 @@ extern "C" SEXP C_tensor_from_r(SEXP data, SEXP dtype, SEXP device, SEXP require
   AMPKIT_R_BEGIN
   std::optional<c10::ScalarType> type;
   if (!Rf_isNull(dtype)) type = dtype_of(dtype, "dtype");
-  const c10::Device where = Rf_isNull(device) ? c10::Device(c10::kCPU) : device_of(device, "device");
+  const c10::Device where =
+      Rf_isNull(device) ? c10::Device(c10::kCPU) : device_of(device, "device");
   at::Tensor t = tensor_from_r(data, type, where);
   if (Rf_asLogical(requires_grad) == TRUE) t.requires_grad_(true);
   return make_tensor(std::move(t));
@@ -591,6 +592,9 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   if (field == "is_contiguous") return Rf_ScalarLogical(t.is_contiguous());
   if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
   if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
+  if (field == "data_ptr") {  // a number, as PyTorch's data_ptr(): exact below 2^53
+    return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.data_ptr())));
+  }
   if (field == "stride") {
     // Doubles, as R torch's $stride() (int64 in libtorch).
     SEXP out = PROTECT(Rf_allocVector(REALSXP, t.dim()));
@@ -634,7 +638,8 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
   const std::string op = CHAR(STRING_ELT(what, 0));
   const auto& hooks = at::detail::getCUDAHooks();
   if (op == "available") return Rf_ScalarLogical(at::globalContext().hasCUDA());
-  if (op == "count") return Rf_ScalarInteger(at::globalContext().hasCUDA() ? hooks.deviceCount() : 0);
+  if (op == "count")
+    return Rf_ScalarInteger(at::globalContext().hasCUDA() ? hooks.deviceCount() : 0);
   if (op == "synchronize") {
     if (at::globalContext().hasCUDA()) {
       hooks.deviceSynchronize(static_cast<c10::DeviceIndex>(
@@ -643,16 +648,15 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
     return R_NilValue;
   }
   if (!at::globalContext().hasCUDA()) throw Error("runtime_error", "no CUDA device is available.");
-  const auto device = static_cast<c10::DeviceIndex>(
-      Rf_isNull(index) ? hooks.getCurrentDevice() : Rf_asInteger(index));
+  const auto device = static_cast<c10::DeviceIndex>(Rf_isNull(index) ? hooks.getCurrentDevice()
+                                                                     : Rf_asInteger(index));
   c10::DeviceAllocator* allocator = c10::getDeviceAllocator(c10::DeviceType::CUDA);
   if (op == "memory_stats") {
     // R torch's layout: each kind of bytes, "all" pools, its current/peak/allocated/freed.
     const auto stats = allocator->getDeviceStats(device);
     const auto agg = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-    const c10::CachingAllocator::Stat* kinds[] = {&stats.allocated_bytes[agg],
-                                                  &stats.reserved_bytes[agg],
-                                                  &stats.active_bytes[agg]};
+    const c10::CachingAllocator::Stat* kinds[] = {
+        &stats.allocated_bytes[agg], &stats.reserved_bytes[agg], &stats.active_bytes[agg]};
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
     for (int i = 0; i < 3; ++i) {
       SEXP counts = PROTECT(Rf_allocVector(REALSXP, 4));
@@ -682,7 +686,8 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
 // of the process: the benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator
 // says why). Whether it could.
 extern "C" SEXP C_steady_allocator() {
-  return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1);
+  return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
+                          mallopt(M_TRIM_THRESHOLD, -1) == 1);
 }
 
 // The number of threads libtorch uses for intra-op parallelism (NULL reads).
@@ -704,7 +709,8 @@ namespace ampkit_r {
 extern "C" SEXP C_tensor_share(SEXP x) {
   AMPKIT_R_BEGIN
   at::Tensor t = tensor_of(x, "x");
-  return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeReleaseTensorImpl())));
+  return Rf_ScalarReal(
+      static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeReleaseTensorImpl())));
   AMPKIT_R_END
 }
 
@@ -712,7 +718,8 @@ extern "C" SEXP C_tensor_share(SEXP x) {
 extern "C" SEXP C_tensor_adopt(SEXP address) {
   AMPKIT_R_BEGIN
   auto* impl = reinterpret_cast<c10::TensorImpl*>(static_cast<uintptr_t>(Rf_asReal(address)));
-  return make_tensor(at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl)));
+  return make_tensor(
+      at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(impl)));
   AMPKIT_R_END
 }
 

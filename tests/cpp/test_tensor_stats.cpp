@@ -38,9 +38,21 @@ class TensorStats : public ampkit_test::DeviceTest {
   }
   at::Tensor values(at::ScalarType dtype) const {
     const double tiny = std::ldexp(1.0, -25);
-    const std::vector<double> v = {0.0,     tiny,   -tiny,  tiny * 1.0000001, std::ldexp(1.0, -24),
-                                   1e-30,   1.0,    65504., 65519.99,         65520.0,
-                                   -65520., 1e6,    inf,    -inf,             nan,
+    const std::vector<double> v = {0.0,
+                                   tiny,
+                                   -tiny,
+                                   tiny * 1.0000001,
+                                   std::ldexp(1.0, -24),
+                                   1e-30,
+                                   1.0,
+                                   65504.,
+                                   65519.99,
+                                   65520.0,
+                                   -65520.,
+                                   1e6,
+                                   inf,
+                                   -inf,
+                                   nan,
                                    3e38};
     return at::tensor(v, at::TensorOptions().dtype(at::kDouble)).to(on_device().dtype(dtype));
   }
@@ -63,8 +75,7 @@ TEST_P(TensorStats, EqualsWhatACastToFloat16Does) {
 TEST_P(TensorStats, SeveralTensorsAddUpAndEmptyOnesAreSkipped) {
   const at::Tensor a = at::full({3}, 2.0, on_device());
   const at::Tensor b = at::full({2, 2}, -7e4, on_device());
-  EXPECT_EQ(measured({a, at::empty({0}, on_device()), b}),
-            (std::vector<double>{7e4, 0, 0, 0, 4}));
+  EXPECT_EQ(measured({a, at::empty({0}, on_device()), b}), (std::vector<double>{7e4, 0, 0, 0, 4}));
   EXPECT_FALSE(ampkit::tensor_stats({at::empty({0}, on_device())}).defined());
   EXPECT_FALSE(ampkit::tensor_stats({}).defined());
 }

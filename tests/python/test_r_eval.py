@@ -83,9 +83,12 @@ def session():
             warnings.simplefilter("always")
             out["warned_value"] = list(r_eval("warning('careful'); 7"))
         out["warnings"] = [[str(w.message), w.category is RRuntimeWarning] for w in caught]
-        # the scaler R made is the Python object ampkit.GradScaler
+        # the scaler R made is R's own (the core's, no Python object), and a tensor made in R
+        # is the same tensor in Python
         r_eval("s2 <- amp_grad_scaler('cpu', init_scale = 8)")
-        out["python_type"] = str(r_eval("class(s2$python)[[1]]")[0])
+        out["r_class"] = str(r_eval("class(s2)[[1]]")[0])
+        r_eval("x <- torch_zeros(3); p <- reticulate::r_to_py(x); invisible(p$add_(2))")
+        out["shared_tensor"] = list(r_eval("as_array(x)"))
         print(json.dumps(out))
     """)
     return {"rc": rc, "out": out, "stderr": err}
@@ -103,7 +106,8 @@ def test_values_come_back_as_rpy2_objects_and_variables_persist(session):
     assert out["scale"] == [1024.0]
     assert out["vector"] == [2, 3]
     assert out["persist"] == [42.0]
-    assert out["python_type"] == "ampkit.grad_scaler.GradScaler"
+    assert out["r_class"] == "AmpGradScaler"
+    assert out["shared_tensor"] == [2.0, 2.0, 2.0]
 
 
 def test_an_r_error_is_a_runtime_error_with_rs_message(session):
@@ -139,13 +143,17 @@ def test_torch_keeps_its_own_blas_and_nothing_warns():
         a = torch.randn(256, 256)
         before_r = torch.mm(a, a).numpy().tobytes().hex()  # before R is loaded
         r_eval('library(ampkit); stopifnot(ampkit_available())')
-        r_eval('torch <- reticulate::import("torch"); invisible(torch$manual_seed(0L)); '
-               'a <- torch$randn(256L, 256L)')
-        from_r = r_eval('torch$mm(a, a)$numpy()$tobytes()$hex()')[0]
-        print(json.dumps({"same": before_r == from_r}))
+        r_eval('torch <- reticulate::import("torch", convert = FALSE); '
+               'invisible(torch$manual_seed(0L)); a <- torch$randn(256L, 256L)')
+        from_r = r_eval('reticulate::py_to_r(torch$mm(a, a)$numpy()$tobytes()$hex())')[0]
+        # and R's own product (libtorch called from R's compiled layer)
+        native = r_eval('torch_manual_seed(0); b <- torch_randn(256, 256); '
+                        'reticulate::py_to_r(reticulate::r_to_py(torch_mm(b, b))$numpy()'
+                        '$tobytes()$hex())')[0]
+        print(json.dumps({"same": before_r == from_r, "native": before_r == native}))
     """)
     assert rc == 0, err[-3000:]
-    assert out == {"same": True}
+    assert out == {"same": True, "native": True}
 
 
 def test_after_r_ends_its_event_processing_no_longer_calls_into_python():

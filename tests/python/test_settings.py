@@ -190,22 +190,22 @@ def test_subclasses_under_torch_compile_match_eager():
 
 # ---- the R glue, from Python's side ---------------------------------------------------------
 
-def test_r_glue_regions_and_scalers():
-    token = r_glue.open_region("cpu", torch.float16, True, None)
-    assert r_glue.region_is_open(token) and r_glue.get_autocast_dtype("cpu") == torch.float16
-    r_glue.exit_region(token)
-    assert not r_glue.region_is_open(token) and not r_glue.is_autocast_enabled("cpu")
-    if not torch.cuda.is_available():
-        pending = r_glue.open_region("cuda", None, True, None)
-        assert isinstance(pending, r_glue.DisabledRegion) and "CUDA" in pending.warning
-        r_glue.exit_region(r_glue.enter_region(pending.request))
-    assert r_glue.scaler_options() == list(_C.SCALER_OPTIONS)
-    scaler = r_glue.new_scaler("cpu", {"init_scale": 8.0, "growth_delay": 1})
-    assert r_glue.scale_tensor(scaler) is None
-    scaler.scale(torch.ones(()))
-    assert r_glue.scale_tensor(scaler).item() == 8.0
-    assert r_glue.scaler_from_deepspeed({"initial_scale_power": 3}, "cpu").get_scale() == 8.0
-    assert r_glue.scaler_from_megatron("cpu", initial_scale=4.0).get_scale() == 4.0
+def test_r_glue_presets_sharded_scaler_and_param_signature():
+    # What R asks of Python (ampkit.r_glue): the presets' options, judged by Python's presets;
+    # a sharded scaler; the identities of a PyTorch optimizer's parameters.
+    options = r_glue.deepspeed_options({"fp16": {"initial_scale_power": 3}})
+    assert set(options) == {name for name, _ in _C.SCALER_OPTIONS}
+    assert options["init_scale"] == 8.0
+    assert options == ampkit.GradScaler.from_deepspeed(
+        {"fp16": {"initial_scale_power": 3}}, "cpu")._core.options()
+    assert r_glue.megatron_options(initial_scale=4.0)["init_scale"] == 4.0
+    with pytest.raises(ampkit.ArgumentError):
+        r_glue.megatron_options(initial_scale=4.0, growth_factor=0.5)
+    p, q = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(1))
+    opt = torch.optim.SGD([p], lr=0.1)
+    before = r_glue.param_signature(opt)
+    opt.add_param_group({"params": [q]})
+    assert before == [[id(p)]] and r_glue.param_signature(opt) == [[id(p)], [id(q)]]
 
 
 # ---- the binding's stub ----------------------------------------------------------------------

@@ -1,45 +1,90 @@
-# The R package's CUDA scaler on a GPU: R torch's article loop (float16 autocast, the scaler,
-# an Inf gradient on one step) against torch.amp on the same GPU, bit for bit, with the scale
-# kept on the device. Skipped where torch sees no CUDA device (tools/gpu_proof.sh runs it there).
+# The R package on a GPU: R torch's article loop (float16 autocast, the CUDA scaler, an Inf
+# gradient on one step) against PyTorch's modules with torch.amp on the same GPU, bit for bit,
+# with the scale kept on the device; R callbacks called by the autograd engine's CUDA thread run
+# on R's thread; a loop of large CUDA temporaries stays within 2x of its allocated memory.
+# Skipped where libtorch sees no CUDA device (tools/gpu_proof.sh runs it there).
 
-test_that("cuda_amp_grad_scaler scales a CUDA loss as torch.amp does, a skipped step included", {
+skip_if_no_cuda <- function() if (!cuda_is_available()) skip("CUDA is not available")
+
+test_that("cuda_amp_grad_scaler trains as torch.amp does, a skipped step included", {
+  skip_if_no_cuda()
   skip_if_no_ampkit()
-  torch <- import_torch()
-  if (!torch$cuda$is_available()) skip("CUDA is not available")
-  make <- function() {
-    torch$manual_seed(1L)
-    model <- torch$nn$Sequential(torch$nn$Linear(6L, 5L), torch$nn$ReLU(),
-                                 torch$nn$Linear(5L, 3L))$cuda()
-    list(model = model, opt = torch$optim$SGD(model$parameters(), lr = 0.1))
-  }
-  ours_net <- make()
-  theirs_net <- make()
-  ours <- cuda_amp_grad_scaler(init_scale = 256, growth_interval = 2)
-  theirs <- torch$amp$GradScaler("cuda", init_scale = 256, growth_interval = 2L)
-  torch$manual_seed(2L)
+  torch <- import_torch_py()
+  torch_manual_seed(1)
+  ours <- nn_sequential(nn_linear(6, 5), nn_relu(), nn_linear(5, 3))$cuda()
+  ours_opt <- optim_sgd(ours$parameters, lr = 0.1)
+  torch$manual_seed(1L)  # the same weights: libtorch's generator, the same layers in order
+  theirs <- torch$nn$Sequential(torch$nn$Linear(6L, 5L), torch$nn$ReLU(),
+                                torch$nn$Linear(5L, 3L))$cuda()
+  theirs_opt <- torch$optim$SGD(theirs$parameters(), lr = 0.1)
+  scaler <- cuda_amp_grad_scaler(init_scale = 256, growth_interval = 2)
+  reference <- torch$amp$GradScaler("cuda", init_scale = 256, growth_interval = 2L)
+  torch_manual_seed(2)
   for (i in 1:5) {
-    x <- torch$randn(4L, 6L)$cuda()
-    y <- torch$randn(4L, 3L)$cuda()
-    for (pair in list(list(ours_net, ours), list(theirs_net, theirs))) {
-      net <- pair[[1L]]
-      scaler <- pair[[2L]]
-      with_autocast(device_type = "cuda", dtype = "float16", {
-        loss <- torch$nn$functional$mse_loss(net$model(x)$float(), y)
-      })
-      scaler$scale(loss)$backward()
-      if (i == 3L) {
-        grad <- net$model$parameters()$`__next__`()$grad
-        grad$view(-1L)$`__setitem__`(0L, Inf)
-      }
-      scaler$step(net$opt)
-      scaler$update()
-      net$opt$zero_grad()
+    x <- torch_randn(4, 6)$cuda()
+    y <- torch_randn(4, 3)$cuda()
+    with_autocast(device_type = "cuda", {
+      loss <- nnf_mse_loss(ours(x)$float(), y)
+    })
+    scaler$scale(loss)$backward()
+    if (i == 3L) ours$parameters[[1]]$grad[1, 1] <- Inf
+    scaler$step(ours_opt)
+    scaler$update()
+    ours_opt$zero_grad()
+
+    with_autocast(device_type = "cuda", {
+      their_loss <- torch$nn$functional$mse_loss(theirs(reticulate::r_to_py(x))$float(),
+                                                 reticulate::r_to_py(y))
+    })
+    reference$scale(their_loss)$backward()
+    if (i == 3L) {
+      first <- reticulate::import_builtins(convert = FALSE)$`next`(theirs$parameters())
+      first$grad$view(-1L)$`__setitem__`(0L, Inf)
     }
-    expect_identical(ours$get_scale(), theirs$get_scale())
+    reference$step(theirs_opt)
+    reference$update()
+    theirs_opt$zero_grad()
+    expect_identical(scaler$get_scale(), reference$get_scale())
   }
-  pa <- reticulate::iterate(ours_net$model$parameters())
-  pb <- reticulate::iterate(theirs_net$model$parameters())
-  expect_true(all(mapply(function(p, q) torch$equal(p, q), pa, pb)))
-  expect_identical(ours$python$`_scale`$device$type, "cuda")
-  expect_identical(ours$state_dict()$scale, theirs$state_dict()$scale)
+  mine <- unname(ours$parameters)
+  their <- reticulate::import_builtins()$list(theirs$parameters())
+  for (k in seq_along(mine)) {
+    expect_true(torch_equal(mine[[k]], as_r_tensor(their[[k]])))
+  }
+  expect_identical(scaler$.scale$device$type, "cuda")
+  expect_identical(scaler$state_dict()$scale, reference$state_dict()$scale)
+})
+
+test_that("R callbacks of a CUDA backward run on R's thread", {
+  skip_if_no_cuda()
+  on_r <- logical()
+  x <- torch_randn(64, device = "cuda", requires_grad = TRUE)
+  y <- x * 2
+  y$register_hook(function(grad) {
+    on_r[[length(on_r) + 1L]] <<- ampkit:::on_r_thread()
+    grad
+  })
+  twice <- autograd_function(
+    forward = function(ctx, a) a * 2,
+    backward = function(ctx, g) {
+      on_r[[length(on_r) + 1L]] <<- ampkit:::on_r_thread()
+      list(a = g * 2)
+    }
+  )
+  for (i in 1:5) twice(y)$sum()$backward(retain_graph = TRUE)
+  expect_length(on_r, 10)
+  expect_true(all(on_r))
+})
+
+test_that("a loop of large CUDA temporaries stays within 2x of its allocated memory", {
+  skip_if_no_cuda()
+  gc()
+  cuda_empty_cache()
+  ampkit:::cuda_reset_peak_memory()
+  before <- cuda_memory_stats()$allocated_bytes$all$current
+  temporary <- 64 * 2^20
+  for (i in 1:1000) x <- torch_empty(16 * 2^20, device = "cuda")$fill_(i)
+  peak <- cuda_memory_stats()$allocated_bytes$all$peak
+  # The loop's working set is two temporaries: the last x while the next one is made.
+  expect_lte(peak - before, 2 * (2 * temporary))
 })

@@ -26,7 +26,9 @@ for (step in 0:4) {
   })
   scaler$scale(loss)$backward()
   if (step == 2L && rank == 1L) {
-    first <- reticulate::iter_next(reticulate::as_iterator(model$parameters()))
+    # Unconverted: FSDP2\'s gradients are DTensors, Python objects.
+    py <- reticulate::import_builtins(convert = FALSE)
+    first <- py$`next`(py$iter(model$parameters()))
     first$grad$to_local()$view(-1L)$`__setitem__`(0L, Inf)
   }
   scaler$step(opt)

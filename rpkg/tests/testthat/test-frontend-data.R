@@ -1,7 +1,7 @@
 # The front end's datasets and dataloaders: R torch's dataset() generator, collation, batching,
 # shuffling from torch's generator, and the ways to iterate.
 
-pt <- function() reticulate::import("torch", convert = FALSE)
+pt <- function() py_torch()
 
 squares <- dataset(
   name = "squares",
@@ -88,7 +88,7 @@ test_that("tensor_dataset: items are slices, batches one index_select", {
   expect_identical(item[[1]]$shape, 3L)
   expect_identical(item[[2]]$item(), 2L)
   batch <- enumerate(dataloader(td, batch_size = 5))[[1]]
-  expect_true(reticulate::py_to_r(pt()$equal(unwrap(batch[[1]]), unwrap(x))))
+  expect_true(reticulate::py_to_r(pt()$equal(py_of(batch[[1]]), py_of(x))))
   expect_error(tensor_dataset(torch_randn(2), torch_randn(3)), "same first dimension",
                class = "value_error")
   expect_error(tensor_dataset(1), "one or more tensors", class = "value_error")

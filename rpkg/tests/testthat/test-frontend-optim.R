@@ -1,22 +1,30 @@
 # The front end's optimizers and learning-rate schedulers, against torch.optim run from Python
-# on a copy of the same model; torch_save/torch_load of state dicts.
+# on a copy of the same model (bit for bit); torch_save/torch_load of state dicts.
 
-pt <- function() reticulate::import("torch", convert = FALSE)
+pt <- function() py_torch()
 
+# A tensor as Python's: an R tensor becomes the same tensor in Python (helper-frontend.R's py_of).
+to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
+
+# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
 same_tensor <- function(a, b) {
-  a <- if (inherits(a, "torch_tensor")) unwrap(a) else a
-  b <- if (inherits(b, "torch_tensor")) unwrap(b) else b
+  a <- to_py(a)
+  b <- to_py(b)
   identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
     reticulate::py_to_r(pt()$equal(a, b))
 }
 
-# A front-end MLP and a deep copy of its torch.nn.Module, trained side by side: R with the
-# front end, Python with torch.optim directly.
+# A front-end MLP and its PyTorch twin (torch.nn.Sequential) holding a copy of its weights
+# (copied through the shared tensors), trained side by side: R with the front end, Python with
+# torch.optim directly.
 twin_models <- function(seed = 1) {
   torch_manual_seed(seed)
   net <- nn_sequential(nn_linear(3, 5), nn_tanh(), nn_linear(5, 2))
-  copy <- reticulate::import("copy", convert = FALSE)
-  list(net = net, py = copy$deepcopy(unwrap(net)))
+  nn <- pt()$nn
+  py <- nn$Sequential(nn$Linear(3L, 5L), nn$Tanh(), nn$Linear(5L, 2L))
+  sd <- net$state_dict()
+  py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE))
+  list(net = net, py = py)
 }
 
 train_both <- function(make_r, make_py, steps = 4, seed = 1) {
@@ -30,7 +38,7 @@ train_both <- function(make_r, make_py, steps = 4, seed = 1) {
     loss$backward()
     opt$step()
     opt$zero_grad()
-    py_loss <- pt()$nn$functional$mse_loss(reticulate::py_call(m$py, unwrap(x)), unwrap(y))
+    py_loss <- pt()$nn$functional$mse_loss(reticulate::py_call(m$py, to_py(x)), to_py(y))
     py_loss$backward()
     py_opt$step()
     py_opt$zero_grad()
@@ -39,7 +47,8 @@ train_both <- function(make_r, make_py, steps = 4, seed = 1) {
 }
 
 expect_same_parameters <- function(res) {
-  py_params <- wrap(reticulate::import_builtins(convert = FALSE)$list(res$py$parameters()))
+  py_params <- reticulate::py_to_r(reticulate::import_builtins(convert = FALSE)$list(
+    res$py$parameters()))
   r_params <- unname(res$r$parameters)
   testthat::expect_identical(length(r_params), length(py_params))
   for (i in seq_along(r_params)) testthat::expect_true(same_tensor(r_params[[i]], py_params[[i]]))
@@ -51,7 +60,7 @@ test_that("optim_sgd, optim_adam and optim_adamw step as torch.optim does", {
                     function(p) pt()$optim$SGD(p, lr = 0.1, momentum = 0.9, weight_decay = 1e-3))
   expect_identical(class(res$opt), c("optim_sgd", "torch_optimizer", "R6"))
   expect_true(is_optimizer(res$opt))
-  expect_true(inherits(unwrap(res$opt), "torch.optim.sgd.SGD"))
+  expect_true(R6::is.R6(res$opt)) # an R object (R torch's R6 optimizer), no Python behind it
   expect_same_parameters(res)
   res <- train_both(function(p) optim_adam(p, lr = 0.01, betas = c(0.8, 0.99)),
                     function(p) pt()$optim$Adam(p, lr = 0.01, betas = reticulate::tuple(0.8, 0.99)))
@@ -71,6 +80,72 @@ test_that("optim_sgd, optim_adam and optim_adamw step as torch.optim does", {
   expect_same_parameters(res)
 })
 
+test_that("fused = TRUE is PyTorch's fused Adam, AdamW and SGD, bit for bit", {
+  skip_if_no_ampkit()
+  res <- train_both(function(p) optim_adam(p, lr = 0.01, weight_decay = 0.1, fused = TRUE),
+                    function(p) pt()$optim$Adam(p, lr = 0.01, weight_decay = 0.1, fused = TRUE))
+  expect_true(res$opt$.fused)
+  expect_same_parameters(res)
+  expect_identical(res$opt$state_dict()$state[["1"]]$step$item(), 4)
+  res <- train_both(function(p) optim_adamw(p, lr = 0.01, amsgrad = TRUE, fused = TRUE),
+                    function(p) pt()$optim$AdamW(p, lr = 0.01, amsgrad = TRUE, fused = TRUE))
+  expect_same_parameters(res)
+  res <- train_both(
+    function(p) optim_sgd(p, lr = 0.1, momentum = 0.9, nesterov = TRUE, fused = TRUE),
+    function(p) pt()$optim$SGD(p, lr = 0.1, momentum = 0.9, nesterov = TRUE, fused = TRUE)
+  )
+  expect_same_parameters(res)
+  res <- train_both(function(p) optim_sgd(p, lr = 0.1, maximize = TRUE, fused = TRUE),
+                    function(p) pt()$optim$SGD(p, lr = 0.1, maximize = TRUE, fused = TRUE))
+  expect_same_parameters(res)
+  expect_length(res$opt$state_dict()$state, 0L) # no momentum, no buffers (PyTorch's)
+})
+
+test_that("Adam, AdamW and SGD step with ATen's foreach (or fused) kernels, one call per group", {
+  skip_if_no_ampkit()
+  ops_of_step <- function(opt) {
+    audit <- autocast_audit(opt$step())
+    stats::setNames(audit$calls, audit$op)
+  }
+  m <- twin_models()$net
+  nnf_mse_loss(m(torch_randn(4, 3)), torch_zeros(4, 2))$backward()
+  ops <- ops_of_step(optim_adam(m$parameters, lr = 0.01))
+  expect_identical(unname(ops[c("_foreach_lerp_", "_foreach_addcmul_", "_foreach_addcdiv_")]),
+                   c(1L, 1L, 1L))
+  expect_false(any(c("lerp_", "addcmul_", "addcdiv_") %in% names(ops)))
+  ops <- ops_of_step(optim_adamw(m$parameters, lr = 0.01, fused = TRUE))
+  expect_identical(unname(ops["_fused_adamw_"]), 1L)
+  ops <- ops_of_step(optim_sgd(m$parameters, lr = 0.1, momentum = 0.9))
+  expect_true("_foreach_add_" %in% names(ops))
+  expect_false("add_" %in% names(ops))
+  ops <- ops_of_step(optim_sgd(m$parameters, lr = 0.1, fused = TRUE))
+  expect_identical(unname(ops["_fused_sgd_"]), 1L)
+})
+
+test_that("a fused optimizer under the grad scaler skips an inf step on the device", {
+  skip_if_no_ampkit()
+  res <- list()
+  for (inf_first in c(TRUE, FALSE)) {
+    torch_manual_seed(2)
+    net <- nn_linear(3, 1)
+    opt <- optim_adam(net$parameters, lr = 0.1, fused = TRUE)
+    scaler <- amp_grad_scaler("cpu", init_scale = 4)
+    if (inf_first) {
+      w0 <- net$weight$detach()$clone()
+      scaler$scale(net(torch_ones(1, 3) * Inf)$sum())$backward()
+      scaler$step(opt)
+      scaler$update()
+      expect_true(same_tensor(net$weight, w0))
+      expect_identical(opt$state_dict()$state[["1"]]$step$item(), 0) # the step taken back
+      opt$zero_grad()
+    }
+    scaler$scale(net(torch_ones(2, 3))$sum())$backward()
+    scaler$step(opt)
+    res[[length(res) + 1]] <- net$weight$detach()
+  }
+  expect_true(same_tensor(res[[1]], res[[2]])) # the skipped step left no trace
+})
+
 test_that("param_groups: read as R lists, options assigned as in R torch", {
   skip_if_no_ampkit()
   net <- nn_linear(2, 1)
@@ -83,10 +158,21 @@ test_that("param_groups: read as R lists, options assigned as in R torch", {
   expect_true(same_tensor(groups[[1]]$params[[1]], net$weight))
   opt$param_groups[[1]]$lr <- 0.5
   opt$param_groups[[1]]$betas <- c(0.5, 0.9)
-  py_group <- reticulate::py_get_item(unwrap(opt)$param_groups, 0L)
-  expect_identical(reticulate::py_to_r(py_group$get("lr")), 0.5)
-  expect_true(inherits(py_group$get("betas"), "python.builtin.tuple"))
+  expect_identical(opt$param_groups[[1]]$lr, 0.5)
   expect_identical(opt$param_groups[[1]]$betas, c(0.5, 0.9))
+  # The step uses the assigned options: torch.optim.Adam at lr 0.5, betas (0.5, 0.9), on a copy.
+  py_net <- pt()$nn$Linear(2L, 1L)
+  sd <- net$state_dict()
+  py_net$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, py_of)),
+                                             convert = FALSE))
+  py_opt <- pt()$optim$Adam(py_net$parameters(), lr = 0.5, betas = reticulate::tuple(0.5, 0.9))
+  x <- torch_randn(3, 2)
+  nnf_mse_loss(net(x), torch_zeros(3, 1))$backward()
+  opt$step()
+  pt()$nn$functional$mse_loss(reticulate::py_call(py_net, py_of(x)), pt()$zeros(3L, 1L))$backward()
+  py_opt$step()
+  expect_true(same_tensor(net$weight, py_net$weight))
+  expect_true(same_tensor(net$bias, py_net$bias))
   # Parameter groups with options of their own.
   m <- nn_sequential(nn_linear(2, 2), nn_linear(2, 1))
   opt2 <- optim_sgd(list(list(params = m[[1]]$parameters, lr = 0.5),
@@ -107,7 +193,7 @@ test_that("zero_grad zeroes (or sets to NULL), step takes a closure", {
   opt$zero_grad()
   expect_equal(net$weight$grad$abs()$sum()$item(), 0)
   opt$zero_grad(set_to_none = TRUE)
-  expect_null(net$weight$grad)
+  expect_true(is_undefined_tensor(net$weight$grad)) # R torch's "no gradient"
   w0 <- net$weight$detach()$clone()
   loss <- opt$step(function() {
     opt$zero_grad()
@@ -143,9 +229,14 @@ test_that("state_dict() round-trips through torch_save/torch_load and resumes id
   skip_if_no_ampkit()
   res <- train_both(function(p) optim_adam(p, lr = 0.01), function(p) pt()$optim$Adam(p, lr = 0.01))
   sd <- res$opt$state_dict()
-  expect_identical(names(sd), c("state", "param_groups"))
-  expect_identical(names(sd$state), c("0", "1", "2", "3"))
-  expect_true(inherits(sd$state[["0"]]$exp_avg, "torch_tensor"))
+  # R torch's layout: the groups, then the state of each parameter by its (1-based) number.
+  expect_identical(names(sd), c("param_groups", "state"))
+  expect_identical(names(sd$state), c("1", "2", "3", "4"))
+  expect_equal(sd$param_groups[[1]]$params, 1:4)
+  expect_true(inherits(sd$state[["1"]]$exp_avg, "torch_tensor"))
+  expect_true(same_tensor(sd$state[["1"]]$exp_avg,
+                          reticulate::py_get_item(res$py_opt$state_dict()$get("state"),
+                                                  0L)$get("exp_avg")))
   dir <- withr::local_tempdir()
   torch_save(sd, file.path(dir, "opt.pt"))
   torch_save(res$r$state_dict(), file.path(dir, "model.pt"))
@@ -175,6 +266,16 @@ test_that("state_dict() round-trips through torch_save/torch_load and resumes id
   pt()$save(res$py_opt$state_dict(), file.path(dir, "py_opt.pt"))
   opt2$load_state_dict(torch_load(file.path(dir, "py_opt.pt")))
   expect_identical(opt2$param_groups[[1]]$lr, 0.01)
+  expect_true(same_tensor(opt2$state_dict()$state[["4"]]$exp_avg_sq,
+                          reticulate::py_get_item(res$py_opt$state_dict()$get("state"),
+                                                  3L)$get("exp_avg_sq")))
+  # ... and resumes as PyTorch does: one more step of each, from Python's model and state.
+  opt2$zero_grad()
+  nnf_mse_loss(net2(x), y)$backward()
+  opt2$step()
+  pt()$nn$functional$mse_loss(reticulate::py_call(res$py, py_of(x)), py_of(y))$backward()
+  res$py_opt$step()
+  expect_same_parameters(list(r = net2, py = res$py))
   expect_error(torch_save(net2, file.path(dir, "m.pt")), "save its state dict",
                class = "value_error")
   expect_error(torch_save(opt2, file.path(dir, "o.pt")), "save its state dict",
@@ -233,6 +334,31 @@ test_that("lr_step, lr_lambda and lr_one_cycle follow PyTorch's schedules", {
   expect_error(lr_lambda(opt, 3), "`lr_lambda` must be a function", class = "value_error")
   expect_error(lr_one_cycle(opt, max_lr = 1, anneal_strategy = "cosine"), "anneal_strategy")
   expect_error(lr_one_cycle(opt, max_lr = 1), class = "value_error") # no length given
+})
+
+test_that("lr_multiplicative, lr_cosine_annealing, lr_reduce_on_plateau follow PyTorch's", {
+  skip_if_no_ampkit()
+  sched <- pt()$optim$lr_scheduler
+  expect_identical(
+    r_lrs(function(o) lr_multiplicative(o, function(epoch) 0.95), 6),
+    py_lrs(function(o) sched$MultiplicativeLR(o, reticulate::py_eval("lambda e: 0.95")), 6))
+  expect_identical(
+    r_lrs(function(o) lr_cosine_annealing(o, T_max = 4, eta_min = 0.01), 12),
+    py_lrs(function(o) sched$CosineAnnealingLR(o, T_max = 4L, eta_min = 0.01), 12))
+  metrics <- c(1, 0.9, 0.95, 0.95, 0.97, 0.99, 0.99, 0.8, 0.9, 0.9, 0.9, 0.9)
+  r_opt <- optim_sgd(list(nn_parameter(torch_zeros(1))), lr = 1)
+  r_sched <- lr_reduce_on_plateau(r_opt, factor = 0.5, patience = 1, cooldown = 1)
+  p <- pt()$nn$Parameter(pt()$zeros(1L))
+  py_opt <- pt()$optim$SGD(list(p), lr = 1)
+  py_sched <- sched$ReduceLROnPlateau(py_opt, factor = 0.5, patience = 1L, cooldown = 1L)
+  for (m in metrics) {
+    r_sched$step(m)
+    py_sched$step(m)
+    expect_identical(r_opt$param_groups[[1]]$lr,
+                     reticulate::py_to_r(reticulate::py_get_item(py_opt$param_groups,
+                                                                 0L)$get("lr")))
+  }
+  expect_lt(r_opt$param_groups[[1]]$lr, 1)
 })
 
 test_that("R torch's scheduler tests, adapted: lr_lambda, lr_step, lr_one_cycle", {

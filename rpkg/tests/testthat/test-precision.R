@@ -188,6 +188,14 @@ test_that("forward hooks run outside the module's region, whichever came first",
     policy$remove()
     expect_identical(forward_of(model[[1]]), own)
   }
+  # the policy removed first, its hooks after: the module's own forward again
+  policy <- precision_policy(model, c("0" = "float32"))
+  hook <- model[[1]]$register_forward_hook(function(module, input, output) NULL)
+  policy$remove()
+  y <- with_autocast(device_type = "cpu", dtype = "float16", model[[1]](precision_input()))
+  expect_identical(y$dtype, torch_float16())
+  hook$remove()
+  expect_identical(forward_of(model[[1]]), own)
 })
 
 test_that("the overflow locator's numbers are Python's locator's on the same weights", {
