@@ -23,6 +23,15 @@ signal_native_error <- function(class, message, core_type) {
                trace = user_trace())
 }
 
+# libtorch's warnings of one call into the compiled layer (TORCH_WARN), as R warnings of class
+# ampkit_warning naming the user's call (rpkg/src/errors.cpp, finish_call()).
+signal_native_warnings <- function(messages) {
+  call <- native_caller()
+  for (message in messages) {
+    rlang::warn(translate_error_message(message), class = "ampkit_warning", call = call)
+  }
+}
+
 # The user's call that reached the compiled layer: the first frame outside ampkit's namespace
 # below the error, else the innermost function of ampkit.
 native_caller <- function() {

@@ -509,6 +509,18 @@ torch_kaiser_window <- function(window_length, periodic = TRUE, beta = 12, dtype
 #' @param n The order of the derivative.
 #' @param scale,zero_point,dtype The quantization's scale (a number, or a
 #'   tensor of one per tensor of a list), zero point and quantized dtype.
+#' `torch_lu(A)` is the LU factorisation of (a batch of) matrices: the packed
+#' factors and the pivots (1-based, as LAPACK's), and with `get_infos` the
+#' LAPACK info codes instead of an error for a singular matrix.
+#' `torch_tensor_from_buffer(buffer, shape, dtype)` reads an R vector's bytes
+#' (a raw vector, or a numeric one) as a tensor of `dtype` and `shape`;
+#' `buffer_from_torch_tensor()` gives a tensor's bytes as a raw vector. Both
+#' copy (R torch's first shares the R vector's memory).
+#' @param A A tensor of matrices.
+#' @param pivot,get_infos Whether to pivot; whether to return the info codes.
+#' @param out Ignored unless a list of tensors to copy the results into.
+#' @param buffer An R vector.
+#' @param shape The tensor's shape.
 #' @return A tensor, a list of tensors, or (`torch_result_type()`) a dtype.
 #' @name torch_wrappers
 #' @examples
@@ -521,6 +533,9 @@ torch_kaiser_window <- function(window_length, periodic = TRUE, beta = 12, dtype
 #' torch_polygamma(1, torch_tensor(c(1, 0.5)))
 #' q <- torch_quantize_per_tensor(torch_tensor(c(-1, 0, 1, 2)), 0.1, 10, torch_quint8())
 #' torch_dequantize(q)
+#' torch_lu(torch_tensor(matrix(c(4, 3, 6, 3), 2)))
+#' b <- buffer_from_torch_tensor(torch_tensor(c(1.5, 2)))
+#' torch_tensor_from_buffer(b, shape = 2, dtype = "float")
 NULL
 
 #' @rdname torch_wrappers
@@ -624,4 +639,32 @@ torch_triu_indices <- function(row, col, offset = 0, dtype = NULL, device = NULL
   plus_one(.torch_triu_indices(whole_number(row, "row"), whole_number(col, "col"),
                                whole_number(offset, "offset"), as_torch_dtype(dtype), layout,
                                creation_device(device)))
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_lu <- function(A, pivot = TRUE, get_infos = FALSE, out = NULL) {
+  result <- torch_linalg_lu_factor_ex(A, pivot = pivot, check_errors = !isTRUE(get_infos))
+  result <- if (isTRUE(get_infos)) result else result[1:2]
+  if (is.null(out)) {
+    return(result)
+  }
+  if (!is.list(out) || length(out) != length(result)) {
+    abort(sprintf("`out` must be a list of %d tensors.", length(result)), class = "value_error")
+  }
+  for (i in seq_along(out)) out[[i]]$resize_as_(result[[i]])$copy_(result[[i]])
+  out
+}
+
+#' @rdname torch_wrappers
+#' @export
+torch_tensor_from_buffer <- function(buffer, shape, dtype = "float") {
+  bytes <- if (is.raw(buffer)) buffer else writeBin(buffer, raw(), endian = .Platform$endian)
+  torch_tensor(bytes, dtype = torch_uint8())$view(dtype = as_torch_dtype(dtype))$reshape(shape)
+}
+
+#' @rdname torch_wrappers
+#' @export
+buffer_from_torch_tensor <- function(tensor) {
+  as_array(tensor$contiguous()$view(dtype = torch_uint8())$flatten())
 }

@@ -119,6 +119,15 @@ torch_cfloat128 <- function() dtype_named("ComplexDouble")
 torch_chalf <- function() dtype_named("ComplexHalf")
 #' @rdname torch_dtype
 #' @export
+torch_cfloat32 <- function() dtype_named("ComplexHalf")  # R torch's: complex32
+#' @rdname torch_dtype
+#' @export
+torch_float8_e4m3fn <- function() dtype_named("Float8_e4m3fn")
+#' @rdname torch_dtype
+#' @export
+torch_float8_e5m2 <- function() dtype_named("Float8_e5m2")
+#' @rdname torch_dtype
+#' @export
 torch_quint8 <- function() dtype_named("QUInt8")
 #' @rdname torch_dtype
 #' @export
@@ -520,10 +529,83 @@ steady_allocator <- function() .Call(C_steady_allocator)
 
 #' @rdname cuda_is_available
 #' @export
+torch_get_num_interop_threads <- function() .Call(C_num_interop_threads, NULL)
+
+#' @rdname cuda_is_available
+#' @export
+torch_set_num_interop_threads <- function(num_threads) {
+  invisible(.Call(C_num_interop_threads, whole_number(num_threads, "num_threads")))
+}
+
+#' @rdname cuda_is_available
+#' @export
 torch_get_num_threads <- function() .Call(C_num_threads, NULL)
 
 #' @rdname cuda_is_available
 #' @export
 torch_set_num_threads <- function(num_threads) {
   invisible(.Call(C_num_threads, whole_number(num_threads, "num_threads")))
+}
+
+
+# ---- reductions, quantization schemes, the installation ----------------------------------------
+
+#' Reductions, quantization schemes and the libtorch in use
+#'
+#' `torch_reduction_mean()`, `torch_reduction_sum()` and
+#' `torch_reduction_none()` are libtorch's codes of a loss's reduction (R
+#' torch's), as the `reduction` argument of the generated loss functions takes
+#' them. `torch_per_tensor_affine()` and the other `torch_per_*()` are the
+#' quantization schemes (class `torch_qscheme`). `torch_is_installed()` is
+#' `TRUE`: the libtorch is PyTorch's, found when the package was installed;
+#' `torch_install_path()` is its folder.
+#' @param x An object.
+#' @param ... Ignored (R torch's arguments about downloading libtorch).
+#' @return A number, a `torch_qscheme`, `TRUE`, or a path.
+#' @name torch_reduction
+#' @examples
+#' torch_reduction_mean()
+#' torch_per_tensor_affine()
+#' torch_is_installed()
+NULL
+
+#' @rdname torch_reduction
+#' @export
+torch_reduction_none <- function() 0L
+#' @rdname torch_reduction
+#' @export
+torch_reduction_mean <- function() 1L
+#' @rdname torch_reduction
+#' @export
+torch_reduction_sum <- function() 2L
+
+qscheme <- function(name) structure(list(name = name), class = "torch_qscheme")
+#' @rdname torch_reduction
+#' @export
+torch_per_tensor_affine <- function() qscheme("per_tensor_affine")
+#' @rdname torch_reduction
+#' @export
+torch_per_channel_affine <- function() qscheme("per_channel_affine")
+#' @rdname torch_reduction
+#' @export
+torch_per_tensor_symmetric <- function() qscheme("per_tensor_symmetric")
+#' @rdname torch_reduction
+#' @export
+torch_per_channel_symmetric <- function() qscheme("per_channel_symmetric")
+#' @rdname torch_reduction
+#' @export
+is_torch_qscheme <- function(x) inherits(x, "torch_qscheme")
+#' @export
+print.torch_qscheme <- function(x, ...) {
+  cat("torch_", x$name, "\n", sep = "")
+  invisible(x)
+}
+
+#' @rdname torch_reduction
+#' @export
+torch_is_installed <- function(...) TRUE
+#' @rdname torch_reduction
+#' @export
+torch_install_path <- function(...) {
+  dirname(readLines(system.file("torch_lib_dir", package = "ampkit")))
 }

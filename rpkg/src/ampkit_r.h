@@ -14,6 +14,8 @@
 //   init.cpp      routine registration
 #pragma once
 
+#include <c10/util/Exception.h>
+
 #define R_NO_REMAP
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
@@ -49,14 +51,42 @@ void keep_error(std::exception_ptr error) noexcept;
 // destructor is alive, as AMPKIT_R_END does). Never returns.
 SEXP signal_kept_error();
 
-// Every .Call entry's body: C++ exceptions become R conditions after the C++ frames are gone.
-#define AMPKIT_R_BEGIN try {
-#define AMPKIT_R_END                                  \
-  }                                                   \
-  catch (...) {                                       \
-    ::ampkit_r::keep_error(std::current_exception()); \
-  }                                                   \
-  return ::ampkit_r::signal_kept_error();
+// libtorch's warnings (TORCH_WARN) while an entry runs on R's thread: kept, and issued as R
+// warnings (class ampkit_warning) once the entry's C++ frames are gone.
+class WarningCollector : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override;
+  ~WarningCollector() override;  // hands its warnings to finish_call()
+ private:
+  std::vector<std::string> messages_;
+};
+
+// After an entry's body: issues the warnings it kept, then signals the error it kept (`result`
+// null) or returns `result`. May longjmp (an error; a warning under options(warn = 2)): called
+// where no C++ object with a destructor is alive.
+SEXP finish_call(SEXP result);
+
+template <typename Body>
+SEXP guarded_call(Body&& body) {
+  SEXP result = nullptr;
+  {
+    WarningCollector collector;
+    c10::WarningUtils::WarningHandlerGuard guard(&collector);
+    try {
+      result = body();
+    } catch (...) {
+      keep_error(std::current_exception());
+      result = nullptr;
+    }
+  }
+  return finish_call(result);
+}
+
+// Every .Call entry's body, a lambda run by guarded_call: C++ exceptions become R conditions and
+// libtorch's warnings R warnings, after the C++ frames are gone.
+#define AMPKIT_R_BEGIN return ::ampkit_r::guarded_call([&]() -> SEXP {
+#define AMPKIT_R_END \
+  });
 
 // Runs R code from C++ (callbacks: hooks, autograd functions, modules): an R error becomes a C++
 // exception (R_UnwindProtect), so that C++ frames unwind normally; the R condition is re-signalled

@@ -21,6 +21,7 @@
   AMPKIT_ENTRY(C_manual_seed, 1) \
   AMPKIT_ENTRY(C_cuda, 2) \
   AMPKIT_ENTRY(C_num_threads, 1) \
+  AMPKIT_ENTRY(C_num_interop_threads, 1) \
   AMPKIT_ENTRY(C_steady_allocator, 0) \
   AMPKIT_ENTRY(C_tensor_share, 1) \
   AMPKIT_ENTRY(C_tensor_adopt, 1) \

@@ -1,13 +1,14 @@
 // libtorch's and the core's exceptions as R conditions, raised once the C++ frames are gone.
 //
-// An exception caught by AMPKIT_R_END is kept here (its R class, message and the core's error
-// kind), then signal_kept_error() calls the package's R function signal_native_error(), which
-// raises it with R torch's classes (rpkg/R/errors.R: the one place conditions are built). An R
-// error met while C++ ran R code (eval_protected) is resumed unchanged.
+// An exception caught by an entry (guarded_call, ampkit_r.h) is kept here (its R class, message and
+// the core's error kind), then signal_kept_error() calls the package's R function
+// signal_native_error(), which raises it with R torch's classes (rpkg/R/errors.R: the one place
+// conditions are built). An R error met while C++ ran R code (eval_protected) is resumed unchanged.
 #include "ampkit/errors.h"
 
 #include <c10/util/Exception.h>
 
+#include <csetjmp>
 #include <string>
 
 #include "ampkit/grad_scaler.h"
@@ -109,6 +110,34 @@ void keep_error(std::exception_ptr error) noexcept {
   }
 }
 
+// The warnings of the entries that ended, not yet issued (R's thread only).
+std::vector<std::string> pending_warnings;
+
+void WarningCollector::process(const c10::Warning& warning) { messages_.push_back(warning.msg()); }
+
+WarningCollector::~WarningCollector() {
+  for (auto& m : messages_) pending_warnings.push_back(std::move(m));
+}
+
+SEXP finish_call(SEXP result) {
+  if (!pending_warnings.empty()) {
+    // R objects first, the C++ buffer emptied: issuing them may longjmp (options(warn = 2)).
+    SEXP messages = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(pending_warnings.size())));
+    for (size_t i = 0; i < pending_warnings.size(); ++i) {
+      SET_STRING_ELT(messages, static_cast<R_xlen_t>(i),
+                     Rf_mkCharCE(pending_warnings[i].c_str(), CE_UTF8));
+    }
+    pending_warnings.clear();
+    pending_warnings.shrink_to_fit();
+    if (result != nullptr) PROTECT(result);
+    SEXP call = PROTECT(Rf_lang2(Rf_install("signal_native_warnings"), messages));
+    Rf_eval(call, package_namespace());
+    UNPROTECT(result != nullptr ? 3 : 2);
+  }
+  if (result == nullptr) return signal_kept_error();
+  return result;
+}
+
 SEXP signal_kept_error() {
   if (!kept.pending) Rf_error("ampkit: no error to signal");  // a bug: never reached
   kept.pending = false;
@@ -134,17 +163,19 @@ SEXP do_eval(void* data) {
   auto* d = static_cast<EvalData*>(data);
   return Rf_eval(d->call, d->env);
 }
-void on_jump(void* jumped, Rboolean jump) {
-  if (jump) *static_cast<bool*>(jumped) = true;
+// R calls this when an R condition unwinds out of do_eval, before it jumps on: jump back into
+// eval_protected instead (R resumes the jump later, R_ContinueUnwind with the token), so that
+// the C++ frames in between unwind as C++ frames (their destructors run: guards, locks).
+void on_jump(void* buffer, Rboolean jump) {
+  if (jump) std::longjmp(*static_cast<std::jmp_buf*>(buffer), 1);
 }
 }  // namespace
 
 SEXP eval_protected(SEXP call, SEXP env) {
   EvalData data{call, env};
-  bool jumped = false;
-  SEXP result = R_UnwindProtect(do_eval, &data, on_jump, &jumped, unwind_token());
-  if (jumped) throw RUnwind{};
-  return result;
+  std::jmp_buf buffer;
+  if (setjmp(buffer) != 0) throw RUnwind{};
+  return R_UnwindProtect(do_eval, &data, on_jump, &buffer, unwind_token());
 }
 
 std::string describe(SEXP x) {

@@ -690,6 +690,17 @@ extern "C" SEXP C_steady_allocator() {
                           mallopt(M_TRIM_THRESHOLD, -1) == 1);
 }
 
+// The number of threads libtorch uses between operations (NULL reads). libtorch takes a new
+// number once, before any inter-op work: its error says so.
+extern "C" SEXP C_num_interop_threads(SEXP n) {
+  AMPKIT_R_BEGIN
+  if (!Rf_isNull(n)) {
+    at::set_num_interop_threads(static_cast<int>(whole_number_of(n, "num_threads")));
+  }
+  return Rf_ScalarInteger(at::get_num_interop_threads());
+  AMPKIT_R_END
+}
+
 // The number of threads libtorch uses for intra-op parallelism (NULL reads).
 extern "C" SEXP C_num_threads(SEXP n) {
   AMPKIT_R_BEGIN

@@ -99,7 +99,7 @@ build_workload <- function(suite, size, seed = 0) {
       inputs <- randn(size$batch, 3, size$side, size$side)
       # R torch's class targets are 1-based: Python's 0-based draws, plus one.
       targets <- lapply(seq_len(n), function(i) {
-        torch_randint(0, size$classes, size$batch, generator = g) + 1L
+        torch_randint(0, size$classes, size$batch, generator = g, dtype = torch_long()) + 1L
       })
     }
   )
