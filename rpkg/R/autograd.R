@@ -72,7 +72,7 @@ local_enable_grad <- function(.env = parent.frame()) {
 #' @examples
 #' x <- torch_tensor(c(1, 2), requires_grad = TRUE)
 #' y <- (x^2)$sum()
-#' autograd_grad(y, x)
+#' autograd_grad(y, x, retain_graph = TRUE)  # keeps the graph for backward()
 #' y$backward()
 #' x$grad
 NULL

@@ -204,10 +204,10 @@ nn_Module <- R6::R6Class(
       cat("An `nn_module` containing ", format_count(parameter_count(self)), " parameters.\n",
           sep = "")
       if (length(private$modules_)) {
-        cat("\n── Modules ─────────────────────────────────────────────────\n")
+        cat("\n\u2500\u2500 Modules ", strrep("\u2500", 49L), "\n", sep = "")
         for (name in names(private$modules_)) {
           m <- private$modules_[[name]]
-          cat("• ", name, ": <", class(m)[[1L]], "> #", format_count(parameter_count(m)),
+          cat("\u2022 ", name, ": <", class(m)[[1L]], "> #", format_count(parameter_count(m)),
               " parameters\n", sep = "")
         }
       }
@@ -215,9 +215,9 @@ nn_Module <- R6::R6Class(
         tensors <- Filter(Negate(is.null), if (kind == "Buffers") private$buffers_ else
           private$parameters_)
         if (length(tensors)) {
-          cat("\n── ", kind, " ", strrep("─", 58L - nchar(kind)), "\n", sep = "")
+          cat("\n\u2500\u2500 ", kind, " ", strrep("\u2500", 58L - nchar(kind)), "\n", sep = "")
           for (name in names(tensors)) {
-            cat("• ", name, ": ", format_tensor_type(tensors[[name]]), "\n", sep = "")
+            cat("\u2022 ", name, ": ", format_tensor_type(tensors[[name]]), "\n", sep = "")
           }
         }
       }

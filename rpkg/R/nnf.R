@@ -32,7 +32,7 @@ ignore_index_arg <- function(ignore_index) {
 #' of the classification losses are 1-based class numbers (an int64 tensor),
 #' as in R torch. `reduction` is `"mean"`, `"sum"` or `"none"`.
 #'
-#' @param input,self A tensor.
+#' @param input A tensor.
 #' @param target The target tensor.
 #' @param weight,bias Weights and bias (or `NULL`).
 #' @param dim A dimension (1-based).

@@ -16,7 +16,7 @@
 #' each. The functions generated from libtorch's schemas are documented
 #' in [torch_ops].
 #'
-#' @param self,input A tensor.
+#' @param self A tensor.
 #' @param dim A dimension (1-based; negative from the end).
 #' @param other A second tensor.
 #' @param keepdim Whether reduced dimensions are kept with size 1.
@@ -277,7 +277,18 @@ Ops.torch_tensor <- function(e1, e2) {
   )
 }
 
+#' Matrix product of tensors with `%*%`
+#'
+#' `x %*% y` is [torch_matmul()] of the two (an R value on one side becomes a
+#' tensor like the other). R dispatches `%*%` on tensors from R 4.3 on.
+#' @param x,y Tensors, or one tensor and an R vector or matrix.
+#' @return A tensor.
 #' @export
+#' @examples
+#' a <- torch_ones(2, 3)
+#' b <- torch_ones(3, 2)
+#' if (getRversion() >= "4.3") a %*% b
+#' `%*%.torch_tensor`(a, b)
 `%*%.torch_tensor` <- function(x, y) torch_matmul(as_operand(x, y), as_operand(y, x))
 
 #' @export

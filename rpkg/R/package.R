@@ -35,7 +35,7 @@
 #' @keywords internal
 #' @importFrom R6 R6Class
 #' @importFrom rlang %||%
-#' @importFrom utils head tail str
+#' @importFrom utils head tail str .DollarNames
 "_PACKAGE"
 
 # The Python modules as reticulate's delay-load proxies, so that library(ampkit) starts no

@@ -333,7 +333,14 @@ written_methods <- list(
     value <- as_array(self$reshape(1L)[1L])
     if (is.integer(value) || is.logical(value) || is.complex(value)) value else as.double(value)
   },
-  view = function(self, ...) tensor_methods$view(self, size = size_args(...)),
+  view = function(self, ...) {
+    args <- list(...)
+    # view(dtype = ) (or a dtype alone) reinterprets the bytes; any other view takes sizes.
+    if (length(args) == 1L && (identical(names(args), "dtype") || is_torch_dtype(args[[1L]]))) {
+      return(tensor_methods$view(self, dtype = args[[1L]]))
+    }
+    tensor_methods$view(self, size = size_args(...))
+  },
   reshape = function(self, ...) tensor_methods$reshape(self, shape = size_args(...)),
   expand = function(self, ..., implicit = FALSE) {
     sizes <- list(...)

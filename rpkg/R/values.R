@@ -411,6 +411,7 @@ torch_channels_last_format <- function() torch_enum(2L, "torch_memory_format")
 #' afterwards.
 #' @param seed A whole number.
 #' @param code Code to run with the seed.
+#' @param ... Unused: `seed` is given by name.
 #' @return `torch_generator()`: an object of class `torch_generator`.
 #' @name torch_manual_seed
 #' @examples
