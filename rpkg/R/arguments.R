@@ -72,7 +72,7 @@ check_dots_empty <- function(env = parent.frame(), call = NULL) {
 }
 
 # One whole number (a size, a count, a dim), as an R integer where it fits.
-whole_number <- function(x, name, call = NULL) {
+whole_number <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(x) && length(x) == 1L) x <- x$item()
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || !is.finite(x) || x != trunc(x)) {
     abort(sprintf("`%s` must be a whole number, got %s.", name, describe(x)), call,
@@ -82,7 +82,7 @@ whole_number <- function(x, name, call = NULL) {
 }
 
 # Whole numbers (sizes), as an R vector (integers where they fit).
-whole_numbers <- function(x, name, call = NULL) {
+whole_numbers <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(x)) x <- as_array(x)
   if (is.list(x)) x <- unlist(x)
   if (is.null(x)) {

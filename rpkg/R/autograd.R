@@ -149,7 +149,7 @@ print.autograd_node <- function(x, ...) {
   invisible(x)
 }
 
-# ---- autograd functions written in R --------------------------------------------------------------
+# ---- autograd functions written in R -------------------------------------------------------------
 
 #' Autograd functions written in R
 #'
@@ -283,7 +283,7 @@ context_call <- function(ctx, what, tensors) {
 }
 
 #' @export
-`$<-.torch_autograd_context` <- function(x, name, value) {
+`$<-.torch_autograd_context` <- function(x, name, value) { # nolint: object_name_linter.
   assign(name, value, envir = x)
   x
 }

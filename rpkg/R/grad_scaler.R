@@ -320,7 +320,9 @@ python_optimizer_params <- function(scaler_state, optimizer) {
   groups <- reticulate::py_to_r(reticulate::py_get_attr(optimizer, "param_groups"))
   number <- scaler_state$optimizers_met
   scaler_state$optimizers_met <- number + 1L
-  given <- lapply(groups, function(g) if (is.null(g$param_names)) NULL else as.character(unlist(g$param_names)))
+  given <- lapply(groups, function(g) {
+    if (is.null(g$param_names)) NULL else as.character(unlist(g$param_names))
+  })
   params <- lapply(groups, function(g) lapply(unname(g$params), as_r_tensor))
   names <- .Call(C_param_names, given, as.numeric(lengths(params)), number)
   list <- .Call(C_param_list, unlist(params, recursive = FALSE), names)
@@ -330,7 +332,7 @@ python_optimizer_params <- function(scaler_state, optimizer) {
 
 # The R6 generator of the scaler objects (class "AmpGradScaler"): each method one call into the
 # core (rpkg/src/amp.cpp); R converts arguments and holds nothing else.
-grad_scaler_class <- R6::R6Class("AmpGradScaler",
+grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
   cloneable = FALSE,
   public = list(
     initialize = function(ptr, call = NULL) {
@@ -488,7 +490,7 @@ state_to_core <- function(state, call = NULL) {
   Map(function(value, key) state_value(value, key, call), state, keys)
 }
 
-state_value <- function(value, key, call) {
+state_value <- function(value, key, call) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(value) && length(value) == 1L) {
     return(value$item())
   }

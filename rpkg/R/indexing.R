@@ -67,12 +67,12 @@ index_mask <- function(parent) {
 
 # The index arguments of a `[` call, evaluated R torch's way; a missing one stays the missing
 # argument (the whole dimension).
-index_args <- function(exprs, parent) {
+index_args <- function(exprs, parent) { # nolint: cyclocomp_linter.
   mask <- NULL
   out <- vector("list", length(exprs))
   for (i in seq_along(exprs)) {
-    if (identical(exprs[[i]], quote(expr = ))) {
-      out[i] <- list(quote(expr = ))
+    if (identical(exprs[[i]], quote(expr = ))) { # nolint: spaces_inside_linter.
+      out[i] <- list(quote(expr = )) # nolint: spaces_inside_linter.
       next
     }
     e <- exprs[[i]]

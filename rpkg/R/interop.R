@@ -55,17 +55,22 @@ r_tensor_to_py <- function(x) {
 #' }
 NULL
 
+# (reticulate is suggested: the usage is written out, as roxygen cannot see these methods'
+# generics when reticulate is not loaded.)
 #' @rdname tensor-python
+#' @usage \method{r_to_py}{torch_tensor}(x, convert = FALSE)
 #' @rawNamespace S3method(reticulate::r_to_py, torch_tensor)
-r_to_py.torch_tensor <- function(x, convert = FALSE) r_tensor_to_py(x)
+r_to_py.torch_tensor <- function(x, convert = FALSE) r_tensor_to_py(x) # nolint: object_name_linter.
 
 #' @rdname tensor-python
+#' @usage \method{py_to_r}{torch.Tensor}(x)
 #' @rawNamespace S3method(reticulate::py_to_r, torch.Tensor)
-py_to_r.torch.Tensor <- function(x) py_tensor_to_r(x)
+py_to_r.torch.Tensor <- function(x) py_tensor_to_r(x) # nolint: object_name_linter.
 
 #' @rdname tensor-python
+#' @usage \method{py_to_r}{torch.nn.parameter.Parameter}(x)
 #' @rawNamespace S3method(reticulate::py_to_r, torch.nn.parameter.Parameter)
-py_to_r.torch.nn.parameter.Parameter <- function(x) py_tensor_to_r(x)
+py_to_r.torch.nn.parameter.Parameter <- function(x) py_tensor_to_r(x) # nolint: object_name_linter.
 
 # A Python state dict (a dict of tensors, numbers, ...) as an R named list.
 py_state_dict_to_r <- function(x) {

@@ -14,7 +14,7 @@ installed_python <- Sys.getenv("AMPKIT_PYTHON")
 # warn about poetry in a checkout of ampkit).
 prefer_installed_python <- function() {
   if (nzchar(Sys.getenv("RETICULATE_PYTHON")) || !nzchar(installed_python) ||
-      !file.exists(installed_python) || reticulate::py_available(initialize = FALSE)) {
+      !file.exists(installed_python) || python_running()) {
     return(invisible(FALSE))
   }
   Sys.setenv(RETICULATE_PYTHON = installed_python)

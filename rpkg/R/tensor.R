@@ -67,7 +67,7 @@ is_undefined_tensor <- function(x) is_torch_tensor(x) && !.Call(C_tensor_meta, x
 # A tensor's metadata from C++ (values.cpp's C_tensor_meta).
 meta <- function(x, what) .Call(C_tensor_meta, x, what)
 
-# ---- `$`: fields, then written methods, then generated ones ---------------------------------------
+# ---- `$`: fields, then written methods, then generated ones --------------------------------------
 
 # Fields: computed when read (R torch's active fields).
 tensor_fields <- list(
@@ -85,7 +85,9 @@ tensor_fields <- list(
   data = function(self) self$detach(),
   real = function(self) torch_real(self),
   imag = function(self) torch_imag(self),
-  T = function(self) if (meta(self, "ndim") < 2L) self else self$permute(rev(seq_len(meta(self, "ndim")))),
+  T = function(self) {
+    if (meta(self, "ndim") < 2L) self else self$permute(rev(seq_len(meta(self, "ndim"))))
+  },
   mT = function(self) self$transpose(-2L, -1L),
   H = function(self) self$conj()$t()
 )
@@ -107,7 +109,9 @@ tensor_setters <- list(
 # The method table: the generated methods, then the written ones over them. Built at load.
 build_tensor_methods <- function() {
   for (name in names(tensor_methods)) assign(name, tensor_methods[[name]], envir = .tensor_methods)
-  for (name in names(written_methods)) assign(name, written_methods[[name]], envir = .tensor_methods)
+  for (name in names(written_methods)) {
+    assign(name, written_methods[[name]], envir = .tensor_methods)
+  }
 }
 
 #' @export
@@ -132,7 +136,7 @@ build_tensor_methods <- function() {
 }
 
 #' @export
-`$<-.torch_tensor` <- function(x, name, value) {
+`$<-.torch_tensor` <- function(x, name, value) { # nolint: object_name_linter.
   setter <- tensor_setters[[name]]
   if (is.null(setter)) {
     abort(sprintf("`$%s` of a tensor cannot be assigned.", name), class = "value_error")
@@ -145,12 +149,12 @@ build_tensor_methods <- function() {
 `[[<-.torch_tensor` <- function(x, i, value) `$<-.torch_tensor`(x, i, value)
 
 #' @export
-.DollarNames.torch_tensor <- function(x, pattern = "") {
+.DollarNames.torch_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
   candidates <- c(names(tensor_fields), ls(.tensor_methods))
   sort(unique(grep(pattern, candidates, value = TRUE)))
 }
 
-# ---- R data ---------------------------------------------------------------------------------------
+# ---- R data --------------------------------------------------------------------------------------
 
 #' Tensors as R data
 #'
@@ -220,7 +224,7 @@ length.torch_tensor <- function(x) {
   if (!.Call(C_tensor_meta, x, "defined")) 0L else as.integer(meta(x, "numel"))
 }
 
-# ---- printing -------------------------------------------------------------------------------------
+# ---- printing ------------------------------------------------------------------------------------
 
 #' @export
 print.torch_tensor <- function(x, n = 30, ...) {
@@ -281,7 +285,7 @@ tail.torch_tensor <- function(x, n = 6L, ...) {
   x[seq(len - n + 1L, len)]
 }
 
-# ---- methods written by hand (R torch's own) -------------------------------------------------------
+# ---- methods written by hand (R torch's own) -----------------------------------------------------
 
 # A size given as numbers, vectors of numbers or a list (`x$view(2, 3)`, `x$view(c(2, 3))`).
 size_args <- function(...) {
@@ -298,7 +302,7 @@ with_attributes_of <- function(x, like) {
   x
 }
 
-written_methods <- list(
+written_methods <- list( # nolint: cyclocomp_linter.
   size = function(self, dim) {
     shape <- meta(self, "shape")
     if (missing(dim)) {
@@ -416,7 +420,9 @@ written_methods <- list(
   repeat_interleave = function(self, repeats, dim = NULL, output_size = NULL) {
     torch_repeat_interleave(self, repeats, dim, output_size)
   },
-  bincount = function(self, weights = NULL, minlength = 0L) torch_bincount(self, weights, minlength),
+  bincount = function(self, weights = NULL, minlength = 0L) {
+    torch_bincount(self, weights, minlength)
+  },
   backward = function(self, gradient = NULL, retain_graph = create_graph, create_graph = FALSE,
                       inputs = NULL, ...) {
     autograd_backward(self, gradient, retain_graph, create_graph, inputs)
@@ -436,4 +442,3 @@ written_methods <- list(
   is_sparse_csr = function(self) meta(self, "layout") == 2L,
   print = function(self, n = 30) print.torch_tensor(self, n)
 )
-

@@ -186,15 +186,17 @@ as.character.torch_dtype <- function(x, ...) dtype_info(x)[[1L]]
 
 #' @export
 Ops.torch_dtype <- function(e1, e2) {
-  if (!.Generic %in% c("==", "!=")) {
+  if (!.Generic %in% c("==", "!=")) { # nolint: object_usage_linter.
+    # nolint start: object_usage_linter.
     abort(sprintf("`%s` is not defined for dtypes.", .Generic), class = "runtime_error")
+    # nolint end
   }
   if (!is_torch_dtype(e1) || !is_torch_dtype(e2)) {
     abort("One of the objects is not a dtype. Comparison is not possible.",
           class = "runtime_error")
   }
   same <- identical(unclass(e1)[[1L]], unclass(e2)[[1L]])
-  if (.Generic == "==") same else !same
+  if (.Generic == "==") same else !same # nolint: object_usage_linter.
 }
 
 #' @rdname torch_dtype
@@ -326,13 +328,15 @@ length.torch_device <- function(x) 1L
 
 #' @export
 Ops.torch_device <- function(e1, e2) {
-  if (!.Generic %in% c("==", "!=")) {
+  if (!.Generic %in% c("==", "!=")) { # nolint: object_usage_linter.
+    # nolint start: object_usage_linter.
     abort(sprintf("`%s` is not defined for devices.", .Generic), class = "runtime_error")
+    # nolint end
   }
   if (!is_torch_device(e1)) e1 <- as_torch_device(e1)
   if (!is_torch_device(e2)) e2 <- as_torch_device(e2)
   same <- identical(unclass(e1)[[1L]], unclass(e2)[[1L]])
-  if (.Generic == "==") same else !same
+  if (.Generic == "==") same else !same # nolint: object_usage_linter.
 }
 
 .default_device <- new.env(parent = emptyenv())

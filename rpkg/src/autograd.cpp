@@ -236,10 +236,11 @@ std::vector<at::Tensor> tensors_of(SEXP list, const char* arg) {
   return out;
 }
 
-SEXP tensor_list(const std::vector<at::Tensor>& tensors) {
+// Taken by value and moved into R objects: a fresh result is held once (values.cpp counts it).
+SEXP tensor_list(std::vector<at::Tensor> tensors) {
   SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(tensors.size())));
   for (size_t i = 0; i < tensors.size(); ++i) {
-    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), make_tensor(tensors[i]));
+    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), make_tensor(std::move(tensors[i])));
   }
   UNPROTECT(1);
   return out;
@@ -413,7 +414,7 @@ extern "C" SEXP C_autograd_grad(SEXP outputs, SEXP inputs, SEXP grad_outputs, SE
   run_autograd([&] {
     result = torch::autograd::grad(outs, ins, gs, retain, flag(create_graph), flag(allow_unused));
   });
-  return tensor_list(result);
+  return tensor_list(std::move(result));
   AMPKIT_R_END
 }
 
@@ -532,8 +533,8 @@ extern "C" SEXP C_autograd_function_apply(SEXP inputs, SEXP forward, SEXP backwa
   release_pending();
   auto closures = c10::make_intrusive<RClosures>(forward, backward, ctx);
   const std::vector<at::Tensor> tensors = tensors_of(inputs, "inputs");
-  const auto outputs = RFunction::apply(at::TensorList(tensors), closures);
-  return tensor_list(outputs);
+  auto outputs = RFunction::apply(at::TensorList(tensors), closures);
+  return tensor_list(std::move(outputs));
   AMPKIT_R_END
 }
 

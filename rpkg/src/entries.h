@@ -70,6 +70,7 @@
   AMPKIT_ENTRY(C_remove_hook, 2) \
   AMPKIT_ENTRY(C_autograd_function_apply, 4) \
   AMPKIT_ENTRY(C_autograd_context, 3) \
+  AMPKIT_ENTRY(C_zero_based, 2) \
   AMPKIT_ENTRY(C_tensor_index, 3) \
   AMPKIT_ENTRY(C_tensor_index_put, 3) \
   AMPKIT_ENTRY(C_pickle_save, 1) \

@@ -19,6 +19,7 @@
 #include <ATen/ops/ge.h>
 #include <ATen/ops/sub.h>
 
+#include <functional>
 #include <limits>
 
 #include "ampkit_r.h"
@@ -45,11 +46,16 @@ struct Converted {
   bool new_axis = false;  // NULL
 };
 
-at::Tensor zero_based_tensor(at::Tensor t) {
-  if (at::any(at::eq(t, 0)).item<bool>()) {
-    throw Error("index_error", "Indexing starts at 1 but found a 0.");
-  }
+// R torch's 1-based positions in a tensor, made 0-based: positive ones move down by one, negative
+// ones (from the end, or an ignore_index) stay; a 0 is `zero`'s error.
+at::Tensor zero_based_tensor(const at::Tensor& t, const std::function<void()>& zero) {
+  if (at::any(at::eq(t, 0)).item<bool>()) zero();
   return at::sub(t, at::ge(t, 0).to(t.scalar_type()));
+}
+
+at::Tensor zero_based_tensor(const at::Tensor& t) {
+  return zero_based_tensor(
+      t, [] { throw Error("index_error", "Indexing starts at 1 but found a 0."); });
 }
 
 int64_t zero_based_number(double v) {
@@ -250,13 +256,24 @@ std::vector<TensorIndex> outer_index(const std::vector<Converted>& converted, co
 
 }  // namespace
 
+// A tensor of 1-based positions given as the argument `arg` (class targets, indices), 0-based
+// for libtorch (R/ops.R, one_based_tensor()).
+extern "C" SEXP C_zero_based(SEXP x, SEXP arg) {
+  AMPKIT_R_BEGIN
+  const std::string name = CHAR(STRING_ELT(arg, 0));
+  return make_tensor(zero_based_tensor(tensor_of(x, "x"), [&] {
+    value_error("`" + name + "` is 1-based (the first is 1), but found 0.");
+  }));
+  AMPKIT_R_END
+}
+
 extern "C" SEXP C_tensor_index(SEXP x, SEXP args, SEXP drop) {
   AMPKIT_R_BEGIN
   at::Tensor out = tensor_of(x, "x");
   for (const auto& piece : pieces_of(args, Rf_asLogical(drop) != FALSE, out.device())) {
     out = out.index(piece);
   }
-  return make_tensor(out);
+  return make_tensor(std::move(out));
   AMPKIT_R_END
 }
 

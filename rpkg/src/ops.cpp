@@ -577,15 +577,20 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   if (v.isSymInt())
     return Rf_ScalarReal(static_cast<double>(v.toSymInt().guard_int(__FILE__, __LINE__)));
   if (v.isDouble()) return Rf_ScalarReal(v.toDouble());
+  // The elements are copied out and `v` let go before they become R objects, so that a fresh
+  // result is held once (the garbage collector's share counts it: values.cpp).
+  std::vector<c10::IValue> items;
   if (v.isTensorList()) {
-    std::vector<c10::IValue> items;
     for (const at::Tensor& t : v.toTensorVector()) items.emplace_back(t);
-    return list_of(std::move(items), args, n);
-  }
-  if (v.isList()) return list_of(v.toListRef().vec(), args, n);
-  if (v.isTuple()) {
+  } else if (v.isList()) {
+    items = v.toListRef().vec();
+  } else if (v.isTuple()) {
     const auto& elements = v.toTupleRef().elements();
-    return list_of(std::vector<c10::IValue>(elements.begin(), elements.end()), args, n);
+    items.assign(elements.begin(), elements.end());
+  }
+  if (v.isTensorList() || v.isList() || v.isTuple()) {
+    v = c10::IValue();
+    return list_of(std::move(items), args, n);
   }
   if (v.isScalar()) {
     const c10::Scalar s = v.toScalar();

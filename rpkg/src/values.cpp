@@ -11,6 +11,12 @@
 // storage an R tensor holds are counted; once the bytes made since the last collection pass
 // half of what was alive after it (and at least `floor`), the collector runs (young generations
 // first, a full collection when that freed too little), and the finalizers release the storages.
+// Only a fresh result is counted (its TensorImpl and storage held by no one else): a new R object
+// for a tensor that lives elsewhere (a parameter's gradient, an in-place op's own input, a view)
+// holds no new memory, and counting it made a full collection run at every training step (a full
+// collection walks every R object: tens of milliseconds). The R object that counted its bytes
+// carries `counted` in its protected slot, and its finalizer takes the bytes back: the count is
+// the bytes R objects made, whoever frees them in the end.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -36,6 +42,7 @@ namespace ampkit_r {
 namespace {
 
 SEXP tensor_tag = nullptr;
+SEXP counted = nullptr;  // the protected slot of a tensor whose bytes `memory` counted
 SEXP tensor_class = nullptr;
 SEXP dtype_class = nullptr;
 SEXP device_class = nullptr;
@@ -53,10 +60,10 @@ struct Memory {
 };
 Memory memory;
 
-// The bytes an R tensor newly holds: its storage's, when no one else holds that storage yet
-// (a fresh result; views of an R tensor are not counted twice).
+// The bytes an R tensor newly holds: its storage's, when no one else holds the tensor or its
+// storage (a fresh result, handed over: not a view, not a tensor that lives elsewhere too).
 int64_t fresh_bytes(const at::Tensor& t) {
-  if (!t.defined() || !t.has_storage()) return 0;
+  if (!t.defined() || !t.has_storage() || t.use_count() != 1) return 0;
   const c10::Storage& storage = t.storage();
   if (!storage || storage.use_count() != 1) return 0;
   return static_cast<int64_t>(storage.nbytes());
@@ -94,9 +101,10 @@ void finalize_tensor(SEXP x) {
   if (impl == nullptr) return;
   R_ClearExternalPtr(x);
   TensorPtr owned = TensorPtr::reclaim(impl);
-  if (owned->has_storage()) {
-    const c10::Storage& storage = owned->unsafe_storage();
-    if (storage && storage.use_count() == 1) memory.live -= static_cast<int64_t>(storage.nbytes());
+  if (R_ExternalPtrProtected(x) == counted && owned->has_storage()) {
+    R_SetExternalPtrProtected(x, R_NilValue);
+    const int64_t bytes = static_cast<int64_t>(owned->unsafe_storage().nbytes());
+    memory.live = std::max<int64_t>(0, memory.live - bytes);
   }
 }
 
@@ -128,7 +136,8 @@ at::Tensor tensor_of(SEXP x, const char* arg) {
 
 SEXP make_tensor(at::Tensor t) {
   const int64_t bytes = fresh_bytes(t);
-  SEXP x = PROTECT(R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, R_NilValue));
+  SEXP x = PROTECT(
+      R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, bytes > 0 ? counted : R_NilValue));
   Rf_setAttrib(x, R_ClassSymbol, tensor_class);
   R_RegisterCFinalizerEx(x, finalize_tensor, TRUE);
   if (bytes > 0) {
@@ -447,6 +456,7 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
 extern "C" SEXP C_values_init(SEXP tensor_cls, SEXP dtype_cls, SEXP device_cls,
                               SEXP generator_cls) {
   tensor_tag = Rf_install("torch_tensor");
+  counted = Rf_install("ampkit_counted");
   generator_tag = Rf_install("torch_generator");
   for (SEXP* slot : {&tensor_class, &dtype_class, &device_class, &generator_class}) {
     if (*slot != nullptr) R_ReleaseObject(*slot);

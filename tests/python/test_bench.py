@@ -68,7 +68,7 @@ def test_same_losses_across_implementations(results):
     assert all(len(losses) == 1 for losses in by_cell.values()), by_cell
 
 
-def test_implementations_and_r_take_turns_step_by_step(monkeypatch):
+def test_implementations_and_r_take_turns(monkeypatch):
     # What the R rows' pairing rests on: every step of the R loop is timed right beside a step
     # of ampkit-py's, the order reversing each step (drift cancels), each implementation
     # stepping batches x epochs times per repeat.
@@ -84,9 +84,9 @@ def test_implementations_and_r_take_turns_step_by_step(monkeypatch):
         steps(self, count)
 
     class FakeRCell:
-        def timed_step(self):
-            turns.append("ampkit-r")
-            return 0.001, 1
+        def timed_steps(self, count):
+            turns.extend(["ampkit-r"] * count)
+            return 0.001 * count, 1
 
         def final_loss(self):
             return 0.0
@@ -100,6 +100,14 @@ def test_implementations_and_r_take_turns_step_by_step(monkeypatch):
     assert timed == (forward + backward + forward) * 2
     assert [r["impl"] for r in rows] == ["ampkit-py", "torch.amp", "ampkit-r"]
     assert rows[-1]["times_s"] == pytest.approx([0.003, 0.003])
+
+    # With turns of 2 steps (the size's "turn"), 3 steps a repeat are a turn of 2 and one of 1:
+    # each implementation takes its 2 steps back to back, the order reversing each turn.
+    turns.clear()
+    training.run_python_cells(suite, dict(size, turn=2), "cpu", "fp32",
+                              ["ampkit-py", "torch.amp"], r_cell=FakeRCell())
+    twice = [name for name in forward for _ in range(2)]
+    assert turns[2:] == (twice + backward) * 2
 
 
 def test_r_against_python_rows(results):

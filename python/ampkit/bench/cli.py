@@ -142,7 +142,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for mode in suite["modes"]:
             r_cell = r_session.cell(suite, size_name, mode) if r_session else None
             _progress(f"  {mode}: {', '.join(IMPLEMENTATIONS)}{', ampkit-r' if r_cell else ''} "
-                      f"(step by step in turn, {size['repeats']} repeats)")
+                      f"(in turn, {size.get('turn', 1)} step(s) a turn, {size['repeats']} "
+                      "repeats)")
             training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS),
                                          audit=not args.no_audit, r_cell=r_cell)
     matmul: List[Dict[str, Any]] = []

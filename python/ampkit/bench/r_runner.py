@@ -123,9 +123,10 @@ class RCell:
     def __init__(self, session: RSession) -> None:
         self.session = session
 
-    def timed_step(self) -> "tuple[float, int]":
-        """One step of the R loop: its seconds, and the R process's peak memory during it."""
-        answer = self.session.request("step")
+    def timed_steps(self, count: int = 1) -> "tuple[float, int]":
+        """`count` steps of the R loop, back to back: their seconds, and the R process's peak
+        memory during them."""
+        answer = self.session.request("step", count)
         return float(answer["seconds"]), int(answer["peak_bytes"])
 
     def final_loss(self) -> float:

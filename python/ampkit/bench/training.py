@@ -66,13 +66,17 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
                      r_cell: Optional[RCell] = None) -> List[Dict[str, Any]]:
     """Time `impls` on one workload and mode, interleaved step by step; one row per impl.
 
-    A repeat is `batches x epochs` steps of each implementation, taken one step at a time in
+    A repeat is `batches x epochs` steps of each implementation, taken a turn at a time in
     turn (A B C, then C B A: drift cancels), so that every implementation meets the machine's
-    slow and fast moments alike; a repeat's time is the sum of its steps'. On a shared 2-core VM
-    the same cell's speed drifts by 2x over minutes: with repeats of 8-10 steps in turn, the
-    R/Python ratio of a cell differed by up to 10% between two quiet runs. With `r_cell` (the
-    same cell in the R runner's process, warmed up) the R loop takes its turn too, next to
-    ampkit-py's; R's row comes last.
+    slow and fast moments alike; a repeat's time is the sum of its turns'. A turn is one step,
+    or `turn` steps where the size says so: steps of a millisecond or less, each taken after
+    the other runner's turn and a pause, would time how fast a process wakes with cold caches
+    (a small MLP's step: 0.4 ms back to back, 1.5 ms after a 10 ms pause, in R and in Python
+    alike; worse for the process that waited through two turns of the other), not the step that
+    a training loop repeats. On a shared 2-core VM the same cell's speed drifts by 2x over
+    minutes: with repeats of 8-10 steps in turn, the R/Python ratio of a cell differed by up to
+    10% between two quiet runs. With `r_cell` (the same cell in the R runner's process, warmed
+    up) the R loop takes its turn too, next to ampkit-py's; R's row comes last.
     With `audit`, ampkit-py's row also gets casts_per_step and cast_bytes_per_step from one
     more, untimed step (audit_step), taken after the timing."""
     steps = size["batches"] * size["epochs"]
@@ -80,25 +84,27 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
     for loop in loops.values():
         loop.steps(size["warmup"])
 
-    def python_step(loop: _Loop) -> Tuple[float, int]:
+    def python_steps(loop: _Loop, count: int) -> Tuple[float, int]:
         measure.reset_peak_memory(device)
-        seconds = measure.timed(lambda: loop.steps(1), device)
+        seconds = measure.timed(lambda: loop.steps(count), device)
         return seconds, measure.peak_memory_bytes(device)
 
-    turns: Dict[str, Callable[[], Tuple[float, int]]] = {}
+    turns: Dict[str, Callable[[int], Tuple[float, int]]] = {}
     if r_cell is not None:
-        turns["ampkit-r"] = r_cell.timed_step
+        turns["ampkit-r"] = r_cell.timed_steps
     for impl in impls:
-        turns[impl] = lambda loop=loops[impl]: python_step(loop)
+        turns[impl] = lambda count, loop=loops[impl]: python_steps(loop, count)
     names = list(turns)
     times: Dict[str, List[float]] = {name: [] for name in names}
     peaks: Dict[str, int] = dict.fromkeys(names, 0)
+    turn = size.get("turn", 1)
+    counts = [turn] * (steps // turn) + ([steps % turn] if steps % turn else [])
     for _ in range(size["repeats"]):
         total = dict.fromkeys(names, 0.0)
-        for step in range(steps):
-            for name in (names if step % 2 == 0 else names[::-1]):
+        for i, count in enumerate(counts):
+            for name in (names if i % 2 == 0 else names[::-1]):
                 measure.settle()
-                seconds, peak = turns[name]()
+                seconds, peak = turns[name](count)
                 total[name] += seconds
                 peaks[name] = max(peaks[name], peak)
         for name in names:

@@ -7,7 +7,8 @@
 # line "AMPKIT <json>" on stdout (any other line on stdout is not an answer):
 #   cell SUITE.json SIZE MODE   build a cell's workload and warm it up: {"steps": n}, or
 #                               {"skipped": why} for a model this runner does not build
-#   step                        one timed training step: {"seconds": s, "peak_bytes": b}
+#   step COUNT                  COUNT training steps, back to back, timed together:
+#                               {"seconds": s, "peak_bytes": b}
 #   loss                        the loss of the last step: {"loss": x}
 #   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
 #   ops NUMBER                  each of the per-op rows (OPS below) NUMBER times in a loop:
@@ -154,15 +155,15 @@ new_cell <- function(suite_path, size_name, mode) {
   list(steps = size$batches * size$epochs)
 }
 
-timed_step <- function() {
+timed_steps <- function(count) {
   reset_peak_memory()
   synchronize()
   start <- now()
-  loss <- train_steps(cell$w, 1, cell$use_autocast, cell$scaler, cell$position)
+  loss <- train_steps(cell$w, count, cell$use_autocast, cell$scaler, cell$position)
   synchronize()
   seconds <- now() - start
   peak <- peak_memory_bytes()
-  cell$position <<- cell$position + 1
+  cell$position <<- cell$position + count
   cell$loss <<- loss
   list(seconds = seconds, peak_bytes = peak)
 }
@@ -183,12 +184,12 @@ matmul <- function(m, k, n, number) {
   list(seconds = as.list(seconds))
 }
 
-# ---- one call at a time: the per-op rows ----------------------------------------------------------
+# ---- one call at a time: the per-op rows ---------------------------------------------------------
 #
 # Each is an expression as an R user writes it, over the objects `fixtures()` makes; the Python
 # runner times its own twin of each (ampkit.bench.r_runner.OPS, the same names). Each is timed
 # inline in a byte-compiled loop, so the time is the call's, not a closure's around it.
-OPS <- list(
+OPS <- list( # nolint: object_name_linter.
   "torch_add(x, y), 2x2" = quote(torch_add(x2, y2)),
   "x + y, 2x2" = quote(x2 + y2),
   "torch_matmul, 64x64" = quote(torch_matmul(a64, b64)),
@@ -244,7 +245,7 @@ repeat {
   words <- strsplit(line, "\t", fixed = TRUE)[[1L]]
   switch(words[[1L]],
     cell = answer(new_cell(words[[2L]], words[[3L]], words[[4L]])),
-    step = answer(timed_step()),
+    step = answer(timed_steps(as.integer(words[[2L]]))),
     loss = answer(list(loss = cell$loss$detach()$float()$item())),
     matmul = answer(do.call(matmul, as.list(as.integer(words[2:5])))),
     ops = answer(ops(as.integer(words[[2L]]))),

@@ -42,7 +42,8 @@ run <- function(autocast, scale, n_epochs = epochs, batches = seq_along(data)) {
   loss_fn <- nn_mse_loss()$to(device = device)
   net <- make_model(in_size, out_size, num_layers)
   opt <- optim_sgd(net$parameters, lr = 0.1)
-  scaler <- amp_grad_scaler(device, enabled = scale)  # on CUDA: cuda_amp_grad_scaler(enabled = scale)
+  # on CUDA: cuda_amp_grad_scaler(enabled = scale)
+  scaler <- amp_grad_scaler(device, enabled = scale)
 
   for (epoch in seq_len(n_epochs)) {
     for (i in batches) {

@@ -52,7 +52,7 @@ test_that("training steps match torch.amp bit for bit, including a skipped step"
   expect_identical(ours$get_scale(), 512)
 })
 
-test_that("R's own modules and optimizers in autocast match PyTorch's with torch.amp, bit for bit", {
+test_that("R's modules and optimizers in autocast match PyTorch's with torch.amp bit for bit", {
   skip_if_no_ampkit()
   torch <- import_torch()
   torch$manual_seed(1L)
