@@ -585,6 +585,32 @@ nn_cross_entropy_loss <- loss_module(
 #' @export
 nn_nll_loss <- loss_module("nn_nll_loss", function(i, t, w, ii, r) nnf_nll_loss(i, t, w, ii, r),
                            list(weight = NULL, ignore_index = -100))
+#' @rdname nn_layers
+#' @export
+nn_smooth_l1_loss <- loss_module("nn_smooth_l1_loss", function(i, t, r) nnf_smooth_l1_loss(i, t, r))
+#' @rdname nn_layers
+#' @export
+nn_huber_loss <- loss_module("nn_huber_loss", function(i, t, d, r) nnf_huber_loss(i, t, r, d),
+                             list(delta = 1))
+#' @rdname nn_layers
+#' @export
+nn_kl_div_loss <- loss_module("nn_kl_div_loss", function(i, t, r) nnf_kl_div(i, t, r))
+#' @rdname nn_layers
+#' @export
+nn_hinge_embedding_loss <- loss_module(
+  "nn_hinge_embedding_loss",
+  function(i, t, m, r) nnf_hinge_embedding_loss(i, t, m, r),
+  list(margin = 1))
+#' @rdname nn_layers
+#' @export
+nn_soft_margin_loss <- loss_module("nn_soft_margin_loss",
+                                   function(i, t, r) nnf_soft_margin_loss(i, t, r))
+#' @rdname nn_layers
+#' @export
+nn_multilabel_soft_margin_loss <- loss_module(
+  "nn_multilabel_soft_margin_loss",
+  function(i, t, w, r) nnf_multilabel_soft_margin_loss(i, t, w, r),
+  list(weight = NULL))
 
 #' @rdname nn_layers
 #' @export

@@ -377,3 +377,21 @@ nnf_kl_div <- function(input, target, reduction = "mean") {
 nnf_hinge_embedding_loss <- function(input, target, margin = 1, reduction = "mean") {
   torch_hinge_embedding_loss(input, target, margin, reduction_enum(reduction))
 }
+
+#' @rdname nnf
+#' @export
+nnf_soft_margin_loss <- function(input, target, reduction = "mean") {
+  torch_soft_margin_loss(input, target, reduction_enum(reduction))
+}
+
+#' @rdname nnf
+#' @export
+nnf_multilabel_soft_margin_loss <- function(input, target, weight = NULL, reduction = "mean") {
+  # PyTorch's own composition (torch.nn.functional.multilabel_soft_margin_loss): a logistic
+  # loss per class, averaged over the classes (the last dimension), then reduced.
+  loss <- -(target * torch_log_sigmoid(input) + (1 - target) * torch_log_sigmoid(-input))
+  if (!is.null(weight)) loss <- loss * weight
+  loss <- torch_mean(loss, dim = -1L)
+  switch(arg_choice(reduction, "reduction", c("mean", "sum", "none")),
+         none = loss, mean = torch_mean(loss), sum = torch_sum(loss))
+}

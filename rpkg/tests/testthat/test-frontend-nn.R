@@ -748,3 +748,39 @@ test_that("the examples of the nn help pages run", {
                  NA, label = topic)
   }
 })
+
+test_that("the regression and margin losses match PyTorch's modules", {
+  skip_if_no_ampkit()
+  nn <- pt()$nn
+  torch_manual_seed(3)
+  a <- torch_randn(4, 3)
+  b <- torch_randn(4, 3)
+  signs <- torch_sign(torch_randn(4, 3))
+  labels <- (torch_rand(4, 3) > 0.5)$to(dtype = torch_float())
+  w <- torch_rand(3)
+  log_p <- nnf_log_softmax(a, dim = 2)
+  p <- nnf_softmax(b, dim = 2)
+  expect_same_tensor(nn_smooth_l1_loss()(a, b),
+                     nn$SmoothL1Loss()$forward(py_of(a), py_of(b)))
+  expect_same_tensor(nn_huber_loss(delta = 0.5, reduction = "sum")(a, b),
+                     nn$HuberLoss(delta = 0.5, reduction = "sum")$forward(py_of(a), py_of(b)))
+  expect_same_tensor(nn_kl_div_loss(reduction = "sum")(log_p, p),
+                     nn$KLDivLoss(reduction = "sum")$forward(py_of(log_p), py_of(p)))
+  expect_same_tensor(nn_hinge_embedding_loss(margin = 0.5)(a, signs),
+                     nn$HingeEmbeddingLoss(margin = 0.5)$forward(py_of(a), py_of(signs)))
+  expect_same_tensor(nn_soft_margin_loss(reduction = "none")(a, signs),
+                     nn$SoftMarginLoss(reduction = "none")$forward(py_of(a), py_of(signs)))
+  expect_same_tensor(nn_multilabel_soft_margin_loss()(a, labels),
+                     nn$MultiLabelSoftMarginLoss()$forward(py_of(a), py_of(labels)))
+  expect_same_tensor(nn_multilabel_soft_margin_loss(weight = w, reduction = "none")(a, labels),
+                     nn$MultiLabelSoftMarginLoss(weight = py_of(w), reduction = "none")$forward(
+                       py_of(a), py_of(labels)))
+  expect_error(nn_soft_margin_loss(reduction = "avg"), "`reduction` must be one of",
+               class = "value_error")
+  # gradients flow as in PyTorch's
+  x <- torch_randn(4, 3, requires_grad = TRUE)
+  nn_multilabel_soft_margin_loss()(x, labels)$backward()
+  px <- py_of(x$detach())$requires_grad_(TRUE)
+  nn$MultiLabelSoftMarginLoss()$forward(px, py_of(labels))$backward()
+  expect_equal(as_array(x$grad), as_array(as_r_tensor(px$grad)), tolerance = 1e-6)
+})
