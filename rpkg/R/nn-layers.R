@@ -173,7 +173,7 @@ reset_linear_like <- function(self) {
 #' @param start_dim,end_dim Flatten.
 #' @param dim A dimension (1-based).
 #' @param negative_slope,alpha,beta,threshold,approximate Activations.
-#' @param reduction,weight,ignore_index,label_smoothing,pos_weight Losses.
+#' @param reduction,weight,ignore_index,label_smoothing,pos_weight,delta,margin Losses.
 #' @param ... Modules (`nn_sequential()`), or ignored.
 #' @param modules A list of modules (`nn_module_list()`).
 #' @return A module.
