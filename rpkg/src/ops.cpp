@@ -577,18 +577,18 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   if (v.isSymInt())
     return Rf_ScalarReal(static_cast<double>(v.toSymInt().guard_int(__FILE__, __LINE__)));
   if (v.isDouble()) return Rf_ScalarReal(v.toDouble());
-  // The elements are copied out and `v` let go before they become R objects, so that a fresh
-  // result is held once (the garbage collector's share counts it: values.cpp).
-  std::vector<c10::IValue> items;
-  if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorVector()) items.emplace_back(t);
-  } else if (v.isList()) {
-    items = v.toListRef().vec();
-  } else if (v.isTuple()) {
-    const auto& elements = v.toTupleRef().elements();
-    items.assign(elements.begin(), elements.end());
-  }
   if (v.isTensorList() || v.isList() || v.isTuple()) {
+    // The elements are copied out and `v` let go before they become R objects, so that a fresh
+    // result is held once (the garbage collector's share counts it: values.cpp).
+    std::vector<c10::IValue> items;
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) items.emplace_back(t);
+    } else if (v.isList()) {
+      items = v.toListRef().vec();
+    } else {
+      const auto& elements = v.toTupleRef().elements();
+      items.assign(elements.begin(), elements.end());
+    }
     v = c10::IValue();
     return list_of(std::move(items), args, n);
   }

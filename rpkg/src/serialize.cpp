@@ -319,20 +319,17 @@ class PickleReader {
         stack_.emplace_back(d);
         break;
       }
+      // Strings and byte strings read the same: a length, then its bytes.
       case SHORT_BINUNICODE:
+      case SHORT_BINBYTES:
         stack_.emplace_back(bytes(byte()));
         break;
       case BINUNICODE:
+      case BINBYTES:
         stack_.emplace_back(bytes(little(4)));
         break;
       case BINUNICODE8:
         stack_.emplace_back(bytes(little(8)));
-        break;
-      case SHORT_BINBYTES:
-        stack_.emplace_back(bytes(byte()));
-        break;
-      case BINBYTES:
-        stack_.emplace_back(bytes(little(4)));
         break;
       case EMPTY_TUPLE:
         stack_.push_back(tuple({}));
