@@ -3,6 +3,11 @@
 # installed against (AMPKIT_PYTHON, read while R CMD INSTALL builds it; see rpkg/R/python.R), so
 # that nothing else is written: no ~/.Renviron, no global setting pointing into this checkout.
 # Its compiled objects are kept in build/r-objects (rpkg/src/Makevars.in) for the next install.
+# It is installed from the tarball R CMD build makes, not from rpkg/ itself: R CMD INSTALL
+# installs vignettes only as R CMD build leaves them (knitted into inst/doc, indexed in
+# build/vignette.rds), never from vignettes/*.Rmd, so an install of rpkg/ has no
+# vignette("amp", package = "ampkit"). R CMD build installs the package once more, into a
+# temporary library, to knit them (from the same objects: about 50 s more than rpkg/ alone).
 # Usage: tools/install_rpkg.sh [PYTHON]   (default: .venv/bin/python of this repository)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +18,9 @@ cd "$root"
 [ -f rpkg/DESCRIPTION ] || { echo "setup: no R package in rpkg/ yet"; exit 0; }
 echo "setup: installing the R package ampkit (against $py)"
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects" R CMD INSTALL --no-multiarch --with-keep.source rpkg >"$log" 2>&1 \
+work="$(mktemp -d)"
+trap 'rm -rf "$log" "$work"' EXIT
+export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
+{ (cd "$work" && R CMD build --no-manual "$root/rpkg") \
+    && R CMD INSTALL --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } >"$log" 2>&1 \
   || { cat "$log"; exit 1; }

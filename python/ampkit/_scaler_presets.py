@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import abc
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
 import torch
 
@@ -26,6 +26,17 @@ _DEEPSPEED_FP16_DEFAULTS = {
 }
 # Keys of that section which do not touch the scaler.
 _DEEPSPEED_FP16_OTHER_KEYS = ("enabled", "auto_cast", "loss_scale", "fp16_master_weights_and_grads")
+
+
+def default_device(device: Optional[str]) -> Any:
+    """The presets' device type when none is given: ``"cuda"`` where torch sees a CUDA device,
+    else ``"cpu"``. DeepSpeed's and Megatron-LM's scalers have no device argument (they scale on
+    the GPU they run on); a preset that defaulted to ``"cuda"`` like ``GradScaler()`` would be a
+    disabled scaler on a machine without one. A given device (or a wrong value, for the core to
+    refuse by name) is passed on as it is."""
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def deepspeed_options(config: Any) -> Dict[str, Any]:

@@ -124,7 +124,8 @@ class GradScaler:
         self._remember_given(growth_factor=growth_factor, backoff_factor=backoff_factor)
 
     @classmethod
-    def from_deepspeed(cls, config: Dict[str, Any], device: str = "cuda") -> "GradScaler":
+    def from_deepspeed(cls, config: Dict[str, Any],
+                       device: Optional[str] = None) -> "GradScaler":
         """A scaler with DeepSpeed's dynamic loss scaling (``DynamicLossScaler``), step for step.
 
         ``config`` is a DeepSpeed config or its ``"fp16"`` section, with DeepSpeed's keys and
@@ -132,6 +133,8 @@ class GradScaler:
         ``consecutive_hysteresis`` (False), ``min_loss_scale`` (1); ``loss_scale`` must be 0
         (dynamic). The schedule is DeepSpeed's: the first growth comes one clean step later than
         torch.amp's (``growth_delay=1``), and a back-off due at ``min_loss_scale`` raises.
+        ``device`` (``None``: ``"cuda"`` where torch sees a CUDA device, else ``"cpu"``) is the
+        device type of the scale.
 
         Example:
             >>> import ampkit
@@ -141,18 +144,20 @@ class GradScaler:
         """
         options = _presets.deepspeed_options(config)
         with _presets.peer_names(_presets.DEEPSPEED_NAMES, where="In `config`: "):
-            return cls(device, **options)
+            return cls(_presets.default_device(device), **options)
 
     @classmethod
     def from_megatron(cls, initial_scale: float = 2.0**32, min_scale: float = 1.0,
                       growth_factor: float = 2.0, backoff_factor: float = 0.5,
                       growth_interval: int = 1000, hysteresis: int = 2,
-                      device: str = "cuda") -> "GradScaler":
+                      device: Optional[str] = None) -> "GradScaler":
         """A scaler with Megatron-LM's ``DynamicGradScaler`` schedule, step for step.
 
         Its arguments, names and defaults (Megatron's ``--initial-loss-scale``,
         ``--min-loss-scale``, ``--loss-scale-window``, ``--hysteresis``). The factors and scales
         are rounded to float32 as Megatron holds them; no back-off ever raises.
+        ``device`` (``None``: ``"cuda"`` where torch sees a CUDA device, else ``"cpu"``) is the
+        device type of the scale.
 
         Example:
             >>> import ampkit
@@ -164,7 +169,7 @@ class GradScaler:
             backoff_factor=backoff_factor, growth_interval=growth_interval,
             hysteresis=hysteresis)
         with _presets.peer_names(_presets.MEGATRON_NAMES):
-            return cls(device, **options)
+            return cls(_presets.default_device(device), **options)
 
     def _remember_given(self, **given: Any) -> None:
         """The factors as the user gave them: torch.amp's state_dict() and its attributes return

@@ -43,7 +43,8 @@ arg_flag <- function(x, name, call = NULL, null_ok = FALSE) {
   }
   if (!is.logical(x) || length(x) != 1L || is.na(x)) {
     rule <- if (null_ok) "TRUE, FALSE or NULL" else "TRUE or FALSE"
-    abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), call)
+    abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), call,
+          class = "value_error")
   }
   x
 }
@@ -56,7 +57,8 @@ arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   }
   if (!is.numeric(x) || length(x) != 1L || (is.na(x) && !is.nan(x))) {
     rule <- if (null_ok) "a number or NULL" else "a number"
-    abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), call)
+    abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), call,
+          class = "value_error")
   }
   as.double(x)
 }

@@ -202,7 +202,7 @@ autograd_function <- function(forward, backward) {
 with_detect_anomaly <- function(code) {
   before <- .Call(C_anomaly_mode, TRUE)
   rlang::warn(paste0("Anomaly Detection has been enabled. This mode will increase the runtime ",
-                     "and should only be enabled for debugging."), class = "ampkit_warning")
+                     "and should be enabled only for debugging."), class = "ampkit_warning")
   on.exit(.Call(C_anomaly_mode, before))
   force(code)
 }
@@ -241,7 +241,9 @@ autograd_runners <- function(forward, backward, args, is_tensor, shape) {
     backward = function(r_ctx, pointer, grads) {
       r_ctx$.pointer <- pointer
       on.exit(r_ctx$.pointer <- NULL)
-      out <- if (shape$returns_list) {
+      # R torch's convention: a backward(ctx, grad_output) of a forward that returned a list
+      # gets the gradients as one list; one with an argument per output gets them spread.
+      out <- if (shape$returns_list && length(formals(backward)) == 2L) {
         backward(r_ctx, grads)
       } else {
         do.call(backward, c(list(r_ctx), grads))

@@ -54,8 +54,16 @@ translate_error_message <- function(message) {
   for (rule in zero_based_messages) {
     message <- shift_numbers(message, rule$pattern, isTRUE(rule$always))
   }
+  for (i in seq_along(python_names)) {
+    message <- gsub(names(python_names)[[i]], python_names[[i]], message, perl = TRUE)
+  }
   message
 }
+
+# Python calls libtorch's messages suggest, as the R user writes them.
+python_names <- c(
+  "torch\\.autograd\\.set_detect_anomaly\\([^)]*\\)" = "with_detect_anomaly()"
+)
 
 zero_based_messages <- list(
   list(pattern = "dimension ([0-9]+) does not have size [0-9]+"),

@@ -26,3780 +26,4804 @@ torch__add_relu <- function(self, other, alpha = 1L) .Call(C_op3, 11L, self, oth
 
 torch__add_relu_ <- function(self, other, alpha = 1L) .Call(C_op3, 12L, self, other, alpha)
 
-torch__addmm_activation <- function(self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op6, 13L, self, mat1, mat2, beta, alpha, use_gelu)
+torch__add_relu_out <- function(out, self, other, alpha = 1L) .Call(C_op4, 13L, out, self, other, alpha)
 
-torch__aminmax <- function(self, dim, keepdim = FALSE) .Call(C_op3, 14L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch__addmm_activation <- function(self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op6, 14L, self, mat1, mat2, beta, alpha, use_gelu)
 
-torch__amp_foreach_non_finite_check_and_unscale_ <- function(self, found_inf, inv_scale) .Call(C_op3, 15L, self, found_inf, inv_scale)
+torch__addmm_activation_out <- function(out, self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op7, 15L, out, self, mat1, mat2, beta, alpha, use_gelu)
 
-torch__amp_update_scale_ <- function(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval) .Call(C_op6, 16L, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
+torch__aminmax <- function(self, dim, keepdim = FALSE) .Call(C_op3, 16L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
 
-torch__assert_async <- function(self, assert_msg) .Call(C_op2, 17L, self, if (missing(assert_msg)) quote(expr = ) else assert_msg)
+torch__amp_foreach_non_finite_check_and_unscale_ <- function(self, found_inf, inv_scale) .Call(C_op3, 17L, self, found_inf, inv_scale)
 
-torch__assert_scalar <- function(self, assert_msg) .Call(C_op2, 18L, self, assert_msg)
+torch__amp_update_scale_ <- function(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval) .Call(C_op6, 18L, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
 
-torch__assert_tensor_metadata <- function(a, size = NULL, stride = NULL, dtype = NULL, device = NULL, layout = NULL) .Call(C_op6, 19L, a, size, stride, dtype, device, layout)
+torch__assert_async <- function(self, assert_msg) .Call(C_op2, 19L, self, if (missing(assert_msg)) quote(expr = ) else assert_msg)
 
-torch__batch_norm_impl_index <- function(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) .Call(C_op9, 20L, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+torch__assert_scalar <- function(self, assert_msg) .Call(C_op2, 20L, self, assert_msg)
 
-torch__batch_norm_impl_index_backward <- function(impl_index, input, grad_output, weight, running_mean, running_var, save_mean, save_var_transform, train, eps, output_mask, reservedSpace) .Call(C_op12, 21L, impl_index, input, grad_output, weight, running_mean, running_var, save_mean, save_var_transform, train, eps, output_mask, reservedSpace)
+torch__assert_tensor_metadata <- function(a, size = NULL, stride = NULL, dtype = NULL, device = NULL, layout = NULL) .Call(C_op6, 21L, a, size, stride, dtype, device, layout)
 
-torch__batch_norm_no_update <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 22L, input, weight, bias, running_mean, running_var, momentum, eps)
+torch__batch_norm_impl_index <- function(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) .Call(C_op9, 22L, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 
-torch__batch_norm_with_update <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 23L, input, weight, bias, running_mean, running_var, momentum, eps)
+torch__batch_norm_impl_index_backward <- function(impl_index, input, grad_output, weight, running_mean, running_var, save_mean, save_var_transform, train, eps, output_mask, reservedSpace) .Call(C_op12, 23L, impl_index, input, grad_output, weight, running_mean, running_var, save_mean, save_var_transform, train, eps, output_mask, reservedSpace)
 
-torch__cast_Byte <- function(self, non_blocking = FALSE) .Call(C_op2, 24L, self, non_blocking)
+torch__batch_norm_no_update <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 24L, input, weight, bias, running_mean, running_var, momentum, eps)
 
-torch__cast_Char <- function(self, non_blocking = FALSE) .Call(C_op2, 25L, self, non_blocking)
+torch__batch_norm_with_update <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 25L, input, weight, bias, running_mean, running_var, momentum, eps)
 
-torch__cast_Double <- function(self, non_blocking = FALSE) .Call(C_op2, 26L, self, non_blocking)
+torch__batch_norm_with_update_out <- function(out, save_mean, save_invstd, reserve, input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op11, 26L, out, save_mean, save_invstd, reserve, input, weight, bias, running_mean, running_var, momentum, eps)
 
-torch__cast_Float <- function(self, non_blocking = FALSE) .Call(C_op2, 27L, self, non_blocking)
+torch__cast_Byte <- function(self, non_blocking = FALSE) .Call(C_op2, 27L, self, non_blocking)
 
-torch__cast_Half <- function(self, non_blocking = FALSE) .Call(C_op2, 28L, self, non_blocking)
+torch__cast_Char <- function(self, non_blocking = FALSE) .Call(C_op2, 28L, self, non_blocking)
 
-torch__cast_Int <- function(self, non_blocking = FALSE) .Call(C_op2, 29L, self, non_blocking)
+torch__cast_Double <- function(self, non_blocking = FALSE) .Call(C_op2, 29L, self, non_blocking)
 
-torch__cast_Long <- function(self, non_blocking = FALSE) .Call(C_op2, 30L, self, non_blocking)
+torch__cast_Float <- function(self, non_blocking = FALSE) .Call(C_op2, 30L, self, non_blocking)
 
-torch__cast_Short <- function(self, non_blocking = FALSE) .Call(C_op2, 31L, self, non_blocking)
+torch__cast_Half <- function(self, non_blocking = FALSE) .Call(C_op2, 31L, self, non_blocking)
 
-torch__cdist_backward <- function(grad, x1, x2, p, cdist) .Call(C_op5, 32L, grad, x1, x2, p, cdist)
+torch__cast_Int <- function(self, non_blocking = FALSE) .Call(C_op2, 32L, self, non_blocking)
 
-torch__cdist_forward <- function(x1, x2, p, compute_mode) .Call(C_op4, 33L, x1, x2, p, compute_mode)
+torch__cast_Long <- function(self, non_blocking = FALSE) .Call(C_op2, 33L, self, non_blocking)
 
-torch__cholesky_solve_helper <- function(self, A, upper) .Call(C_op3, 34L, self, A, upper)
+torch__cast_Short <- function(self, non_blocking = FALSE) .Call(C_op2, 34L, self, non_blocking)
 
-torch__choose_qparams_per_tensor <- function(self, reduce_range = FALSE) .Call(C_op2, 35L, self, reduce_range)
+torch__cdist_backward <- function(grad, x1, x2, p, cdist) .Call(C_op5, 35L, grad, x1, x2, p, cdist)
 
-torch__chunk_cat <- function(tensors, dim, num_chunks) .Call(C_op3, 36L, tensors, dim, num_chunks)
+torch__cdist_forward <- function(x1, x2, p, compute_mode) .Call(C_op4, 36L, x1, x2, p, compute_mode)
 
-torch__coalesce <- function(self) .Call(C_op1, 37L, self)
+torch__cholesky_solve_helper <- function(self, A, upper) .Call(C_op3, 37L, self, A, upper)
 
-torch__compute_linear_combination <- function(input, coefficients) .Call(C_op2, 38L, input, coefficients)
+torch__choose_qparams_per_tensor <- function(self, reduce_range = FALSE) .Call(C_op2, 38L, self, reduce_range)
 
-torch__conj <- function(self) .Call(C_op1, 39L, self)
+torch__chunk_cat <- function(tensors, dim, num_chunks) .Call(C_op3, 39L, tensors, dim, num_chunks)
 
-torch__conj_copy <- function(self) .Call(C_op1, 40L, self)
+torch__chunk_cat_out <- function(out, tensors, dim, num_chunks) .Call(C_op4, 40L, out, tensors, dim, num_chunks)
 
-torch__conj_physical <- function(self) .Call(C_op1, 41L, self)
+torch__coalesce <- function(self) .Call(C_op1, 41L, self)
 
-torch__conv_depthwise2d <- function(self, weight, kernel_size, bias, stride, padding, dilation) .Call(C_op7, 42L, self, weight, kernel_size, bias, stride, padding, dilation)
+torch__compute_linear_combination <- function(input, coefficients) .Call(C_op2, 42L, input, coefficients)
 
-torch__convert_indices_from_coo_to_csr <- function(self, size, out_int32 = FALSE) .Call(C_op3, 43L, self, size, out_int32)
+torch__compute_linear_combination_out <- function(out, input, coefficients) .Call(C_op3, 43L, out, input, coefficients)
 
-torch__convert_indices_from_csr_to_coo <- function(crow_indices, col_indices, out_int32 = FALSE, transpose = FALSE) .Call(C_op4, 44L, crow_indices, col_indices, out_int32, transpose)
+torch__conj <- function(self) .Call(C_op1, 44L, self)
 
-torch__convert_weight_to_int4pack <- function(self, innerKTiles) .Call(C_op2, 45L, self, innerKTiles)
+torch__conj_copy <- function(self) .Call(C_op1, 45L, self)
 
-torch__convert_weight_to_int4pack_for_cpu <- function(self, innerKTiles) .Call(C_op2, 46L, self, innerKTiles)
+torch__conj_physical <- function(self) .Call(C_op1, 46L, self)
 
-torch__convolution <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, benchmark, deterministic, cudnn_enabled, allow_tf32) .Call(C_op13, 47L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, benchmark, deterministic, cudnn_enabled, if (missing(allow_tf32)) quote(expr = ) else allow_tf32)
+torch__conv_depthwise2d <- function(self, weight, kernel_size, bias, stride, padding, dilation) .Call(C_op7, 47L, self, weight, kernel_size, bias, stride, padding, dilation)
 
-torch__convolution_double_backward <- function(ggI, ggW, ggb, gO, weight, self, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op13, 48L, ggI, ggW, ggb, gO, weight, self, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+torch__conv_depthwise2d_out <- function(out, self, weight, kernel_size, bias, stride, padding, dilation) .Call(C_op8, 48L, out, self, weight, kernel_size, bias, stride, padding, dilation)
 
-torch__convolution_mode <- function(input, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 49L, input, weight, bias, stride, padding, dilation, groups)
+torch__convert_indices_from_coo_to_csr <- function(self, size, out_int32 = FALSE) .Call(C_op3, 49L, self, size, out_int32)
 
-torch__copy_from <- function(self, dst, non_blocking = FALSE) .Call(C_op3, 50L, self, dst, non_blocking)
+torch__convert_indices_from_coo_to_csr_out <- function(out, self, size, out_int32 = FALSE) .Call(C_op4, 50L, out, self, size, out_int32)
 
-torch__copy_from_and_resize <- function(self, dst) .Call(C_op2, 51L, self, dst)
+torch__convert_indices_from_csr_to_coo <- function(crow_indices, col_indices, out_int32 = FALSE, transpose = FALSE) .Call(C_op4, 51L, crow_indices, col_indices, out_int32, transpose)
 
-torch__cslt_compress <- function(input) .Call(C_op1, 52L, input)
+torch__convert_indices_from_csr_to_coo_out <- function(out, crow_indices, col_indices, out_int32 = FALSE, transpose = FALSE) .Call(C_op5, 52L, out, crow_indices, col_indices, out_int32, transpose)
 
-torch__cslt_sparse_mm <- function(compressed_A, dense_B, bias = NULL, alpha = NULL, out_dtype = NULL, transpose_result = FALSE, alg_id = 0L, split_k = 1L, split_k_mode = -1L) .Call(C_op9, 53L, compressed_A, dense_B, bias, alpha, out_dtype, transpose_result, alg_id, split_k, split_k_mode)
+torch__convert_weight_to_int4pack <- function(self, innerKTiles) .Call(C_op2, 53L, self, innerKTiles)
 
-torch__cslt_sparse_mm_search <- function(compressed_A, dense_B, bias = NULL, alpha = NULL, out_dtype = NULL, transpose_result = FALSE) .Call(C_op6, 54L, compressed_A, dense_B, bias, alpha, out_dtype, transpose_result)
+torch__convert_weight_to_int4pack_for_cpu <- function(self, innerKTiles) .Call(C_op2, 54L, self, innerKTiles)
 
-torch__ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0L, zero_infinity = FALSE) .Call(C_op6, 55L, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+torch__convolution <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, benchmark, deterministic, cudnn_enabled, allow_tf32) .Call(C_op13, 55L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, benchmark, deterministic, cudnn_enabled, if (missing(allow_tf32)) quote(expr = ) else allow_tf32)
 
-torch__ctc_loss_backward <- function(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity = FALSE) .Call(C_op9, 56L, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)
+torch__convolution_double_backward <- function(ggI, ggW, ggb, gO, weight, self, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op13, 56L, ggI, ggW, ggb, gO, weight, self, stride, padding, dilation, transposed, output_padding, groups, output_mask)
 
-torch__cudnn_attention_backward <- function(grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale = NULL) .Call(C_op16, 57L, grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
+torch__convolution_mode <- function(input, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 57L, input, weight, bias, stride, padding, dilation, groups)
 
-torch__cudnn_attention_forward <- function(query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op13, 58L, query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale)
+torch__copy_from <- function(self, dst, non_blocking = FALSE) .Call(C_op3, 58L, self, dst, non_blocking)
 
-torch__cudnn_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity) .Call(C_op7, 59L, log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity)
+torch__copy_from_and_resize <- function(self, dst) .Call(C_op2, 59L, self, dst)
 
-torch__cudnn_init_dropout_state <- function(dropout, train, dropout_seed, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op7, 60L, dropout, train, dropout_seed, dtype, layout, device, pin_memory)
+torch__cslt_compress <- function(input) .Call(C_op1, 60L, input)
 
-torch__cudnn_rnn <- function(input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state) .Call(C_op16, 61L, input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
+torch__cslt_sparse_mm <- function(compressed_A, dense_B, bias = NULL, alpha = NULL, out_dtype = NULL, transpose_result = FALSE, alg_id = 0L, split_k = 1L, split_k_mode = -1L) .Call(C_op9, 61L, compressed_A, dense_B, bias, alpha, out_dtype, transpose_result, alg_id, split_k, split_k_mode)
 
-torch__cudnn_rnn_backward <- function(input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask) .Call(C_op22, 62L, input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask)
+torch__cslt_sparse_mm_search <- function(compressed_A, dense_B, bias = NULL, alpha = NULL, out_dtype = NULL, transpose_result = FALSE) .Call(C_op6, 62L, compressed_A, dense_B, bias, alpha, out_dtype, transpose_result)
 
-torch__cudnn_rnn_flatten_weight <- function(weight_arr, weight_stride0, input_size, mode, hidden_size, proj_size, num_layers, batch_first, bidirectional) .Call(C_op9, 63L, weight_arr, weight_stride0, input_size, mode, hidden_size, proj_size, num_layers, batch_first, bidirectional)
+torch__ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0L, zero_infinity = FALSE) .Call(C_op6, 63L, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
 
-torch__cummax_helper <- function(self, values, indices, dim) .Call(C_op4, 64L, self, values, indices, dim)
+torch__ctc_loss_backward <- function(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity = FALSE) .Call(C_op9, 64L, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)
 
-torch__cummin_helper <- function(self, values, indices, dim) .Call(C_op4, 65L, self, values, indices, dim)
+torch__cudnn_attention_backward <- function(grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale = NULL) .Call(C_op16, 65L, grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
 
-torch__debug_has_internal_overlap <- function(self) .Call(C_op1, 66L, self)
+torch__cudnn_attention_forward <- function(query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op13, 66L, query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale)
 
-torch__dim_arange <- function(like, dim) .Call(C_op2, 67L, like, dim)
+torch__cudnn_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity) .Call(C_op7, 67L, log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity)
 
-torch__dirichlet_grad <- function(x, alpha, total) .Call(C_op3, 68L, x, alpha, total)
+torch__cudnn_init_dropout_state <- function(dropout, train, dropout_seed, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op7, 68L, dropout, train, dropout_seed, dtype, layout, device, pin_memory)
 
-torch__dyn_quant_matmul_4bit <- function(inp, packed_weights, block_size, in_features, out_features) .Call(C_op5, 69L, inp, packed_weights, block_size, in_features, out_features)
+torch__cudnn_rnn <- function(input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state) .Call(C_op16, 69L, input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
 
-torch__dyn_quant_pack_4bit_weight <- function(weights, scales_zeros, bias, block_size, in_features, out_features) .Call(C_op6, 70L, weights, scales_zeros, bias, block_size, in_features, out_features)
+torch__cudnn_rnn_backward <- function(input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask) .Call(C_op22, 70L, input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask)
 
-torch__efficient_attention_backward <- function(grad_out_, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale = NULL, num_splits_key = NULL, window_size = NULL, shared_storage_dqdkdv = FALSE) .Call(C_op20, 71L, grad_out_, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale, num_splits_key, window_size, shared_storage_dqdkdv)
+torch__cudnn_rnn_flatten_weight <- function(weight_arr, weight_stride0, input_size, mode, hidden_size, proj_size, num_layers, batch_first, bidirectional) .Call(C_op9, 71L, weight_arr, weight_stride0, input_size, mode, hidden_size, proj_size, num_layers, batch_first, bidirectional)
 
-torch__efficient_attention_forward <- function(query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, compute_log_sumexp = FALSE, scale = NULL, seqlen_k = NULL, window_size = NULL) .Call(C_op14, 72L, query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, compute_log_sumexp, scale, seqlen_k, window_size)
+torch__cummax_helper <- function(self, values, indices, dim) .Call(C_op4, 72L, self, values, indices, dim)
 
-torch__efficientzerotensor <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 73L, size, dtype, layout, device, pin_memory)
+torch__cummin_helper <- function(self, values, indices, dim) .Call(C_op4, 73L, self, values, indices, dim)
 
-torch__embedding_bag <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx = -1L) .Call(C_op9, 74L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+torch__debug_has_internal_overlap <- function(self) .Call(C_op1, 74L, self)
 
-torch__embedding_bag_backward <- function(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx = -1L) .Call(C_op12, 75L, grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
+torch__dim_arange <- function(like, dim) .Call(C_op2, 75L, like, dim)
 
-torch__embedding_bag_dense_backward <- function(grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx = -1L) .Call(C_op10, 76L, grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx)
+torch__dirichlet_grad <- function(x, alpha, total) .Call(C_op3, 76L, x, alpha, total)
 
-torch__embedding_bag_forward_only <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx = -1L) .Call(C_op9, 77L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+torch__dyn_quant_matmul_4bit <- function(inp, packed_weights, block_size, in_features, out_features) .Call(C_op5, 77L, inp, packed_weights, block_size, in_features, out_features)
 
-torch__embedding_bag_per_sample_weights_backward <- function(grad, weight, indices, offsets, offset2bag, mode, padding_idx = -1L) .Call(C_op7, 78L, grad, weight, indices, offsets, offset2bag, mode, padding_idx)
+torch__dyn_quant_pack_4bit_weight <- function(weights, scales_zeros, bias, block_size, in_features, out_features) .Call(C_op6, 78L, weights, scales_zeros, bias, block_size, in_features, out_features)
 
-torch__embedding_bag_sparse_backward <- function(grad, indices, offsets, offset2bag, bag_size, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx = -1L) .Call(C_op10, 79L, grad, indices, offsets, offset2bag, bag_size, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx)
+torch__efficient_attention_backward <- function(grad_out_, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale = NULL, num_splits_key = NULL, window_size = NULL, shared_storage_dqdkdv = FALSE) .Call(C_op20, 79L, grad_out_, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale, num_splits_key, window_size, shared_storage_dqdkdv)
 
-torch__empty_affine_quantized <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, scale = 1, zero_point = 0L, memory_format = NULL) .Call(C_op8, 80L, size, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
+torch__efficient_attention_forward <- function(query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, compute_log_sumexp = FALSE, scale = NULL, seqlen_k = NULL, window_size = NULL) .Call(C_op14, 80L, query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, compute_log_sumexp, scale, seqlen_k, window_size)
 
-torch__empty_per_channel_affine_quantized <- function(size, scales, zero_points, axis, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op9, 81L, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
+torch__efficientzerotensor <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 81L, size, dtype, layout, device, pin_memory)
 
-torch__euclidean_dist <- function(x1, x2) .Call(C_op2, 82L, x1, x2)
+torch__embedding_bag <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx = -1L) .Call(C_op9, 82L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
-torch__fake_quantize_learnable_per_channel_affine <- function(self, scale, zero_point, axis, quant_min, quant_max, grad_factor = 1.0) .Call(C_op7, 83L, self, scale, zero_point, axis, quant_min, quant_max, grad_factor)
+torch__embedding_bag_backward <- function(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx = -1L) .Call(C_op12, 83L, grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
 
-torch__fake_quantize_learnable_per_channel_affine_backward <- function(grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor = 1.0) .Call(C_op8, 84L, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor)
+torch__embedding_bag_dense_backward <- function(grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx = -1L) .Call(C_op10, 84L, grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx)
 
-torch__fake_quantize_learnable_per_tensor_affine <- function(self, scale, zero_point, quant_min, quant_max, grad_factor = 1.0) .Call(C_op6, 85L, self, scale, zero_point, quant_min, quant_max, grad_factor)
+torch__embedding_bag_forward_only <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx = -1L) .Call(C_op9, 85L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
-torch__fake_quantize_learnable_per_tensor_affine_backward <- function(grad, self, scale, zero_point, quant_min, quant_max, grad_factor = 1.0) .Call(C_op7, 86L, grad, self, scale, zero_point, quant_min, quant_max, grad_factor)
+torch__embedding_bag_per_sample_weights_backward <- function(grad, weight, indices, offsets, offset2bag, mode, padding_idx = -1L) .Call(C_op7, 86L, grad, weight, indices, offsets, offset2bag, mode, padding_idx)
 
-torch__fake_quantize_per_tensor_affine_cachemask_tensor_qparams <- function(self, scale, zero_point, fake_quant_enabled, quant_min, quant_max) .Call(C_op6, 87L, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+torch__embedding_bag_sparse_backward <- function(grad, indices, offsets, offset2bag, bag_size, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx = -1L) .Call(C_op10, 87L, grad, indices, offsets, offset2bag, bag_size, num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx)
 
-torch__fft_c2c <- function(self, dim, normalization, forward) .Call(C_op4, 88L, self, dim, normalization, forward)
+torch__empty_affine_quantized <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, scale = 1, zero_point = 0L, memory_format = NULL) .Call(C_op8, 88L, size, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
 
-torch__fft_c2r <- function(self, dim, normalization, last_dim_size) .Call(C_op4, 89L, self, dim, normalization, last_dim_size)
+torch__empty_per_channel_affine_quantized <- function(size, scales, zero_points, axis, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op9, 89L, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
 
-torch__fft_r2c <- function(self, dim, normalization, onesided) .Call(C_op4, 90L, self, dim, normalization, onesided)
+torch__euclidean_dist <- function(x1, x2) .Call(C_op2, 90L, x1, x2)
 
-torch__fill_mem_eff_dropout_mask_ <- function(self, dropout_p, seed, offset) .Call(C_op4, 91L, self, dropout_p, seed, offset)
+torch__fake_quantize_learnable_per_channel_affine <- function(self, scale, zero_point, axis, quant_min, quant_max, grad_factor = 1.0) .Call(C_op7, 91L, self, scale, zero_point, axis, quant_min, quant_max, grad_factor)
 
-torch__flash_attention_backward <- function(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale = NULL, window_size_left = NULL, window_size_right = NULL) .Call(C_op17, 92L, grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale, window_size_left, window_size_right)
+torch__fake_quantize_learnable_per_channel_affine_backward <- function(grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor = 1.0) .Call(C_op8, 92L, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor)
 
-torch__flash_attention_forward <- function(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, q_descale, k_descale, v_descale, scale = NULL, window_size_left = NULL, block_table = NULL, window_size_right = NULL, num_splits = NULL, seqused_k = NULL, alibi_slopes = NULL) .Call(C_op20, 93L, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, scale, window_size_left, block_table, window_size_right, num_splits, seqused_k, alibi_slopes)
+torch__fake_quantize_learnable_per_tensor_affine <- function(self, scale, zero_point, quant_min, quant_max, grad_factor = 1.0) .Call(C_op6, 93L, self, scale, zero_point, quant_min, quant_max, grad_factor)
 
-torch__flash_attention_forward_no_dropout_inplace <- function(out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale = NULL, window_size_left = NULL, window_size_right = NULL, seqused_k = NULL, alibi_slopes = NULL, block_table = NULL, num_splits = NULL) .Call(C_op18, 94L, out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale, window_size_left, window_size_right, seqused_k, alibi_slopes, block_table, num_splits)
+torch__fake_quantize_learnable_per_tensor_affine_backward <- function(grad, self, scale, zero_point, quant_min, quant_max, grad_factor = 1.0) .Call(C_op7, 94L, grad, self, scale, zero_point, quant_min, quant_max, grad_factor)
 
-torch__foobar <- function(self, arg1 = TRUE, arg2 = TRUE, arg3 = TRUE) .Call(C_op4, 95L, self, arg1, arg2, arg3)
+torch__fake_quantize_per_tensor_affine_cachemask_tensor_qparams <- function(self, scale, zero_point, fake_quant_enabled, quant_min, quant_max) .Call(C_op6, 95L, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
 
-torch__foreach_abs <- function(self) .Call(C_op1, 96L, self)
+torch__fft_c2c <- function(self, dim, normalization, forward) .Call(C_op4, 96L, self, dim, normalization, forward)
 
-torch__foreach_abs_ <- function(self) .Call(C_op1, 97L, self)
+torch__fft_c2c_out <- function(out, self, dim, normalization, forward) .Call(C_op5, 97L, out, self, dim, normalization, forward)
 
-torch__foreach_acos <- function(self) .Call(C_op1, 98L, self)
+torch__fft_c2r <- function(self, dim, normalization, last_dim_size) .Call(C_op4, 98L, self, dim, normalization, last_dim_size)
 
-torch__foreach_acos_ <- function(self) .Call(C_op1, 99L, self)
+torch__fft_c2r_out <- function(out, self, dim, normalization, last_dim_size) .Call(C_op5, 99L, out, self, dim, normalization, last_dim_size)
 
-torch__foreach_add <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 100L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__fft_r2c <- function(self, dim, normalization, onesided) .Call(C_op4, 100L, self, dim, normalization, onesided)
 
-torch__foreach_add_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 101L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__fft_r2c_out <- function(out, self, dim, normalization, onesided) .Call(C_op5, 101L, out, self, dim, normalization, onesided)
 
-torch__foreach_addcdiv <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 102L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__fill_mem_eff_dropout_mask_ <- function(self, dropout_p, seed, offset) .Call(C_op4, 102L, self, dropout_p, seed, offset)
 
-torch__foreach_addcdiv_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 103L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__flash_attention_backward <- function(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale = NULL, window_size_left = NULL, window_size_right = NULL) .Call(C_op17, 103L, grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale, window_size_left, window_size_right)
 
-torch__foreach_addcmul <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 104L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__flash_attention_forward <- function(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, q_descale, k_descale, v_descale, scale = NULL, window_size_left = NULL, block_table = NULL, window_size_right = NULL, num_splits = NULL, seqused_k = NULL, alibi_slopes = NULL) .Call(C_op20, 104L, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, scale, window_size_left, block_table, window_size_right, num_splits, seqused_k, alibi_slopes)
 
-torch__foreach_addcmul_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 105L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__flash_attention_forward_no_dropout_inplace <- function(out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale = NULL, window_size_left = NULL, window_size_right = NULL, seqused_k = NULL, alibi_slopes = NULL, block_table = NULL, num_splits = NULL) .Call(C_op18, 105L, out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale, window_size_left, window_size_right, seqused_k, alibi_slopes, block_table, num_splits)
 
-torch__foreach_asin <- function(self) .Call(C_op1, 106L, self)
+torch__foobar <- function(self, arg1 = TRUE, arg2 = TRUE, arg3 = TRUE) .Call(C_op4, 106L, self, arg1, arg2, arg3)
 
-torch__foreach_asin_ <- function(self) .Call(C_op1, 107L, self)
+torch__foreach_abs <- function(self) .Call(C_op1, 107L, self)
 
-torch__foreach_atan <- function(self) .Call(C_op1, 108L, self)
+torch__foreach_abs_ <- function(self) .Call(C_op1, 108L, self)
 
-torch__foreach_atan_ <- function(self) .Call(C_op1, 109L, self)
+torch__foreach_acos <- function(self) .Call(C_op1, 109L, self)
 
-torch__foreach_ceil <- function(self) .Call(C_op1, 110L, self)
+torch__foreach_acos_ <- function(self) .Call(C_op1, 110L, self)
 
-torch__foreach_ceil_ <- function(self) .Call(C_op1, 111L, self)
+torch__foreach_add <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 111L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
 
-torch__foreach_clamp_max <- function(self, other, scalar, scalars) .Call(C_op4, 112L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_add_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 112L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
 
-torch__foreach_clamp_max_ <- function(self, other, scalar, scalars) .Call(C_op4, 113L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_addcdiv <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 113L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
 
-torch__foreach_clamp_min <- function(self, other, scalar, scalars) .Call(C_op4, 114L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_addcdiv_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 114L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
 
-torch__foreach_clamp_min_ <- function(self, other, scalar, scalars) .Call(C_op4, 115L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_addcmul <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 115L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
 
-torch__foreach_clone <- function(self, memory_format = NULL) .Call(C_op2, 116L, self, memory_format)
+torch__foreach_addcmul_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 116L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
 
-torch__foreach_copy <- function(self, src, non_blocking = FALSE) .Call(C_op3, 117L, self, src, non_blocking)
+torch__foreach_asin <- function(self) .Call(C_op1, 117L, self)
 
-torch__foreach_copy_ <- function(self, src, non_blocking = FALSE) .Call(C_op3, 118L, self, src, non_blocking)
+torch__foreach_asin_ <- function(self) .Call(C_op1, 118L, self)
 
-torch__foreach_cos <- function(self) .Call(C_op1, 119L, self)
+torch__foreach_atan <- function(self) .Call(C_op1, 119L, self)
 
-torch__foreach_cos_ <- function(self) .Call(C_op1, 120L, self)
+torch__foreach_atan_ <- function(self) .Call(C_op1, 120L, self)
 
-torch__foreach_cosh <- function(self) .Call(C_op1, 121L, self)
+torch__foreach_ceil <- function(self) .Call(C_op1, 121L, self)
 
-torch__foreach_cosh_ <- function(self) .Call(C_op1, 122L, self)
+torch__foreach_ceil_ <- function(self) .Call(C_op1, 122L, self)
 
-torch__foreach_div <- function(self, other, scalar, scalars) .Call(C_op4, 123L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_clamp_max <- function(self, other, scalar, scalars) .Call(C_op4, 123L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_div_ <- function(self, other, scalar, scalars) .Call(C_op4, 124L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_clamp_max_ <- function(self, other, scalar, scalars) .Call(C_op4, 124L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_erf <- function(self) .Call(C_op1, 125L, self)
+torch__foreach_clamp_min <- function(self, other, scalar, scalars) .Call(C_op4, 125L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_erf_ <- function(self) .Call(C_op1, 126L, self)
+torch__foreach_clamp_min_ <- function(self, other, scalar, scalars) .Call(C_op4, 126L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_erfc <- function(self) .Call(C_op1, 127L, self)
+torch__foreach_clone <- function(self, memory_format = NULL) .Call(C_op2, 127L, self, memory_format)
 
-torch__foreach_erfc_ <- function(self) .Call(C_op1, 128L, self)
+torch__foreach_copy <- function(self, src, non_blocking = FALSE) .Call(C_op3, 128L, self, src, non_blocking)
 
-torch__foreach_exp <- function(self) .Call(C_op1, 129L, self)
+torch__foreach_copy_ <- function(self, src, non_blocking = FALSE) .Call(C_op3, 129L, self, src, non_blocking)
 
-torch__foreach_exp_ <- function(self) .Call(C_op1, 130L, self)
+torch__foreach_cos <- function(self) .Call(C_op1, 130L, self)
 
-torch__foreach_expm1 <- function(self) .Call(C_op1, 131L, self)
+torch__foreach_cos_ <- function(self) .Call(C_op1, 131L, self)
 
-torch__foreach_expm1_ <- function(self) .Call(C_op1, 132L, self)
+torch__foreach_cosh <- function(self) .Call(C_op1, 132L, self)
 
-torch__foreach_floor <- function(self) .Call(C_op1, 133L, self)
+torch__foreach_cosh_ <- function(self) .Call(C_op1, 133L, self)
 
-torch__foreach_floor_ <- function(self) .Call(C_op1, 134L, self)
+torch__foreach_div <- function(self, other, scalar, scalars) .Call(C_op4, 134L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_frac <- function(self) .Call(C_op1, 135L, self)
+torch__foreach_div_ <- function(self, other, scalar, scalars) .Call(C_op4, 135L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_frac_ <- function(self) .Call(C_op1, 136L, self)
+torch__foreach_erf <- function(self) .Call(C_op1, 136L, self)
 
-torch__foreach_lerp <- function(self, tensors1, weight, weights) .Call(C_op4, 137L, self, tensors1, if (missing(weight)) quote(expr = ) else weight, if (missing(weights)) quote(expr = ) else weights)
+torch__foreach_erf_ <- function(self) .Call(C_op1, 137L, self)
 
-torch__foreach_lerp_ <- function(self, tensors1, weight, weights) .Call(C_op4, 138L, self, tensors1, if (missing(weight)) quote(expr = ) else weight, if (missing(weights)) quote(expr = ) else weights)
+torch__foreach_erfc <- function(self) .Call(C_op1, 138L, self)
 
-torch__foreach_lgamma <- function(self) .Call(C_op1, 139L, self)
+torch__foreach_erfc_ <- function(self) .Call(C_op1, 139L, self)
 
-torch__foreach_lgamma_ <- function(self) .Call(C_op1, 140L, self)
+torch__foreach_exp <- function(self) .Call(C_op1, 140L, self)
 
-torch__foreach_log <- function(self) .Call(C_op1, 141L, self)
+torch__foreach_exp_ <- function(self) .Call(C_op1, 141L, self)
 
-torch__foreach_log10 <- function(self) .Call(C_op1, 142L, self)
+torch__foreach_expm1 <- function(self) .Call(C_op1, 142L, self)
 
-torch__foreach_log10_ <- function(self) .Call(C_op1, 143L, self)
+torch__foreach_expm1_ <- function(self) .Call(C_op1, 143L, self)
 
-torch__foreach_log1p <- function(self) .Call(C_op1, 144L, self)
+torch__foreach_floor <- function(self) .Call(C_op1, 144L, self)
 
-torch__foreach_log1p_ <- function(self) .Call(C_op1, 145L, self)
+torch__foreach_floor_ <- function(self) .Call(C_op1, 145L, self)
 
-torch__foreach_log2 <- function(self) .Call(C_op1, 146L, self)
+torch__foreach_frac <- function(self) .Call(C_op1, 146L, self)
 
-torch__foreach_log2_ <- function(self) .Call(C_op1, 147L, self)
+torch__foreach_frac_ <- function(self) .Call(C_op1, 147L, self)
 
-torch__foreach_log_ <- function(self) .Call(C_op1, 148L, self)
+torch__foreach_lerp <- function(self, tensors1, weight, weights) .Call(C_op4, 148L, self, tensors1, if (missing(weight)) quote(expr = ) else weight, if (missing(weights)) quote(expr = ) else weights)
 
-torch__foreach_max <- function(self) .Call(C_op1, 149L, self)
+torch__foreach_lerp_ <- function(self, tensors1, weight, weights) .Call(C_op4, 149L, self, tensors1, if (missing(weight)) quote(expr = ) else weight, if (missing(weights)) quote(expr = ) else weights)
 
-torch__foreach_maximum <- function(self, other, scalar, scalars) .Call(C_op4, 150L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_lgamma <- function(self) .Call(C_op1, 150L, self)
 
-torch__foreach_maximum_ <- function(self, other, scalar, scalars) .Call(C_op4, 151L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_lgamma_ <- function(self) .Call(C_op1, 151L, self)
 
-torch__foreach_minimum <- function(self, other, scalar, scalars) .Call(C_op4, 152L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_log <- function(self) .Call(C_op1, 152L, self)
 
-torch__foreach_minimum_ <- function(self, other, scalar, scalars) .Call(C_op4, 153L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_log10 <- function(self) .Call(C_op1, 153L, self)
 
-torch__foreach_mm <- function(self, mat2) .Call(C_op2, 154L, self, mat2)
+torch__foreach_log10_ <- function(self) .Call(C_op1, 154L, self)
 
-torch__foreach_mul <- function(self, other, scalar, scalars) .Call(C_op4, 155L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_log1p <- function(self) .Call(C_op1, 155L, self)
 
-torch__foreach_mul_ <- function(self, other, scalar, scalars) .Call(C_op4, 156L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
+torch__foreach_log1p_ <- function(self) .Call(C_op1, 156L, self)
 
-torch__foreach_neg <- function(self) .Call(C_op1, 157L, self)
+torch__foreach_log2 <- function(self) .Call(C_op1, 157L, self)
 
-torch__foreach_neg_ <- function(self) .Call(C_op1, 158L, self)
+torch__foreach_log2_ <- function(self) .Call(C_op1, 158L, self)
 
-torch__foreach_norm <- function(self, ord = 2L, dtype = NULL) .Call(C_op3, 159L, self, ord, dtype)
+torch__foreach_log_ <- function(self) .Call(C_op1, 159L, self)
 
-torch__foreach_pow <- function(self, exponent) .Call(C_op2, 160L, self, exponent)
+torch__foreach_max <- function(self) .Call(C_op1, 160L, self)
 
-torch__foreach_pow_ <- function(self, exponent) .Call(C_op2, 161L, self, exponent)
+torch__foreach_maximum <- function(self, other, scalar, scalars) .Call(C_op4, 161L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_powsum <- function(self, ord = 2L, dtype = NULL) .Call(C_op3, 162L, self, ord, dtype)
+torch__foreach_maximum_ <- function(self, other, scalar, scalars) .Call(C_op4, 162L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_reciprocal <- function(self) .Call(C_op1, 163L, self)
+torch__foreach_minimum <- function(self, other, scalar, scalars) .Call(C_op4, 163L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_reciprocal_ <- function(self) .Call(C_op1, 164L, self)
+torch__foreach_minimum_ <- function(self, other, scalar, scalars) .Call(C_op4, 164L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_round <- function(self) .Call(C_op1, 165L, self)
+torch__foreach_mm <- function(self, mat2) .Call(C_op2, 165L, self, mat2)
 
-torch__foreach_round_ <- function(self) .Call(C_op1, 166L, self)
+torch__foreach_mul <- function(self, other, scalar, scalars) .Call(C_op4, 166L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_rsqrt <- function(self) .Call(C_op1, 167L, self)
+torch__foreach_mul_ <- function(self, other, scalar, scalars) .Call(C_op4, 167L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars)
 
-torch__foreach_rsqrt_ <- function(self) .Call(C_op1, 168L, self)
+torch__foreach_neg <- function(self) .Call(C_op1, 168L, self)
 
-torch__foreach_sigmoid <- function(self) .Call(C_op1, 169L, self)
+torch__foreach_neg_ <- function(self) .Call(C_op1, 169L, self)
 
-torch__foreach_sigmoid_ <- function(self) .Call(C_op1, 170L, self)
+torch__foreach_norm <- function(self, ord = 2L, dtype = NULL) .Call(C_op3, 170L, self, ord, dtype)
 
-torch__foreach_sign <- function(self) .Call(C_op1, 171L, self)
+torch__foreach_pow <- function(self, exponent) .Call(C_op2, 171L, self, exponent)
 
-torch__foreach_sign_ <- function(self) .Call(C_op1, 172L, self)
+torch__foreach_pow_ <- function(self, exponent) .Call(C_op2, 172L, self, exponent)
 
-torch__foreach_sin <- function(self) .Call(C_op1, 173L, self)
+torch__foreach_powsum <- function(self, ord = 2L, dtype = NULL) .Call(C_op3, 173L, self, ord, dtype)
 
-torch__foreach_sin_ <- function(self) .Call(C_op1, 174L, self)
+torch__foreach_reciprocal <- function(self) .Call(C_op1, 174L, self)
 
-torch__foreach_sinh <- function(self) .Call(C_op1, 175L, self)
+torch__foreach_reciprocal_ <- function(self) .Call(C_op1, 175L, self)
 
-torch__foreach_sinh_ <- function(self) .Call(C_op1, 176L, self)
+torch__foreach_round <- function(self) .Call(C_op1, 176L, self)
 
-torch__foreach_sqrt <- function(self) .Call(C_op1, 177L, self)
+torch__foreach_round_ <- function(self) .Call(C_op1, 177L, self)
 
-torch__foreach_sqrt_ <- function(self) .Call(C_op1, 178L, self)
+torch__foreach_rsqrt <- function(self) .Call(C_op1, 178L, self)
 
-torch__foreach_sub <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 179L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_rsqrt_ <- function(self) .Call(C_op1, 179L, self)
 
-torch__foreach_sub_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 180L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_sigmoid <- function(self) .Call(C_op1, 180L, self)
 
-torch__foreach_tan <- function(self) .Call(C_op1, 181L, self)
+torch__foreach_sigmoid_ <- function(self) .Call(C_op1, 181L, self)
 
-torch__foreach_tan_ <- function(self) .Call(C_op1, 182L, self)
+torch__foreach_sign <- function(self) .Call(C_op1, 182L, self)
 
-torch__foreach_tanh <- function(self) .Call(C_op1, 183L, self)
+torch__foreach_sign_ <- function(self) .Call(C_op1, 183L, self)
 
-torch__foreach_tanh_ <- function(self) .Call(C_op1, 184L, self)
+torch__foreach_sin <- function(self) .Call(C_op1, 184L, self)
 
-torch__foreach_trunc <- function(self) .Call(C_op1, 185L, self)
+torch__foreach_sin_ <- function(self) .Call(C_op1, 185L, self)
 
-torch__foreach_trunc_ <- function(self) .Call(C_op1, 186L, self)
+torch__foreach_sinh <- function(self) .Call(C_op1, 186L, self)
 
-torch__foreach_zero_ <- function(self) .Call(C_op1, 187L, self)
+torch__foreach_sinh_ <- function(self) .Call(C_op1, 187L, self)
 
-torch__functional_assert_async <- function(self, assert_msg, dep_token) .Call(C_op3, 188L, self, assert_msg, dep_token)
+torch__foreach_sqrt <- function(self) .Call(C_op1, 188L, self)
 
-torch__functional_assert_scalar <- function(self, assert_msg, dep_token) .Call(C_op3, 189L, self, assert_msg, dep_token)
+torch__foreach_sqrt_ <- function(self) .Call(C_op1, 189L, self)
 
-torch__functional_sym_constrain_range <- function(size, min, max, dep_token) .Call(C_op4, 190L, size, min, max, dep_token)
+torch__foreach_sub <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 190L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
 
-torch__functional_sym_constrain_range_for_size <- function(size, min, max, dep_token) .Call(C_op4, 191L, size, min, max, dep_token)
+torch__foreach_sub_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 191L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
 
-torch__fused_adagrad_ <- function(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op11, 192L, self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf)
+torch__foreach_tan <- function(self) .Call(C_op1, 192L, self)
 
-torch__fused_adam_ <- function(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op15, 193L, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
+torch__foreach_tan_ <- function(self) .Call(C_op1, 193L, self)
 
-torch__fused_adamw_ <- function(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op15, 194L, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
+torch__foreach_tanh <- function(self) .Call(C_op1, 194L, self)
 
-torch__fused_dropout <- function(self, p, generator = NULL) .Call(C_op3, 195L, self, p, generator)
+torch__foreach_tanh_ <- function(self) .Call(C_op1, 195L, self)
 
-torch__fused_moving_avg_obs_fq_helper <- function(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant = FALSE, symmetric_quant = FALSE) .Call(C_op13, 196L, self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+torch__foreach_trunc <- function(self) .Call(C_op1, 196L, self)
 
-torch__fused_rms_norm <- function(input, normalized_shape, weight, eps) .Call(C_op4, 197L, input, normalized_shape, weight, eps)
+torch__foreach_trunc_ <- function(self) .Call(C_op1, 197L, self)
 
-torch__fused_rms_norm_backward <- function(grad_out, input, normalized_shape, rstd, weight, output_mask) .Call(C_op6, 198L, grad_out, input, normalized_shape, rstd, weight, output_mask)
+torch__foreach_zero_ <- function(self) .Call(C_op1, 198L, self)
 
-torch__fused_sdp_choice <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, scale = NULL, enable_gqa = FALSE) .Call(C_op8, 199L, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+torch__functional_assert_async <- function(self, assert_msg, dep_token) .Call(C_op3, 199L, self, assert_msg, dep_token)
 
-torch__fused_sgd_ <- function(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale = NULL, found_inf = NULL) .Call(C_op12, 200L, self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf)
+torch__functional_assert_scalar <- function(self, assert_msg, dep_token) .Call(C_op3, 200L, self, assert_msg, dep_token)
 
-torch__fw_primal_copy <- function(self, level) .Call(C_op2, 201L, self, level)
+torch__functional_sym_constrain_range <- function(size, min, max, dep_token) .Call(C_op4, 201L, size, min, max, dep_token)
 
-torch__gather_sparse_backward <- function(self, dim, index, grad) .Call(C_op4, 202L, self, dim, index, grad)
+torch__functional_sym_constrain_range_for_size <- function(size, min, max, dep_token) .Call(C_op4, 202L, size, min, max, dep_token)
 
-torch__grid_sampler_2d_cpu_fallback <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 203L, input, grid, interpolation_mode, padding_mode, align_corners)
+torch__fused_adagrad_ <- function(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op11, 203L, self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf)
 
-torch__grid_sampler_2d_cpu_fallback_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op6, 204L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners)
+torch__fused_adam_ <- function(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op15, 204L, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
 
-torch__grouped_mm <- function(self, mat2, offs = NULL, bias = NULL, out_dtype = NULL) .Call(C_op5, 205L, self, mat2, offs, bias, out_dtype)
+torch__fused_adamw_ <- function(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale = NULL, found_inf = NULL) .Call(C_op15, 205L, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
 
-torch__has_compatible_shallow_copy_type <- function(self, from) .Call(C_op2, 206L, self, from)
+torch__fused_dropout <- function(self, p, generator = NULL) .Call(C_op3, 206L, self, p, generator)
 
-torch__has_same_storage_numel <- function(self, other) .Call(C_op2, 207L, self, other)
+torch__fused_moving_avg_obs_fq_helper <- function(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant = FALSE, symmetric_quant = FALSE) .Call(C_op13, 207L, self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
 
-torch__histogramdd_bin_edges <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 208L, self, bins, range, weight, density)
+torch__fused_rms_norm <- function(input, normalized_shape, weight, eps) .Call(C_op4, 208L, input, normalized_shape, weight, eps)
 
-torch__histogramdd_from_bin_cts <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 209L, self, bins, range, weight, density)
+torch__fused_rms_norm_backward <- function(grad_out, input, normalized_shape, rstd, weight, output_mask) .Call(C_op6, 209L, grad_out, input, normalized_shape, rstd, weight, output_mask)
 
-torch__histogramdd_from_bin_tensors <- function(self, bins, weight = NULL, density = FALSE) .Call(C_op4, 210L, self, bins, weight, density)
+torch__fused_sdp_choice <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, scale = NULL, enable_gqa = FALSE) .Call(C_op8, 210L, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
-torch__index_put_impl_ <- function(self, indices, values, accumulate = FALSE, unsafe = FALSE) .Call(C_op5, 211L, self, indices, values, accumulate, unsafe)
+torch__fused_sgd_ <- function(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale = NULL, found_inf = NULL) .Call(C_op12, 211L, self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf)
 
-torch__indices_copy <- function(self) .Call(C_op1, 212L, self)
+torch__fw_primal_copy <- function(self, level) .Call(C_op2, 212L, self, level)
 
-torch__int_mm <- function(self, mat2) .Call(C_op2, 213L, self, mat2)
+torch__gather_sparse_backward <- function(self, dim, index, grad) .Call(C_op4, 213L, self, dim, index, grad)
 
-torch__is_all_true <- function(self) .Call(C_op1, 214L, self)
+torch__grid_sampler_2d_cpu_fallback <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 214L, input, grid, interpolation_mode, padding_mode, align_corners)
 
-torch__is_any_true <- function(self) .Call(C_op1, 215L, self)
+torch__grid_sampler_2d_cpu_fallback_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op6, 215L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners)
 
-torch__is_zerotensor <- function(self) .Call(C_op1, 216L, self)
+torch__grouped_mm <- function(self, mat2, offs = NULL, bias = NULL, out_dtype = NULL) .Call(C_op5, 216L, self, mat2, offs, bias, out_dtype)
 
-torch__jagged_to_padded_dense_forward <- function(values, offsets, max_lengths, padding_value = 0.0) .Call(C_op4, 217L, values, offsets, max_lengths, padding_value)
+torch__has_compatible_shallow_copy_type <- function(self, from) .Call(C_op2, 217L, self, from)
 
-torch__lazy_clone <- function(self) .Call(C_op1, 218L, self)
+torch__has_same_storage_numel <- function(self, other) .Call(C_op2, 218L, self, other)
 
-torch__linalg_check_errors <- function(info, api_name, is_matrix) .Call(C_op3, 219L, info, api_name, is_matrix)
+torch__histogramdd_bin_edges <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 219L, self, bins, range, weight, density)
 
-torch__linalg_det <- function(A) .Call(C_op1, 220L, A)
+torch__histogramdd_from_bin_cts <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 220L, self, bins, range, weight, density)
 
-torch__linalg_eigh <- function(A, UPLO = "L", compute_v = TRUE) .Call(C_op3, 221L, A, UPLO, compute_v)
+torch__histogramdd_from_bin_tensors <- function(self, bins, weight = NULL, density = FALSE) .Call(C_op4, 221L, self, bins, weight, density)
 
-torch__linalg_eigvals <- function(self) .Call(C_op1, 222L, self)
+torch__index_put_impl_ <- function(self, indices, values, accumulate = FALSE, unsafe = FALSE) .Call(C_op5, 222L, self, indices, values, accumulate, unsafe)
 
-torch__linalg_slogdet <- function(A) .Call(C_op1, 223L, A)
+torch__indices_copy <- function(self) .Call(C_op1, 223L, self)
 
-torch__linalg_solve_ex <- function(A, B, left = TRUE, check_errors = FALSE) .Call(C_op4, 224L, A, B, left, check_errors)
+torch__int_mm <- function(self, mat2) .Call(C_op2, 224L, self, mat2)
 
-torch__linalg_svd <- function(A, full_matrices = FALSE, compute_uv = TRUE, driver = NULL) .Call(C_op4, 225L, A, full_matrices, compute_uv, driver)
+torch__int_mm_out <- function(out, self, mat2) .Call(C_op3, 225L, out, self, mat2)
 
-torch__local_scalar_dense <- function(self) .Call(C_op1, 226L, self)
+torch__is_all_true <- function(self) .Call(C_op1, 226L, self)
 
-torch__log_softmax <- function(self, dim, half_to_float) .Call(C_op3, 227L, self, dim, half_to_float)
+torch__is_any_true <- function(self) .Call(C_op1, 227L, self)
 
-torch__log_softmax_backward_data <- function(grad_output, output, dim, input_dtype) .Call(C_op4, 228L, grad_output, output, dim, input_dtype)
+torch__is_zerotensor <- function(self) .Call(C_op1, 228L, self)
 
-torch__logcumsumexp <- function(self, dim) .Call(C_op2, 229L, self, dim)
+torch__jagged_to_padded_dense_forward <- function(values, offsets, max_lengths, padding_value = 0.0) .Call(C_op4, 229L, values, offsets, max_lengths, padding_value)
 
-torch__lstm_mps <- function(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) .Call(C_op9, 230L, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+torch__lazy_clone <- function(self) .Call(C_op1, 230L, self)
 
-torch__lu_with_info <- function(self, pivot = TRUE, check_errors = TRUE) .Call(C_op3, 231L, self, pivot, check_errors)
+torch__linalg_check_errors <- function(info, api_name, is_matrix) .Call(C_op3, 231L, info, api_name, is_matrix)
 
-torch__make_dual <- function(primal, tangent, level) .Call(C_op3, 232L, primal, tangent, level)
+torch__linalg_det <- function(A) .Call(C_op1, 232L, A)
 
-torch__make_dual_copy <- function(primal, tangent, level) .Call(C_op3, 233L, primal, tangent, level)
+torch__linalg_det_out <- function(result, LU, pivots, A) .Call(C_op4, 233L, result, LU, pivots, A)
 
-torch__make_per_channel_quantized_tensor <- function(self, scale, zero_point, axis) .Call(C_op4, 234L, self, scale, zero_point, axis)
+torch__linalg_eigh <- function(A, UPLO = "L", compute_v = TRUE) .Call(C_op3, 234L, A, UPLO, compute_v)
 
-torch__make_per_tensor_quantized_tensor <- function(self, scale, zero_point) .Call(C_op3, 235L, self, scale, zero_point)
+torch__linalg_eigh_out <- function(eigenvalues, eigenvectors, A, UPLO = "L", compute_v = TRUE) .Call(C_op5, 235L, eigenvalues, eigenvectors, A, UPLO, compute_v)
 
-torch__masked_scale <- function(self, mask, scale) .Call(C_op3, 236L, self, mask, scale)
+torch__linalg_eigvals <- function(self) .Call(C_op1, 236L, self)
 
-torch__masked_softmax <- function(self, mask, dim = NULL, mask_type = NULL) .Call(C_op4, 237L, self, mask, dim, mask_type)
+torch__linalg_slogdet <- function(A) .Call(C_op1, 237L, A)
 
-torch__masked_softmax_backward <- function(grad_output, output, mask, dim = NULL) .Call(C_op4, 238L, grad_output, output, mask, dim)
+torch__linalg_slogdet_out <- function(sign, logabsdet, LU, pivots, A) .Call(C_op5, 238L, sign, logabsdet, LU, pivots, A)
 
-torch__mixed_dtypes_linear <- function(input, weight, scale, bias = NULL, activation = NULL) .Call(C_op5, 239L, input, weight, scale, bias, activation)
+torch__linalg_solve_ex <- function(A, B, left = TRUE, check_errors = FALSE) .Call(C_op4, 239L, A, B, left, check_errors)
 
-torch__mkldnn_reshape <- function(self, shape) .Call(C_op2, 240L, self, shape)
+torch__linalg_solve_ex_out <- function(result, LU, pivots, info, A, B, left = TRUE, check_errors = FALSE) .Call(C_op8, 240L, result, LU, pivots, info, A, B, left, check_errors)
 
-torch__mkldnn_transpose <- function(self, dim0, dim1) .Call(C_op3, 241L, self, dim0, dim1)
+torch__linalg_svd <- function(A, full_matrices = FALSE, compute_uv = TRUE, driver = NULL) .Call(C_op4, 241L, A, full_matrices, compute_uv, driver)
 
-torch__mkldnn_transpose_ <- function(self, dim0, dim1) .Call(C_op3, 242L, self, dim0, dim1)
+torch__linalg_svd_out <- function(U, S, Vh, A, full_matrices = FALSE, compute_uv = TRUE, driver = NULL) .Call(C_op7, 242L, U, S, Vh, A, full_matrices, compute_uv, driver)
 
-torch__mps_convolution <- function(self, weight, bias, padding, stride, dilation, groups) .Call(C_op7, 243L, self, weight, bias, padding, stride, dilation, groups)
+torch__local_scalar_dense <- function(self) .Call(C_op1, 243L, self)
 
-torch__mps_convolution_transpose <- function(self, weight, padding, output_padding, stride, dilation, groups) .Call(C_op7, 244L, self, weight, padding, output_padding, stride, dilation, groups)
+torch__log_softmax <- function(self, dim, half_to_float) .Call(C_op3, 244L, self, dim, half_to_float)
 
-torch__native_batch_norm_legit <- function(input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op8, 245L, input, weight, bias, if (missing(running_mean)) quote(expr = ) else running_mean, if (missing(running_var)) quote(expr = ) else running_var, training, momentum, eps)
+torch__log_softmax_backward_data <- function(grad_output, output, dim, input_dtype) .Call(C_op4, 245L, grad_output, output, dim, input_dtype)
 
-torch__native_batch_norm_legit_no_training <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 246L, input, weight, bias, running_mean, running_var, momentum, eps)
+torch__log_softmax_backward_data_out <- function(out, grad_output, output, dim, input_dtype) .Call(C_op5, 246L, out, grad_output, output, dim, input_dtype)
 
-torch__native_multi_head_attention <- function(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask = NULL, need_weights = TRUE, average_attn_weights = TRUE, mask_type = NULL) .Call(C_op13, 247L, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
+torch__log_softmax_out <- function(out, self, dim, half_to_float) .Call(C_op4, 247L, out, self, dim, half_to_float)
 
-torch__neg_view <- function(self) .Call(C_op1, 248L, self)
+torch__logcumsumexp <- function(self, dim) .Call(C_op2, 248L, self, dim)
 
-torch__neg_view_copy <- function(self) .Call(C_op1, 249L, self)
+torch__logcumsumexp_out <- function(out, self, dim) .Call(C_op3, 249L, out, self, dim)
 
-torch__nested_compute_contiguous_strides_offsets <- function(nested_size) .Call(C_op1, 250L, nested_size)
+torch__lstm_mps <- function(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) .Call(C_op9, 250L, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
-torch__nested_from_padded <- function(padded, cpu_nested_shape_example, fuse_transform_0213 = FALSE) .Call(C_op3, 251L, padded, cpu_nested_shape_example, fuse_transform_0213)
+torch__lu_with_info <- function(self, pivot = TRUE, check_errors = TRUE) .Call(C_op3, 251L, self, pivot, check_errors)
 
-torch__nested_from_padded_and_nested_example <- function(padded, nt_example) .Call(C_op2, 252L, padded, nt_example)
+torch__make_dual <- function(primal, tangent, level) .Call(C_op3, 252L, primal, tangent, level)
 
-torch__nested_from_padded_tensor <- function(padded, offsets, dummy, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL, sum_S = NULL) .Call(C_op7, 253L, padded, offsets, dummy, ragged_idx, min_seqlen, max_seqlen, sum_S)
+torch__make_dual_copy <- function(primal, tangent, level) .Call(C_op3, 253L, primal, tangent, level)
 
-torch__nested_get_jagged_dummy <- function(any) .Call(C_op1, 254L, any)
+torch__make_per_channel_quantized_tensor <- function(self, scale, zero_point, axis) .Call(C_op4, 254L, self, scale, zero_point, axis)
 
-torch__nested_get_lengths <- function(self) .Call(C_op1, 255L, self)
+torch__make_per_tensor_quantized_tensor <- function(self, scale, zero_point) .Call(C_op3, 255L, self, scale, zero_point)
 
-torch__nested_get_max_seqlen <- function(self) .Call(C_op1, 256L, self)
+torch__masked_scale <- function(self, mask, scale) .Call(C_op3, 256L, self, mask, scale)
 
-torch__nested_get_min_seqlen <- function(self) .Call(C_op1, 257L, self)
+torch__masked_softmax <- function(self, mask, dim = NULL, mask_type = NULL) .Call(C_op4, 257L, self, mask, dim, mask_type)
 
-torch__nested_get_offsets <- function(self) .Call(C_op1, 258L, self)
+torch__masked_softmax_backward <- function(grad_output, output, mask, dim = NULL) .Call(C_op4, 258L, grad_output, output, mask, dim)
 
-torch__nested_get_ragged_idx <- function(self) .Call(C_op1, 259L, self)
+torch__mixed_dtypes_linear <- function(input, weight, scale, bias = NULL, activation = NULL) .Call(C_op5, 259L, input, weight, scale, bias, activation)
 
-torch__nested_get_values <- function(self) .Call(C_op1, 260L, self)
+torch__mkldnn_reshape <- function(self, shape) .Call(C_op2, 260L, self, shape)
 
-torch__nested_get_values_copy <- function(self) .Call(C_op1, 261L, self)
+torch__mkldnn_transpose <- function(self, dim0, dim1) .Call(C_op3, 261L, self, dim0, dim1)
 
-torch__nested_select_backward <- function(grad_output, self, dim, index) .Call(C_op4, 262L, grad_output, self, dim, index)
+torch__mkldnn_transpose_ <- function(self, dim0, dim1) .Call(C_op3, 262L, self, dim0, dim1)
 
-torch__nested_sum_backward <- function(grad, self, dim, keepdim = FALSE) .Call(C_op4, 263L, grad, self, dim, keepdim)
+torch__mps_convolution <- function(self, weight, bias, padding, stride, dilation, groups) .Call(C_op7, 263L, self, weight, bias, padding, stride, dilation, groups)
 
-torch__nested_tensor_from_mask <- function(t, mask, mask_check = TRUE) .Call(C_op3, 264L, t, mask, mask_check)
+torch__mps_convolution_transpose <- function(self, weight, padding, output_padding, stride, dilation, groups) .Call(C_op7, 264L, self, weight, padding, output_padding, stride, dilation, groups)
 
-torch__nested_tensor_from_mask_left_aligned <- function(t, mask) .Call(C_op2, 265L, t, mask)
+torch__native_batch_norm_legit <- function(input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op8, 265L, input, weight, bias, if (missing(running_mean)) quote(expr = ) else running_mean, if (missing(running_var)) quote(expr = ) else running_var, training, momentum, eps)
 
-torch__nested_tensor_from_tensor_list <- function(list, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 266L, list, dtype, layout, device, pin_memory)
+torch__native_batch_norm_legit_no_training <- function(input, weight, bias, running_mean, running_var, momentum, eps) .Call(C_op7, 266L, input, weight, bias, running_mean, running_var, momentum, eps)
 
-torch__nested_tensor_softmax_with_shape <- function(self, query) .Call(C_op2, 267L, self, query)
+torch__native_batch_norm_legit_out <- function(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op11, 267L, out, save_mean, save_invstd, input, weight, bias, if (missing(running_mean)) quote(expr = ) else running_mean, if (missing(running_var)) quote(expr = ) else running_var, training, momentum, eps)
 
-torch__nested_view_from_buffer <- function(self, nested_size, nested_strides, offsets) .Call(C_op4, 268L, self, nested_size, nested_strides, offsets)
+torch__native_multi_head_attention <- function(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask = NULL, need_weights = TRUE, average_attn_weights = TRUE, mask_type = NULL) .Call(C_op13, 268L, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type)
 
-torch__nested_view_from_buffer_copy <- function(self, nested_size, nested_strides, offsets) .Call(C_op4, 269L, self, nested_size, nested_strides, offsets)
+torch__neg_view <- function(self) .Call(C_op1, 269L, self)
 
-torch__nested_view_from_jagged <- function(self, offsets, dummy, lengths = NULL, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL) .Call(C_op7, 270L, self, offsets, dummy, lengths, ragged_idx, min_seqlen, max_seqlen)
+torch__neg_view_copy <- function(self) .Call(C_op1, 270L, self)
 
-torch__nested_view_from_jagged_copy <- function(self, offsets, dummy, lengths = NULL, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL) .Call(C_op7, 271L, self, offsets, dummy, lengths, ragged_idx, min_seqlen, max_seqlen)
+torch__nested_compute_contiguous_strides_offsets <- function(nested_size) .Call(C_op1, 271L, nested_size)
 
-torch__new_zeros_with_same_feature_meta <- function(self, other, self_num_batch_dims = 0L) .Call(C_op3, 272L, self, other, self_num_batch_dims)
+torch__nested_from_padded <- function(padded, cpu_nested_shape_example, fuse_transform_0213 = FALSE) .Call(C_op3, 272L, padded, cpu_nested_shape_example, fuse_transform_0213)
 
-torch__nnpack_spatial_convolution <- function(input, weight, bias, padding, stride = 1L) .Call(C_op5, 273L, input, weight, bias, padding, stride)
+torch__nested_from_padded_and_nested_example <- function(padded, nt_example) .Call(C_op2, 273L, padded, nt_example)
 
-torch__pack_padded_sequence <- function(input, lengths, batch_first) .Call(C_op3, 274L, input, lengths, batch_first)
+torch__nested_from_padded_tensor <- function(padded, offsets, dummy, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL, sum_S = NULL) .Call(C_op7, 274L, padded, offsets, dummy, ragged_idx, min_seqlen, max_seqlen, sum_S)
 
-torch__pack_padded_sequence_backward <- function(grad, input_size, batch_sizes, batch_first) .Call(C_op4, 275L, grad, input_size, batch_sizes, batch_first)
+torch__nested_get_jagged_dummy <- function(any) .Call(C_op1, 275L, any)
 
-torch__pad_circular <- function(self, pad) .Call(C_op2, 276L, self, pad)
+torch__nested_get_lengths <- function(self) .Call(C_op1, 276L, self)
 
-torch__pad_enum <- function(self, pad, mode, value = NULL) .Call(C_op4, 277L, self, pad, mode, value)
+torch__nested_get_max_seqlen <- function(self) .Call(C_op1, 277L, self)
 
-torch__pad_packed_sequence <- function(data, batch_sizes, batch_first, padding_value, total_length) .Call(C_op5, 278L, data, batch_sizes, batch_first, padding_value, total_length)
+torch__nested_get_min_seqlen <- function(self) .Call(C_op1, 278L, self)
 
-torch__padded_dense_to_jagged_forward <- function(dense, offsets, total_L = NULL) .Call(C_op3, 279L, dense, offsets, total_L)
+torch__nested_get_offsets <- function(self) .Call(C_op1, 279L, self)
 
-torch__pdist_backward <- function(grad, self, p, pdist) .Call(C_op4, 280L, grad, self, p, pdist)
+torch__nested_get_ragged_idx <- function(self) .Call(C_op1, 280L, self)
 
-torch__pdist_forward <- function(self, p = 2) .Call(C_op2, 281L, self, p)
+torch__nested_get_values <- function(self) .Call(C_op1, 281L, self)
 
-torch__philox_key_fold_in <- function(key, data) .Call(C_op2, 282L, key, data)
+torch__nested_get_values_copy <- function(self) .Call(C_op1, 282L, self)
 
-torch__philox_key_split <- function(key, num_splits) .Call(C_op2, 283L, key, num_splits)
+torch__nested_select_backward <- function(grad_output, self, dim, index) .Call(C_op4, 283L, grad_output, self, dim, index)
 
-torch__philox_normal_ <- function(self, key, mean = 0, std = 1) .Call(C_op4, 284L, self, key, mean, std)
+torch__nested_sum_backward <- function(grad, self, dim, keepdim = FALSE) .Call(C_op4, 284L, grad, self, dim, keepdim)
 
-torch__philox_uniform_ <- function(self, key, low = 0, high = 1) .Call(C_op4, 285L, self, key, low, high)
+torch__nested_tensor_from_mask <- function(t, mask, mask_check = TRUE) .Call(C_op3, 285L, t, mask, mask_check)
 
-torch__pin_memory <- function(self, device = NULL) .Call(C_op2, 286L, self, device)
+torch__nested_tensor_from_mask_left_aligned <- function(t, mask) .Call(C_op2, 286L, t, mask)
 
-torch__prelu_kernel <- function(self, weight) .Call(C_op2, 287L, self, weight)
+torch__nested_tensor_from_tensor_list <- function(list, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 287L, list, dtype, layout, device, pin_memory)
 
-torch__prelu_kernel_backward <- function(grad_output, self, weight) .Call(C_op3, 288L, grad_output, self, weight)
+torch__nested_tensor_softmax_with_shape <- function(self, query) .Call(C_op2, 288L, self, query)
 
-torch__print <- function(s) .Call(C_op1, 289L, s)
+torch__nested_view_from_buffer <- function(self, nested_size, nested_strides, offsets) .Call(C_op4, 289L, self, nested_size, nested_strides, offsets)
 
-torch__propagate_xla_data <- function(input, output) .Call(C_op2, 290L, input, output)
+torch__nested_view_from_buffer_copy <- function(self, nested_size, nested_strides, offsets) .Call(C_op4, 290L, self, nested_size, nested_strides, offsets)
 
-torch__remove_batch_dim <- function(self, level, batch_size, out_dim) .Call(C_op4, 291L, self, level, batch_size, out_dim)
+torch__nested_view_from_jagged <- function(self, offsets, dummy, lengths = NULL, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL) .Call(C_op7, 291L, self, offsets, dummy, lengths, ragged_idx, min_seqlen, max_seqlen)
 
-torch__reshape_alias <- function(self, size, stride) .Call(C_op3, 292L, self, size, stride)
+torch__nested_view_from_jagged_copy <- function(self, offsets, dummy, lengths = NULL, ragged_idx = 1L, min_seqlen = NULL, max_seqlen = NULL) .Call(C_op7, 292L, self, offsets, dummy, lengths, ragged_idx, min_seqlen, max_seqlen)
 
-torch__reshape_alias_copy <- function(self, size, stride) .Call(C_op3, 293L, self, size, stride)
+torch__new_zeros_with_same_feature_meta <- function(self, other, self_num_batch_dims = 0L) .Call(C_op3, 293L, self, other, self_num_batch_dims)
 
-torch__reshape_copy <- function(self, size) .Call(C_op2, 294L, self, size)
+torch__nnpack_spatial_convolution <- function(input, weight, bias, padding, stride = 1L) .Call(C_op5, 294L, input, weight, bias, padding, stride)
 
-torch__reshape_from_tensor <- function(self, shape) .Call(C_op2, 295L, self, shape)
+torch__pack_padded_sequence <- function(input, lengths, batch_first) .Call(C_op3, 295L, input, lengths, batch_first)
 
-torch__resize_output_ <- function(self, size, device) .Call(C_op3, 296L, self, size, device)
+torch__pack_padded_sequence_backward <- function(grad, input_size, batch_sizes, batch_first) .Call(C_op4, 296L, grad, input_size, batch_sizes, batch_first)
 
-torch__rowwise_prune <- function(weight, mask, compressed_indices_dtype) .Call(C_op3, 297L, weight, mask, compressed_indices_dtype)
+torch__pad_circular <- function(self, pad) .Call(C_op2, 297L, self, pad)
 
-torch__safe_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 298L, self, dim, dtype)
+torch__pad_enum <- function(self, pad, mode, value = NULL) .Call(C_op4, 298L, self, pad, mode, value)
 
-torch__sample_dirichlet <- function(self, generator = NULL) .Call(C_op2, 299L, self, generator)
+torch__pad_packed_sequence <- function(data, batch_sizes, batch_first, padding_value, total_length) .Call(C_op5, 299L, data, batch_sizes, batch_first, padding_value, total_length)
 
-torch__saturate_weight_to_fp16 <- function(weight) .Call(C_op1, 300L, weight)
+torch__padded_dense_to_jagged_forward <- function(dense, offsets, total_L = NULL) .Call(C_op3, 300L, dense, offsets, total_L)
 
-torch__scaled_dot_product_attention_math <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, dropout_mask = NULL, scale = NULL, enable_gqa = FALSE) .Call(C_op9, 301L, query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
+torch__pdist_backward <- function(grad, self, p, pdist) .Call(C_op4, 301L, grad, self, p, pdist)
 
-torch__scaled_dot_product_attention_math_for_mps <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, dropout_mask = NULL, scale = NULL, enable_gqa = FALSE) .Call(C_op9, 302L, query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
+torch__pdist_forward <- function(self, p = 2) .Call(C_op2, 302L, self, p)
 
-torch__scaled_dot_product_cudnn_attention <- function(query, key, value, attn_bias, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op9, 303L, query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale)
+torch__philox_key_fold_in <- function(key, data) .Call(C_op2, 303L, key, data)
 
-torch__scaled_dot_product_cudnn_attention_backward <- function(grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale = NULL) .Call(C_op16, 304L, grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
+torch__philox_key_split <- function(key, num_splits) .Call(C_op2, 304L, key, num_splits)
 
-torch__scaled_dot_product_efficient_attention <- function(query, key, value, attn_bias, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, scale = NULL) .Call(C_op8, 305L, query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale)
+torch__philox_normal_ <- function(self, key, mean = 0, std = 1) .Call(C_op4, 305L, self, key, mean, std)
 
-torch__scaled_dot_product_efficient_attention_backward <- function(grad_out_, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal = FALSE, scale = NULL) .Call(C_op13, 306L, grad_out_, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal, scale)
+torch__philox_uniform_ <- function(self, key, low = 0, high = 1) .Call(C_op4, 306L, self, key, low, high)
 
-torch__scaled_dot_product_flash_attention <- function(query, key, value, q_descale, k_descale, v_descale, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op10, 307L, query, key, value, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, dropout_p, is_causal, return_debug_mask, scale)
+torch__pin_memory <- function(self, device = NULL) .Call(C_op2, 307L, self, device)
 
-torch__scaled_dot_product_flash_attention_backward <- function(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale = NULL) .Call(C_op15, 308L, grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale)
+torch__prelu_kernel <- function(self, weight) .Call(C_op2, 308L, self, weight)
 
-torch__scaled_dot_product_flash_attention_for_cpu <- function(query, key, value, dropout_p = 0.0, is_causal = FALSE, attn_mask = NULL, scale = NULL) .Call(C_op7, 309L, query, key, value, dropout_p, is_causal, attn_mask, scale)
+torch__prelu_kernel_backward <- function(grad_output, self, weight) .Call(C_op3, 309L, grad_output, self, weight)
 
-torch__scaled_dot_product_flash_attention_for_cpu_backward <- function(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask = NULL, scale = NULL) .Call(C_op10, 310L, grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
+torch__print <- function(s) .Call(C_op1, 310L, s)
 
-torch__scaled_dot_product_fused_attention_overrideable <- function(query, key, value, attn_bias = NULL, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op8, 311L, query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale)
+torch__propagate_xla_data <- function(input, output) .Call(C_op2, 311L, input, output)
 
-torch__scaled_dot_product_fused_attention_overrideable_backward <- function(grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale = NULL) .Call(C_op17, 312L, grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale)
+torch__remove_batch_dim <- function(self, level, batch_size, out_dim) .Call(C_op4, 312L, self, level, batch_size, out_dim)
 
-torch__scaled_grouped_mm <- function(self, mat2, scale_a, scale_b, offs = NULL, bias = NULL, scale_result = NULL, out_dtype = NULL, use_fast_accum = FALSE) .Call(C_op9, 313L, self, mat2, scale_a, scale_b, offs, bias, scale_result, out_dtype, use_fast_accum)
+torch__reshape_alias <- function(self, size, stride) .Call(C_op3, 313L, self, size, stride)
 
-torch__scaled_grouped_mm_v2 <- function(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, offs = NULL, bias = NULL, out_dtype = NULL, contraction_dim = NULL, use_fast_accum = FALSE) .Call(C_op13, 314L, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, offs, bias, out_dtype, contraction_dim, use_fast_accum)
+torch__reshape_alias_copy <- function(self, size, stride) .Call(C_op3, 314L, self, size, stride)
 
-torch__scaled_mm <- function(self, mat2, scale_a, scale_b, bias = NULL, scale_result = NULL, out_dtype = NULL, use_fast_accum = FALSE) .Call(C_op8, 315L, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
+torch__reshape_copy <- function(self, size) .Call(C_op2, 315L, self, size)
 
-torch__scaled_mm_v2 <- function(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim = NULL, use_fast_accum = FALSE) .Call(C_op12, 316L, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim, use_fast_accum)
+torch__reshape_from_tensor <- function(self, shape) .Call(C_op2, 316L, self, shape)
 
-torch__segment_reduce_backward <- function(grad, output, data, reduce, lengths = NULL, offsets = NULL, axis = 0L, initial = NULL) .Call(C_op8, 317L, grad, output, data, reduce, lengths, offsets, axis, initial)
+torch__resize_output_ <- function(self, size, device) .Call(C_op3, 317L, self, size, device)
 
-torch__shape_as_tensor <- function(self) .Call(C_op1, 318L, self)
+torch__rowwise_prune <- function(weight, mask, compressed_indices_dtype) .Call(C_op3, 318L, weight, mask, compressed_indices_dtype)
 
-torch__slow_conv2d_backward <- function(grad_output, self, weight, kernel_size, stride, padding, output_mask) .Call(C_op7, 319L, grad_output, self, weight, kernel_size, stride, padding, output_mask)
+torch__safe_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 319L, self, dim, dtype)
 
-torch__slow_conv2d_forward <- function(self, weight, kernel_size, bias, stride, padding) .Call(C_op6, 320L, self, weight, kernel_size, bias, stride, padding)
+torch__sample_dirichlet <- function(self, generator = NULL) .Call(C_op2, 320L, self, generator)
 
-torch__sobol_engine_draw <- function(quasi, n, sobolstate, dimension, num_generated, dtype) .Call(C_op6, 321L, quasi, n, sobolstate, dimension, num_generated, dtype)
+torch__saturate_weight_to_fp16 <- function(weight) .Call(C_op1, 321L, weight)
 
-torch__sobol_engine_ff_ <- function(self, n, sobolstate, dimension, num_generated) .Call(C_op5, 322L, self, n, sobolstate, dimension, num_generated)
+torch__scaled_dot_product_attention_math <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, dropout_mask = NULL, scale = NULL, enable_gqa = FALSE) .Call(C_op9, 322L, query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 
-torch__sobol_engine_initialize_state_ <- function(self, dimension) .Call(C_op2, 323L, self, dimension)
+torch__scaled_dot_product_attention_math_for_mps <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, dropout_mask = NULL, scale = NULL, enable_gqa = FALSE) .Call(C_op9, 323L, query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 
-torch__sobol_engine_scramble_ <- function(self, ltm, dimension) .Call(C_op3, 324L, self, ltm, dimension)
+torch__scaled_dot_product_cudnn_attention <- function(query, key, value, attn_bias, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op9, 324L, query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale)
 
-torch__softmax <- function(self, dim, half_to_float) .Call(C_op3, 325L, self, dim, half_to_float)
+torch__scaled_dot_product_cudnn_attention_backward <- function(grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale = NULL) .Call(C_op16, 325L, grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
 
-torch__softmax_backward_data <- function(grad_output, output, dim, input_dtype) .Call(C_op4, 326L, grad_output, output, dim, input_dtype)
+torch__scaled_dot_product_efficient_attention <- function(query, key, value, attn_bias, compute_log_sumexp, dropout_p = 0.0, is_causal = FALSE, scale = NULL) .Call(C_op8, 326L, query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale)
 
-torch__sparse_addmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 327L, self, mat1, mat2, beta, alpha)
+torch__scaled_dot_product_efficient_attention_backward <- function(grad_out_, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal = FALSE, scale = NULL) .Call(C_op13, 327L, grad_out_, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal, scale)
 
-torch__sparse_broadcast_to <- function(self, size) .Call(C_op2, 328L, self, size)
+torch__scaled_dot_product_flash_attention <- function(query, key, value, q_descale, k_descale, v_descale, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op10, 328L, query, key, value, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, dropout_p, is_causal, return_debug_mask, scale)
 
-torch__sparse_broadcast_to_copy <- function(self, size) .Call(C_op2, 329L, self, size)
+torch__scaled_dot_product_flash_attention_backward <- function(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale = NULL) .Call(C_op15, 329L, grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale)
 
-torch__sparse_bsc_tensor_unsafe <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 330L, ccol_indices, row_indices, values, size, dtype, layout, device, pin_memory)
+torch__scaled_dot_product_flash_attention_for_cpu <- function(query, key, value, dropout_p = 0.0, is_causal = FALSE, attn_mask = NULL, scale = NULL) .Call(C_op7, 330L, query, key, value, dropout_p, is_causal, attn_mask, scale)
 
-torch__sparse_bsr_tensor_unsafe <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 331L, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
+torch__scaled_dot_product_flash_attention_for_cpu_backward <- function(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask = NULL, scale = NULL) .Call(C_op10, 331L, grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
 
-torch__sparse_compressed_tensor_unsafe <- function(compressed_indices, plain_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 332L, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory)
+torch__scaled_dot_product_fused_attention_overrideable <- function(query, key, value, attn_bias = NULL, dropout_p = 0.0, is_causal = FALSE, return_debug_mask = FALSE, scale = NULL) .Call(C_op8, 332L, query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale)
 
-torch__sparse_compressed_tensor_with_dims <- function(nnz, dense_dim, size, blocksize, index_dtype, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op9, 333L, nnz, dense_dim, size, blocksize, index_dtype, dtype, layout, device, pin_memory)
+torch__scaled_dot_product_fused_attention_overrideable_backward <- function(grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale = NULL) .Call(C_op17, 333L, grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, scale)
 
-torch__sparse_coo_tensor_unsafe <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, is_coalesced = NULL) .Call(C_op8, 334L, indices, values, size, dtype, layout, device, pin_memory, is_coalesced)
+torch__scaled_grouped_mm <- function(self, mat2, scale_a, scale_b, offs = NULL, bias = NULL, scale_result = NULL, out_dtype = NULL, use_fast_accum = FALSE) .Call(C_op9, 334L, self, mat2, scale_a, scale_b, offs, bias, scale_result, out_dtype, use_fast_accum)
 
-torch__sparse_coo_tensor_with_dims <- function(sparse_dim, dense_dim, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op7, 335L, sparse_dim, dense_dim, size, dtype, layout, device, pin_memory)
+torch__scaled_grouped_mm_v2 <- function(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, offs = NULL, bias = NULL, out_dtype = NULL, contraction_dim = NULL, use_fast_accum = FALSE) .Call(C_op13, 335L, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, offs, bias, out_dtype, contraction_dim, use_fast_accum)
 
-torch__sparse_coo_tensor_with_dims_and_tensors <- function(sparse_dim, dense_dim, size, indices, values, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op10, 336L, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced)
+torch__scaled_mm <- function(self, mat2, scale_a, scale_b, bias = NULL, scale_result = NULL, out_dtype = NULL, use_fast_accum = FALSE) .Call(C_op8, 336L, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
-torch__sparse_csc_tensor_unsafe <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 337L, ccol_indices, row_indices, values, size, dtype, layout, device, pin_memory)
+torch__scaled_mm_out <- function(out, self, mat2, scale_a, scale_b, bias = NULL, scale_result = NULL, out_dtype = NULL, use_fast_accum = FALSE) .Call(C_op9, 337L, out, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum)
 
-torch__sparse_csr_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 338L, self, dim, keepdim, dtype)
+torch__scaled_mm_v2 <- function(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim = NULL, use_fast_accum = FALSE) .Call(C_op12, 338L, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim, use_fast_accum)
 
-torch__sparse_csr_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 339L, self, dim, keepdim, dtype)
+torch__scaled_mm_v2_out <- function(out, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim = NULL, use_fast_accum = FALSE) .Call(C_op13, 339L, out, self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias, out_dtype, contraction_dim, use_fast_accum)
 
-torch__sparse_csr_tensor_unsafe <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 340L, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
+torch__segment_reduce_backward <- function(grad, output, data, reduce, lengths = NULL, offsets = NULL, axis = 0L, initial = NULL) .Call(C_op8, 340L, grad, output, data, reduce, lengths, offsets, axis, initial)
 
-torch__sparse_log_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 341L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
+torch__shape_as_tensor <- function(self) .Call(C_op1, 341L, self)
 
-torch__sparse_log_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 342L, grad_output, output, dim, self)
+torch__slow_conv2d_backward <- function(grad_output, self, weight, kernel_size, stride, padding, output_mask) .Call(C_op7, 342L, grad_output, self, weight, kernel_size, stride, padding, output_mask)
 
-torch__sparse_mm <- function(sparse, dense, reduce) .Call(C_op3, 343L, sparse, dense, if (missing(reduce)) quote(expr = ) else reduce)
+torch__slow_conv2d_backward_out <- function(grad_input, grad_weight, grad_bias, grad_output, self, weight, kernel_size, stride, padding) .Call(C_op9, 343L, grad_input, grad_weight, grad_bias, grad_output, self, weight, kernel_size, stride, padding)
 
-torch__sparse_mm_reduce_impl <- function(self, other, reduce) .Call(C_op3, 344L, self, other, reduce)
+torch__slow_conv2d_forward <- function(self, weight, kernel_size, bias, stride, padding) .Call(C_op6, 344L, self, weight, kernel_size, bias, stride, padding)
 
-torch__sparse_mm_reduce_impl_backward <- function(self, grad_out, weight, reduce, arg_out, output_mask) .Call(C_op6, 345L, self, grad_out, weight, reduce, arg_out, output_mask)
+torch__slow_conv2d_forward_out <- function(output, self, weight, kernel_size, bias, stride, padding) .Call(C_op7, 345L, output, self, weight, kernel_size, bias, stride, padding)
 
-torch__sparse_semi_structured_addmm <- function(input, mat1, mat1_meta, mat2, alpha = 1L, beta = 1L, out_dtype = NULL) .Call(C_op7, 346L, input, mat1, mat1_meta, mat2, alpha, beta, out_dtype)
+torch__sobol_engine_draw <- function(quasi, n, sobolstate, dimension, num_generated, dtype) .Call(C_op6, 346L, quasi, n, sobolstate, dimension, num_generated, dtype)
 
-torch__sparse_semi_structured_apply <- function(input, thread_masks) .Call(C_op2, 347L, input, thread_masks)
+torch__sobol_engine_ff_ <- function(self, n, sobolstate, dimension, num_generated) .Call(C_op5, 347L, self, n, sobolstate, dimension, num_generated)
 
-torch__sparse_semi_structured_apply_dense <- function(input, thread_masks) .Call(C_op2, 348L, input, thread_masks)
+torch__sobol_engine_initialize_state_ <- function(self, dimension) .Call(C_op2, 348L, self, dimension)
 
-torch__sparse_semi_structured_linear <- function(input, weight, meta, bias = NULL, activation = NULL, out_dtype = NULL) .Call(C_op6, 349L, input, weight, meta, bias, activation, out_dtype)
+torch__sobol_engine_scramble_ <- function(self, ltm, dimension) .Call(C_op3, 349L, self, ltm, dimension)
 
-torch__sparse_semi_structured_mm <- function(mat1, mat1_meta, mat2, out_dtype = NULL) .Call(C_op4, 350L, mat1, mat1_meta, mat2, out_dtype)
+torch__softmax <- function(self, dim, half_to_float) .Call(C_op3, 350L, self, dim, half_to_float)
 
-torch__sparse_semi_structured_tile <- function(input, algorithm = "", use_cutlass = TRUE) .Call(C_op3, 351L, input, algorithm, use_cutlass)
+torch__softmax_backward_data <- function(grad_output, output, dim, input_dtype) .Call(C_op4, 351L, grad_output, output, dim, input_dtype)
 
-torch__sparse_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 352L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
+torch__softmax_backward_data_out <- function(grad_input, grad_output, output, dim, input_dtype) .Call(C_op5, 352L, grad_input, grad_output, output, dim, input_dtype)
 
-torch__sparse_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 353L, grad_output, output, dim, self)
+torch__softmax_out <- function(out, self, dim, half_to_float) .Call(C_op4, 353L, out, self, dim, half_to_float)
 
-torch__sparse_sparse_matmul <- function(self, other) .Call(C_op2, 354L, self, other)
+torch__sparse_addmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 354L, self, mat1, mat2, beta, alpha)
 
-torch__sparse_sum <- function(self, dim, dtype) .Call(C_op3, 355L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(dtype)) quote(expr = ) else dtype)
+torch__sparse_broadcast_to <- function(self, size) .Call(C_op2, 355L, self, size)
 
-torch__sparse_sum_backward <- function(grad, self, dim) .Call(C_op3, 356L, grad, self, dim)
+torch__sparse_broadcast_to_copy <- function(self, size) .Call(C_op2, 356L, self, size)
 
-torch__spdiags <- function(diagonals, offsets, shape, layout = NULL) .Call(C_op4, 357L, diagonals, offsets, shape, layout)
+torch__sparse_bsc_tensor_unsafe <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 357L, ccol_indices, row_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__spsolve <- function(A, B, left = TRUE) .Call(C_op3, 358L, A, B, left)
+torch__sparse_bsr_tensor_unsafe <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 358L, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__stack <- function(tensors, dim = 1L) .Call(C_op2, 359L, tensors, dim)
+torch__sparse_compressed_tensor_unsafe <- function(compressed_indices, plain_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 359L, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__standard_gamma <- function(self, generator = NULL) .Call(C_op2, 360L, self, generator)
+torch__sparse_compressed_tensor_with_dims <- function(nnz, dense_dim, size, blocksize, index_dtype, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op9, 360L, nnz, dense_dim, size, blocksize, index_dtype, dtype, layout, device, pin_memory)
 
-torch__standard_gamma_grad <- function(self, output) .Call(C_op2, 361L, self, output)
+torch__sparse_coo_tensor_unsafe <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, is_coalesced = NULL) .Call(C_op8, 361L, indices, values, size, dtype, layout, device, pin_memory, is_coalesced)
 
-torch__test_autograd_multiple_dispatch <- function(self, b) .Call(C_op2, 362L, self, if (missing(b)) quote(expr = ) else b)
+torch__sparse_coo_tensor_with_dims <- function(sparse_dim, dense_dim, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op7, 362L, sparse_dim, dense_dim, size, dtype, layout, device, pin_memory)
 
-torch__test_autograd_multiple_dispatch_view <- function(self) .Call(C_op1, 363L, self)
+torch__sparse_coo_tensor_with_dims_and_tensors <- function(sparse_dim, dense_dim, size, indices, values, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op10, 363L, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced)
 
-torch__test_autograd_multiple_dispatch_view_copy <- function(self) .Call(C_op1, 364L, self)
+torch__sparse_csc_tensor_unsafe <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 364L, ccol_indices, row_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__test_check_tensor <- function(self) .Call(C_op1, 365L, self)
+torch__sparse_csr_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 365L, self, dim, keepdim, dtype)
 
-torch__test_functorch_fallback <- function(self, other) .Call(C_op2, 366L, self, other)
+torch__sparse_csr_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 366L, self, dim, keepdim, dtype)
 
-torch__test_optional_filled_intlist <- function(values, addends) .Call(C_op2, 367L, values, addends)
+torch__sparse_csr_tensor_unsafe <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 367L, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__test_optional_floatlist <- function(values, addends) .Call(C_op2, 368L, values, addends)
+torch__sparse_log_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 368L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
 
-torch__test_optional_intlist <- function(values, addends) .Call(C_op2, 369L, values, addends)
+torch__sparse_log_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 369L, grad_output, output, dim, self)
 
-torch__test_parallel_materialize <- function(self, num_parallel, skip_first = FALSE) .Call(C_op3, 370L, self, num_parallel, skip_first)
+torch__sparse_mm <- function(sparse, dense, reduce) .Call(C_op3, 370L, sparse, dense, if (missing(reduce)) quote(expr = ) else reduce)
 
-torch__test_serialization_subcmul <- function(self, other, alpha = 1L) .Call(C_op3, 371L, self, other, alpha)
+torch__sparse_mm_reduce_impl <- function(self, other, reduce) .Call(C_op3, 371L, self, other, reduce)
 
-torch__test_warn_in_autograd <- function(self) .Call(C_op1, 372L, self)
+torch__sparse_mm_reduce_impl_backward <- function(self, grad_out, weight, reduce, arg_out, output_mask) .Call(C_op6, 372L, self, grad_out, weight, reduce, arg_out, output_mask)
 
-torch__thnn_differentiable_gru_cell_backward <- function(grad_hy, input_gates, hidden_gates, hx, input_bias, hidden_bias) .Call(C_op6, 373L, grad_hy, input_gates, hidden_gates, hx, input_bias, hidden_bias)
+torch__sparse_semi_structured_addmm <- function(input, mat1, mat1_meta, mat2, alpha = 1L, beta = 1L, out_dtype = NULL) .Call(C_op7, 373L, input, mat1, mat1_meta, mat2, alpha, beta, out_dtype)
 
-torch__thnn_differentiable_lstm_cell_backward <- function(grad_hy, grad_cy, input_gates, hidden_gates, input_bias, hidden_bias, cx, cy) .Call(C_op8, 374L, grad_hy, grad_cy, input_gates, hidden_gates, input_bias, hidden_bias, cx, cy)
+torch__sparse_semi_structured_apply <- function(input, thread_masks) .Call(C_op2, 374L, input, thread_masks)
 
-torch__thnn_fused_gru_cell <- function(input_gates, hidden_gates, hx, input_bias = NULL, hidden_bias = NULL) .Call(C_op5, 375L, input_gates, hidden_gates, hx, input_bias, hidden_bias)
+torch__sparse_semi_structured_apply_dense <- function(input, thread_masks) .Call(C_op2, 375L, input, thread_masks)
 
-torch__thnn_fused_gru_cell_backward <- function(grad_hy, workspace, has_bias) .Call(C_op3, 376L, grad_hy, workspace, has_bias)
+torch__sparse_semi_structured_linear <- function(input, weight, meta, bias = NULL, activation = NULL, out_dtype = NULL) .Call(C_op6, 376L, input, weight, meta, bias, activation, out_dtype)
 
-torch__thnn_fused_lstm_cell <- function(input_gates, hidden_gates, cx, input_bias = NULL, hidden_bias = NULL) .Call(C_op5, 377L, input_gates, hidden_gates, cx, input_bias, hidden_bias)
+torch__sparse_semi_structured_mm <- function(mat1, mat1_meta, mat2, out_dtype = NULL) .Call(C_op4, 377L, mat1, mat1_meta, mat2, out_dtype)
 
-torch__thnn_fused_lstm_cell_backward <- function(grad_hy, grad_cy, cx, cy, workspace, has_bias) .Call(C_op6, 378L, grad_hy, grad_cy, cx, cy, workspace, has_bias)
+torch__sparse_semi_structured_tile <- function(input, algorithm = "", use_cutlass = TRUE) .Call(C_op3, 378L, input, algorithm, use_cutlass)
 
-torch__thnn_fused_lstm_cell_backward_impl <- function(grad_hy, grad_cy, cx, cy, workspace, has_bias) .Call(C_op6, 379L, grad_hy, grad_cy, cx, cy, workspace, has_bias)
+torch__sparse_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 379L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
 
-torch__to_copy <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, memory_format = NULL) .Call(C_op7, 380L, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
+torch__sparse_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 380L, grad_output, output, dim, self)
 
-torch__to_cpu <- function(tensors) .Call(C_op1, 381L, tensors)
+torch__sparse_sparse_matmul <- function(self, other) .Call(C_op2, 381L, self, other)
 
-torch__to_sparse_semi_structured <- function(dense) .Call(C_op1, 382L, dense)
+torch__sparse_sum <- function(self, dim, dtype) .Call(C_op3, 382L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(dtype)) quote(expr = ) else dtype)
 
-torch__transform_bias_rescale_qkv <- function(qkv, qkv_bias, num_heads) .Call(C_op3, 383L, qkv, qkv_bias, num_heads)
+torch__sparse_sum_backward <- function(grad, self, dim) .Call(C_op3, 383L, grad, self, dim)
 
-torch__transformer_encoder_layer_fwd <- function(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask = NULL, mask_type = NULL) .Call(C_op20, 384L, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type)
+torch__spdiags <- function(diagonals, offsets, shape, layout = NULL) .Call(C_op4, 384L, diagonals, offsets, shape, layout)
 
-torch__trilinear <- function(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim = 1L) .Call(C_op8, 385L, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim)
+torch__spsolve <- function(A, B, left = TRUE) .Call(C_op3, 385L, A, B, left)
 
-torch__triton_multi_head_attention <- function(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask = NULL) .Call(C_op10, 386L, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask)
+torch__stack <- function(tensors, dim = 1L) .Call(C_op2, 386L, tensors, dim)
 
-torch__triton_scaled_dot_attention <- function(q, k, v, dropout_p = 0.0) .Call(C_op4, 387L, q, k, v, dropout_p)
+torch__stack_out <- function(out, tensors, dim = 1L) .Call(C_op3, 387L, out, tensors, dim)
 
-torch__unique <- function(self, sorted = TRUE, return_inverse = FALSE) .Call(C_op3, 388L, self, sorted, return_inverse)
+torch__standard_gamma <- function(self, generator = NULL) .Call(C_op2, 388L, self, generator)
 
-torch__unique2 <- function(self, sorted = TRUE, return_inverse = FALSE, return_counts = FALSE) .Call(C_op4, 389L, self, sorted, return_inverse, return_counts)
+torch__standard_gamma_grad <- function(self, output) .Call(C_op2, 389L, self, output)
 
-torch__unpack_dual <- function(dual, level) .Call(C_op2, 390L, dual, level)
+torch__test_autograd_multiple_dispatch <- function(self, b) .Call(C_op2, 390L, self, if (missing(b)) quote(expr = ) else b)
 
-torch__unsafe_index <- function(self, indices) .Call(C_op2, 391L, self, indices)
+torch__test_autograd_multiple_dispatch_view <- function(self) .Call(C_op1, 391L, self)
 
-torch__unsafe_index_put <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 392L, self, indices, values, accumulate)
+torch__test_autograd_multiple_dispatch_view_copy <- function(self) .Call(C_op1, 392L, self)
 
-torch__unsafe_masked_index <- function(self, mask, indices, fill) .Call(C_op4, 393L, self, mask, indices, fill)
+torch__test_check_tensor <- function(self) .Call(C_op1, 393L, self)
 
-torch__unsafe_masked_index_put_accumulate <- function(self, mask, indices, values) .Call(C_op4, 394L, self, mask, indices, values)
+torch__test_functorch_fallback <- function(self, other) .Call(C_op2, 394L, self, other)
 
-torch__unsafe_view <- function(self, size) .Call(C_op2, 395L, self, size)
+torch__test_optional_filled_intlist <- function(values, addends) .Call(C_op2, 395L, values, addends)
 
-torch__upsample_bicubic2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 396L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__test_optional_floatlist <- function(values, addends) .Call(C_op2, 396L, values, addends)
 
-torch__upsample_bicubic2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 397L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+torch__test_optional_intlist <- function(values, addends) .Call(C_op2, 397L, values, addends)
 
-torch__upsample_bilinear2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 398L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__test_parallel_materialize <- function(self, num_parallel, skip_first = FALSE) .Call(C_op3, 398L, self, num_parallel, skip_first)
 
-torch__upsample_bilinear2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 399L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+torch__test_serialization_subcmul <- function(self, other, alpha = 1L) .Call(C_op3, 399L, self, other, alpha)
 
-torch__upsample_lanczos2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 400L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__test_warn_in_autograd <- function(self) .Call(C_op1, 400L, self)
 
-torch__upsample_lanczos2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 401L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+torch__thnn_differentiable_gru_cell_backward <- function(grad_hy, input_gates, hidden_gates, hx, input_bias, hidden_bias) .Call(C_op6, 401L, grad_hy, input_gates, hidden_gates, hx, input_bias, hidden_bias)
 
-torch__upsample_nearest_exact1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 402L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+torch__thnn_differentiable_lstm_cell_backward <- function(grad_hy, grad_cy, input_gates, hidden_gates, input_bias, hidden_bias, cx, cy) .Call(C_op8, 402L, grad_hy, grad_cy, input_gates, hidden_gates, input_bias, hidden_bias, cx, cy)
 
-torch__upsample_nearest_exact1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 403L, grad_output, output_size, input_size, scales)
+torch__thnn_fused_gru_cell <- function(input_gates, hidden_gates, hx, input_bias = NULL, hidden_bias = NULL) .Call(C_op5, 403L, input_gates, hidden_gates, hx, input_bias, hidden_bias)
 
-torch__upsample_nearest_exact2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 404L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__thnn_fused_gru_cell_backward <- function(grad_hy, workspace, has_bias) .Call(C_op3, 404L, grad_hy, workspace, has_bias)
 
-torch__upsample_nearest_exact2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 405L, grad_output, output_size, input_size, scales_h, scales_w)
+torch__thnn_fused_lstm_cell <- function(input_gates, hidden_gates, cx, input_bias = NULL, hidden_bias = NULL) .Call(C_op5, 405L, input_gates, hidden_gates, cx, input_bias, hidden_bias)
 
-torch__upsample_nearest_exact3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 406L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+torch__thnn_fused_lstm_cell_backward <- function(grad_hy, grad_cy, cx, cy, workspace, has_bias) .Call(C_op6, 406L, grad_hy, grad_cy, cx, cy, workspace, has_bias)
 
-torch__upsample_nearest_exact3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 407L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+torch__thnn_fused_lstm_cell_backward_impl <- function(grad_hy, grad_cy, cx, cy, workspace, has_bias) .Call(C_op6, 407L, grad_hy, grad_cy, cx, cy, workspace, has_bias)
 
-torch__use_cudnn_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank) .Call(C_op5, 408L, log_probs, targets, input_lengths, target_lengths, blank)
+torch__to_copy <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, memory_format = NULL) .Call(C_op7, 408L, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
 
-torch__use_miopen_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank) .Call(C_op5, 409L, log_probs, targets, input_lengths, target_lengths, blank)
+torch__to_cpu <- function(tensors) .Call(C_op1, 409L, tensors)
 
-torch__validate_compressed_sparse_indices <- function(is_crow, compressed_idx, plain_idx, cdim, dim, nnz) .Call(C_op6, 410L, is_crow, compressed_idx, plain_idx, cdim, dim, nnz)
+torch__to_sparse_semi_structured <- function(dense) .Call(C_op1, 410L, dense)
 
-torch__validate_sparse_bsc_tensor_args <- function(ccol_indices, row_indices, values, size, check_pinning = NULL) .Call(C_op5, 411L, ccol_indices, row_indices, values, size, check_pinning)
+torch__transform_bias_rescale_qkv <- function(qkv, qkv_bias, num_heads) .Call(C_op3, 411L, qkv, qkv_bias, num_heads)
 
-torch__validate_sparse_bsr_tensor_args <- function(crow_indices, col_indices, values, size, check_pinning = NULL) .Call(C_op5, 412L, crow_indices, col_indices, values, size, check_pinning)
+torch__transformer_encoder_layer_fwd <- function(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask = NULL, mask_type = NULL) .Call(C_op20, 412L, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type)
 
-torch__validate_sparse_compressed_tensor_args <- function(compressed_indices, plain_indices, values, size, layout, check_pinning = NULL) .Call(C_op6, 413L, compressed_indices, plain_indices, values, size, layout, check_pinning)
+torch__trilinear <- function(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim = 1L) .Call(C_op8, 413L, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim)
 
-torch__validate_sparse_coo_tensor_args <- function(indices, values, size, is_coalesced = NULL, check_pinning = NULL) .Call(C_op5, 414L, indices, values, size, is_coalesced, check_pinning)
+torch__triton_multi_head_attention <- function(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask = NULL) .Call(C_op10, 414L, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask)
 
-torch__validate_sparse_csc_tensor_args <- function(ccol_indices, row_indices, values, size, check_pinning = NULL) .Call(C_op5, 415L, ccol_indices, row_indices, values, size, check_pinning)
+torch__triton_scaled_dot_attention <- function(q, k, v, dropout_p = 0.0) .Call(C_op4, 415L, q, k, v, dropout_p)
 
-torch__validate_sparse_csr_tensor_args <- function(crow_indices, col_indices, values, size, check_pinning = NULL) .Call(C_op5, 416L, crow_indices, col_indices, values, size, check_pinning)
+torch__unique <- function(self, sorted = TRUE, return_inverse = FALSE) .Call(C_op3, 416L, self, sorted, return_inverse)
 
-torch__values_copy <- function(self) .Call(C_op1, 417L, self)
+torch__unique2 <- function(self, sorted = TRUE, return_inverse = FALSE, return_counts = FALSE) .Call(C_op4, 417L, self, sorted, return_inverse, return_counts)
 
-torch__weight_int4pack_mm <- function(self, mat2, qGroupSize, qScaleAndZeros) .Call(C_op4, 418L, self, mat2, qGroupSize, qScaleAndZeros)
+torch__unpack_dual <- function(dual, level) .Call(C_op2, 418L, dual, level)
 
-torch__weight_int4pack_mm_for_cpu <- function(self, mat2, qGroupSize, qScaleAndZeros) .Call(C_op4, 419L, self, mat2, qGroupSize, qScaleAndZeros)
+torch__unsafe_index <- function(self, indices) .Call(C_op2, 419L, self, indices)
 
-torch__weight_int4pack_mm_with_scales_and_zeros <- function(self, mat2, qGroupSize, qScale, qZeros) .Call(C_op5, 420L, self, mat2, qGroupSize, qScale, qZeros)
+torch__unsafe_index_put <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 420L, self, indices, values, accumulate)
 
-torch__weight_int8pack_mm <- function(self, mat2, scales) .Call(C_op3, 421L, self, mat2, scales)
+torch__unsafe_masked_index <- function(self, mask, indices, fill) .Call(C_op4, 421L, self, mask, indices, fill)
 
-torch__weight_norm <- function(v, g, dim = 1L) .Call(C_op3, 422L, v, g, dim)
+torch__unsafe_masked_index_put_accumulate <- function(self, mask, indices, values) .Call(C_op4, 422L, self, mask, indices, values)
 
-torch__weight_norm_differentiable_backward <- function(grad_w, saved_v, saved_g, saved_norms, dim) .Call(C_op5, 423L, grad_w, saved_v, saved_g, saved_norms, dim)
+torch__unsafe_view <- function(self, size) .Call(C_op2, 423L, self, size)
 
-torch__weight_norm_interface <- function(v, g, dim = 1L) .Call(C_op3, 424L, v, g, dim)
+torch__upsample_bicubic2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 424L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
 
-torch__weight_norm_interface_backward <- function(grad_w, saved_v, saved_g, saved_norms, dim) .Call(C_op5, 425L, grad_w, saved_v, saved_g, saved_norms, dim)
+torch__upsample_bicubic2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 425L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
-torch__wrapped_linear_prepack <- function(weight, weight_scale, weight_zero_point, bias) .Call(C_op4, 426L, weight, weight_scale, weight_zero_point, bias)
+torch__upsample_bicubic2d_aa_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op7, 426L, grad_input, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
-torch__wrapped_quantized_linear_prepacked <- function(input, input_scale, input_zero_point, packed_weight, output_scale, output_zero_point, out_channel) .Call(C_op7, 427L, input, input_scale, input_zero_point, packed_weight, output_scale, output_zero_point, out_channel)
+torch__upsample_bicubic2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 427L, out, self, output_size, align_corners, scales_h, scales_w)
 
+torch__upsample_bilinear2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 428L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+
+torch__upsample_bilinear2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 429L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+torch__upsample_bilinear2d_aa_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op7, 430L, grad_input, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+torch__upsample_bilinear2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 431L, out, self, output_size, align_corners, scales_h, scales_w)
+
+torch__upsample_lanczos2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 432L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+
+torch__upsample_lanczos2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 433L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+torch__upsample_lanczos2d_aa_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op7, 434L, grad_input, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+torch__upsample_lanczos2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 435L, out, self, output_size, align_corners, scales_h, scales_w)
+
+torch__upsample_nearest_exact1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 436L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+
+torch__upsample_nearest_exact1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 437L, grad_output, output_size, input_size, scales)
+
+torch__upsample_nearest_exact1d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales = NULL) .Call(C_op5, 438L, grad_input, grad_output, output_size, input_size, scales)
+
+torch__upsample_nearest_exact1d_out <- function(out, self, output_size, scales = NULL) .Call(C_op4, 439L, out, self, output_size, scales)
+
+torch__upsample_nearest_exact2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 440L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+
+torch__upsample_nearest_exact2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 441L, grad_output, output_size, input_size, scales_h, scales_w)
+
+torch__upsample_nearest_exact2d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op6, 442L, grad_input, grad_output, output_size, input_size, scales_h, scales_w)
+
+torch__upsample_nearest_exact2d_out <- function(out, self, output_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 443L, out, self, output_size, scales_h, scales_w)
+
+torch__upsample_nearest_exact3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 444L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+
+torch__upsample_nearest_exact3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 445L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+torch__upsample_nearest_exact3d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 446L, grad_input, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+torch__upsample_nearest_exact3d_out <- function(out, self, output_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 447L, out, self, output_size, scales_d, scales_h, scales_w)
+
+torch__use_cudnn_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank) .Call(C_op5, 448L, log_probs, targets, input_lengths, target_lengths, blank)
+
+torch__use_miopen_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank) .Call(C_op5, 449L, log_probs, targets, input_lengths, target_lengths, blank)
+
+torch__validate_compressed_sparse_indices <- function(is_crow, compressed_idx, plain_idx, cdim, dim, nnz) .Call(C_op6, 450L, is_crow, compressed_idx, plain_idx, cdim, dim, nnz)
+
+torch__validate_sparse_bsc_tensor_args <- function(ccol_indices, row_indices, values, size, check_pinning = NULL) .Call(C_op5, 451L, ccol_indices, row_indices, values, size, check_pinning)
+
+torch__validate_sparse_bsr_tensor_args <- function(crow_indices, col_indices, values, size, check_pinning = NULL) .Call(C_op5, 452L, crow_indices, col_indices, values, size, check_pinning)
+
+torch__validate_sparse_compressed_tensor_args <- function(compressed_indices, plain_indices, values, size, layout, check_pinning = NULL) .Call(C_op6, 453L, compressed_indices, plain_indices, values, size, layout, check_pinning)
+
+torch__validate_sparse_coo_tensor_args <- function(indices, values, size, is_coalesced = NULL, check_pinning = NULL) .Call(C_op5, 454L, indices, values, size, is_coalesced, check_pinning)
+
+torch__validate_sparse_csc_tensor_args <- function(ccol_indices, row_indices, values, size, check_pinning = NULL) .Call(C_op5, 455L, ccol_indices, row_indices, values, size, check_pinning)
+
+torch__validate_sparse_csr_tensor_args <- function(crow_indices, col_indices, values, size, check_pinning = NULL) .Call(C_op5, 456L, crow_indices, col_indices, values, size, check_pinning)
+
+torch__values_copy <- function(self) .Call(C_op1, 457L, self)
+
+torch__weight_int4pack_mm <- function(self, mat2, qGroupSize, qScaleAndZeros) .Call(C_op4, 458L, self, mat2, qGroupSize, qScaleAndZeros)
+
+torch__weight_int4pack_mm_for_cpu <- function(self, mat2, qGroupSize, qScaleAndZeros) .Call(C_op4, 459L, self, mat2, qGroupSize, qScaleAndZeros)
+
+torch__weight_int4pack_mm_with_scales_and_zeros <- function(self, mat2, qGroupSize, qScale, qZeros) .Call(C_op5, 460L, self, mat2, qGroupSize, qScale, qZeros)
+
+torch__weight_int8pack_mm <- function(self, mat2, scales) .Call(C_op3, 461L, self, mat2, scales)
+
+torch__weight_norm <- function(v, g, dim = 1L) .Call(C_op3, 462L, v, g, dim)
+
+torch__weight_norm_differentiable_backward <- function(grad_w, saved_v, saved_g, saved_norms, dim) .Call(C_op5, 463L, grad_w, saved_v, saved_g, saved_norms, dim)
+
+torch__weight_norm_interface <- function(v, g, dim = 1L) .Call(C_op3, 464L, v, g, dim)
+
+torch__weight_norm_interface_backward <- function(grad_w, saved_v, saved_g, saved_norms, dim) .Call(C_op5, 465L, grad_w, saved_v, saved_g, saved_norms, dim)
+
+torch__wrapped_linear_prepack <- function(weight, weight_scale, weight_zero_point, bias) .Call(C_op4, 466L, weight, weight_scale, weight_zero_point, bias)
+
+torch__wrapped_quantized_linear_prepacked <- function(input, input_scale, input_zero_point, packed_weight, output_scale, output_zero_point, out_channel) .Call(C_op7, 467L, input, input_scale, input_zero_point, packed_weight, output_scale, output_zero_point, out_channel)
+
 #' @rdname torch_ops
 #' @export
-torch_abs <- function(self) .Call(C_op1, 428L, self)
+torch_abs <- function(self) .Call(C_op1, 468L, self)
 
-torch_abs_ <- function(self) .Call(C_op1, 429L, self)
+torch_abs_ <- function(self) .Call(C_op1, 469L, self)
 
+torch_abs_out <- function(out, self) .Call(C_op2, 470L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_absolute <- function(self) .Call(C_op1, 430L, self)
+torch_absolute <- function(self) .Call(C_op1, 471L, self)
+
+torch_absolute_out <- function(out, self) .Call(C_op2, 472L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_acos <- function(self) .Call(C_op1, 431L, self)
+torch_acos <- function(self) .Call(C_op1, 473L, self)
 
-torch_acos_ <- function(self) .Call(C_op1, 432L, self)
+torch_acos_ <- function(self) .Call(C_op1, 474L, self)
 
+torch_acos_out <- function(out, self) .Call(C_op2, 475L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_acosh <- function(self) .Call(C_op1, 433L, self)
+torch_acosh <- function(self) .Call(C_op1, 476L, self)
+
+torch_acosh_ <- function(self) .Call(C_op1, 477L, self)
 
-torch_acosh_ <- function(self) .Call(C_op1, 434L, self)
+torch_acosh_out <- function(out, self) .Call(C_op2, 478L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_adaptive_avg_pool1d <- function(self, output_size) .Call(C_op2, 435L, self, output_size)
+torch_adaptive_avg_pool1d <- function(self, output_size) .Call(C_op2, 479L, self, output_size)
+
+torch_adaptive_avg_pool2d <- function(self, output_size) .Call(C_op2, 480L, self, output_size)
+
+torch_adaptive_avg_pool2d_out <- function(out, self, output_size) .Call(C_op3, 481L, out, self, output_size)
+
+torch_adaptive_avg_pool3d <- function(self, output_size) .Call(C_op2, 482L, self, output_size)
+
+torch_adaptive_avg_pool3d_backward_out <- function(grad_input, grad_output, self) .Call(C_op3, 483L, grad_input, grad_output, self)
 
-torch_adaptive_avg_pool2d <- function(self, output_size) .Call(C_op2, 436L, self, output_size)
+torch_adaptive_avg_pool3d_out <- function(out, self, output_size) .Call(C_op3, 484L, out, self, output_size)
 
-torch_adaptive_avg_pool3d <- function(self, output_size) .Call(C_op2, 437L, self, output_size)
+torch_adaptive_max_pool1d <- function(self, output_size) .Call(C_op2, 485L, self, output_size)
 
-torch_adaptive_max_pool1d <- function(self, output_size) .Call(C_op2, 438L, self, output_size)
+torch_adaptive_max_pool2d <- function(self, output_size) .Call(C_op2, 486L, self, output_size)
 
-torch_adaptive_max_pool2d <- function(self, output_size) .Call(C_op2, 439L, self, output_size)
+torch_adaptive_max_pool2d_backward <- function(grad_output, self, indices) .Call(C_op3, 487L, grad_output, self, indices)
 
-torch_adaptive_max_pool2d_backward <- function(grad_output, self, indices) .Call(C_op3, 440L, grad_output, self, indices)
+torch_adaptive_max_pool2d_backward_out <- function(grad_input, grad_output, self, indices) .Call(C_op4, 488L, grad_input, grad_output, self, indices)
 
-torch_adaptive_max_pool3d <- function(self, output_size) .Call(C_op2, 441L, self, output_size)
+torch_adaptive_max_pool2d_out <- function(out, indices, self, output_size) .Call(C_op4, 489L, out, indices, self, output_size)
 
-torch_adaptive_max_pool3d_backward <- function(grad_output, self, indices) .Call(C_op3, 442L, grad_output, self, indices)
+torch_adaptive_max_pool3d <- function(self, output_size) .Call(C_op2, 490L, self, output_size)
 
+torch_adaptive_max_pool3d_backward <- function(grad_output, self, indices) .Call(C_op3, 491L, grad_output, self, indices)
+
+torch_adaptive_max_pool3d_backward_out <- function(grad_input, grad_output, self, indices) .Call(C_op4, 492L, grad_input, grad_output, self, indices)
+
+torch_adaptive_max_pool3d_out <- function(out, indices, self, output_size) .Call(C_op4, 493L, out, indices, self, output_size)
+
 #' @rdname torch_ops
 #' @export
-torch_add <- function(self, other, alpha = 1L) .Call(C_op3, 443L, self, other, alpha)
+torch_add <- function(self, other, alpha = 1L) .Call(C_op3, 494L, self, other, alpha)
+
+torch_add_out <- function(out, self, other, alpha = 1L) .Call(C_op4, 495L, out, self, other, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_addbmm <- function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 444L, self, batch1, batch2, beta, alpha)
+torch_addbmm <- function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 496L, self, batch1, batch2, beta, alpha)
 
+torch_addbmm_out <- function(out, self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op6, 497L, out, self, batch1, batch2, beta, alpha)
+
 #' @rdname torch_ops
 #' @export
-torch_addcdiv <- function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 445L, self, tensor1, tensor2, value)
+torch_addcdiv <- function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 498L, self, tensor1, tensor2, value)
+
+torch_addcdiv_out <- function(out, self, tensor1, tensor2, value = 1L) .Call(C_op5, 499L, out, self, tensor1, tensor2, value)
 
 #' @rdname torch_ops
 #' @export
-torch_addcmul <- function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 446L, self, tensor1, tensor2, value)
+torch_addcmul <- function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 500L, self, tensor1, tensor2, value)
 
+torch_addcmul_out <- function(out, self, tensor1, tensor2, value = 1L) .Call(C_op5, 501L, out, self, tensor1, tensor2, value)
+
 #' @rdname torch_ops
 #' @export
-torch_addmm <- function(self, mat1, mat2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op6, 447L, self, mat1, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
+torch_addmm <- function(self, mat1, mat2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op6, 502L, self, mat1, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
+
+torch_addmm_out <- function(out, self, mat1, mat2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op7, 503L, out, self, mat1, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_addmv <- function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 448L, self, mat, vec, beta, alpha)
+torch_addmv <- function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 504L, self, mat, vec, beta, alpha)
 
-torch_addmv_ <- function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 449L, self, mat, vec, beta, alpha)
+torch_addmv_ <- function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 505L, self, mat, vec, beta, alpha)
 
+torch_addmv_out <- function(out, self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op6, 506L, out, self, mat, vec, beta, alpha)
+
 #' @rdname torch_ops
 #' @export
-torch_addr <- function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 450L, self, vec1, vec2, beta, alpha)
+torch_addr <- function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 507L, self, vec1, vec2, beta, alpha)
+
+torch_addr_out <- function(out, self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op6, 508L, out, self, vec1, vec2, beta, alpha)
 
-torch_adjoint <- function(self) .Call(C_op1, 451L, self)
+torch_adjoint <- function(self) .Call(C_op1, 509L, self)
 
-torch_affine_grid_generator <- function(theta, size, align_corners) .Call(C_op3, 452L, theta, size, align_corners)
+torch_affine_grid_generator <- function(theta, size, align_corners) .Call(C_op3, 510L, theta, size, align_corners)
 
-torch_affine_grid_generator_backward <- function(grad, size, align_corners) .Call(C_op3, 453L, grad, size, align_corners)
+torch_affine_grid_generator_backward <- function(grad, size, align_corners) .Call(C_op3, 511L, grad, size, align_corners)
 
-torch_alias <- function(self) .Call(C_op1, 454L, self)
+torch_alias <- function(self) .Call(C_op1, 512L, self)
 
-torch_alias_copy <- function(self) .Call(C_op1, 455L, self)
+torch_alias_copy <- function(self) .Call(C_op1, 513L, self)
 
-torch_all <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 456L, self, dim, keepdim)
+torch_all <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 514L, self, dim, keepdim)
 
+torch_all_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 515L, out, self, dim, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_allclose <- function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 457L, self, other, rtol, atol, equal_nan)
+torch_allclose <- function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 516L, self, other, rtol, atol, equal_nan)
 
-torch_alpha_dropout <- function(input, p, train) .Call(C_op3, 458L, input, p, train)
+torch_alpha_dropout <- function(input, p, train) .Call(C_op3, 517L, input, p, train)
 
-torch_alpha_dropout_ <- function(self, p, train) .Call(C_op3, 459L, self, p, train)
+torch_alpha_dropout_ <- function(self, p, train) .Call(C_op3, 518L, self, p, train)
 
 #' @rdname torch_ops
 #' @export
-torch_amax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 460L, self, dim, keepdim)
+torch_amax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 519L, self, dim, keepdim)
+
+torch_amax_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 520L, out, self, dim, keepdim)
 
 #' @rdname torch_ops
 #' @export
-torch_amin <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 461L, self, dim, keepdim)
+torch_amin <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 521L, self, dim, keepdim)
 
-torch_aminmax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 462L, self, dim, keepdim)
+torch_amin_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 522L, out, self, dim, keepdim)
 
+torch_aminmax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 523L, self, dim, keepdim)
+
+torch_aminmax_out <- function(min, max, self, dim = NULL, keepdim = FALSE) .Call(C_op5, 524L, min, max, self, dim, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_angle <- function(self) .Call(C_op1, 463L, self)
+torch_angle <- function(self) .Call(C_op1, 525L, self)
+
+torch_angle_out <- function(out, self) .Call(C_op2, 526L, out, self)
+
+torch_any <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 527L, self, dim, keepdim)
 
-torch_any <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 464L, self, dim, keepdim)
+torch_any_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 528L, out, self, dim, keepdim)
 
-.torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 465L, start, end, step, dtype, layout, device, pin_memory)
+.torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 529L, start, end, step, dtype, layout, device, pin_memory)
 
+torch_arange_out <- function(out, start, end, step = 1L) .Call(C_op4, 530L, out, if (missing(start)) quote(expr = ) else start, end, step)
+
 #' @rdname torch_ops
 #' @export
-torch_arccos <- function(self) .Call(C_op1, 466L, self)
+torch_arccos <- function(self) .Call(C_op1, 531L, self)
+
+torch_arccos_ <- function(self) .Call(C_op1, 532L, self)
 
-torch_arccos_ <- function(self) .Call(C_op1, 467L, self)
+torch_arccos_out <- function(out, self) .Call(C_op2, 533L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_arccosh <- function(self) .Call(C_op1, 468L, self)
+torch_arccosh <- function(self) .Call(C_op1, 534L, self)
 
-torch_arccosh_ <- function(self) .Call(C_op1, 469L, self)
+torch_arccosh_ <- function(self) .Call(C_op1, 535L, self)
 
+torch_arccosh_out <- function(out, self) .Call(C_op2, 536L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_arcsin <- function(self) .Call(C_op1, 470L, self)
+torch_arcsin <- function(self) .Call(C_op1, 537L, self)
+
+torch_arcsin_ <- function(self) .Call(C_op1, 538L, self)
 
-torch_arcsin_ <- function(self) .Call(C_op1, 471L, self)
+torch_arcsin_out <- function(out, self) .Call(C_op2, 539L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_arcsinh <- function(self) .Call(C_op1, 472L, self)
+torch_arcsinh <- function(self) .Call(C_op1, 540L, self)
 
-torch_arcsinh_ <- function(self) .Call(C_op1, 473L, self)
+torch_arcsinh_ <- function(self) .Call(C_op1, 541L, self)
 
+torch_arcsinh_out <- function(out, self) .Call(C_op2, 542L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_arctan <- function(self) .Call(C_op1, 474L, self)
+torch_arctan <- function(self) .Call(C_op1, 543L, self)
+
+torch_arctan2 <- function(self, other) .Call(C_op2, 544L, self, other)
 
-torch_arctan2 <- function(self, other) .Call(C_op2, 475L, self, other)
+torch_arctan2_out <- function(out, self, other) .Call(C_op3, 545L, out, self, other)
 
-torch_arctan_ <- function(self) .Call(C_op1, 476L, self)
+torch_arctan_ <- function(self) .Call(C_op1, 546L, self)
 
+torch_arctan_out <- function(out, self) .Call(C_op2, 547L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_arctanh <- function(self) .Call(C_op1, 477L, self)
+torch_arctanh <- function(self) .Call(C_op1, 548L, self)
+
+torch_arctanh_ <- function(self) .Call(C_op1, 549L, self)
 
-torch_arctanh_ <- function(self) .Call(C_op1, 478L, self)
+torch_arctanh_out <- function(out, self) .Call(C_op2, 550L, out, self)
 
-.torch_argmax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 479L, self, dim, keepdim)
+.torch_argmax <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 551L, self, dim, keepdim)
 
-.torch_argmin <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 480L, self, dim, keepdim)
+torch_argmax_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 552L, out, self, dim, keepdim)
 
-.torch_argsort <- function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 481L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending)
+.torch_argmin <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 553L, self, dim, keepdim)
 
-torch_argwhere <- function(self) .Call(C_op1, 482L, self)
+torch_argmin_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 554L, out, self, dim, keepdim)
 
+.torch_argsort <- function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 555L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending)
+
+torch_argsort_out <- function(out, self, stable, dim = -1L, descending = FALSE) .Call(C_op5, 556L, out, self, stable, dim, descending)
+
+torch_argwhere <- function(self) .Call(C_op1, 557L, self)
+
 #' @rdname torch_ops
 #' @export
-torch_as_strided <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 483L, self, size, stride, storage_offset)
+torch_as_strided <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 558L, self, size, stride, storage_offset)
 
-torch_as_strided_ <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 484L, self, size, stride, storage_offset)
+torch_as_strided_ <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 559L, self, size, stride, storage_offset)
 
-torch_as_strided_copy <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 485L, self, size, stride, storage_offset)
+torch_as_strided_copy <- function(self, size, stride, storage_offset = NULL) .Call(C_op4, 560L, self, size, stride, storage_offset)
 
-torch_as_strided_scatter <- function(self, src, size, stride, storage_offset = NULL) .Call(C_op5, 486L, self, src, size, stride, storage_offset)
+torch_as_strided_scatter <- function(self, src, size, stride, storage_offset = NULL) .Call(C_op5, 561L, self, src, size, stride, storage_offset)
 
 #' @rdname torch_ops
 #' @export
-torch_asin <- function(self) .Call(C_op1, 487L, self)
+torch_asin <- function(self) .Call(C_op1, 562L, self)
+
+torch_asin_ <- function(self) .Call(C_op1, 563L, self)
 
-torch_asin_ <- function(self) .Call(C_op1, 488L, self)
+torch_asin_out <- function(out, self) .Call(C_op2, 564L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_asinh <- function(self) .Call(C_op1, 489L, self)
+torch_asinh <- function(self) .Call(C_op1, 565L, self)
 
-torch_asinh_ <- function(self) .Call(C_op1, 490L, self)
+torch_asinh_ <- function(self) .Call(C_op1, 566L, self)
 
+torch_asinh_out <- function(out, self) .Call(C_op2, 567L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_atan <- function(self) .Call(C_op1, 491L, self)
+torch_atan <- function(self) .Call(C_op1, 568L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_atan2 <- function(self, other) .Call(C_op2, 492L, self, other)
+torch_atan2 <- function(self, other) .Call(C_op2, 569L, self, other)
+
+torch_atan2_out <- function(out, self, other) .Call(C_op3, 570L, out, self, other)
 
-torch_atan_ <- function(self) .Call(C_op1, 493L, self)
+torch_atan_ <- function(self) .Call(C_op1, 571L, self)
 
+torch_atan_out <- function(out, self) .Call(C_op2, 572L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_atanh <- function(self) .Call(C_op1, 494L, self)
+torch_atanh <- function(self) .Call(C_op1, 573L, self)
+
+torch_atanh_ <- function(self) .Call(C_op1, 574L, self)
 
-torch_atanh_ <- function(self) .Call(C_op1, 495L, self)
+torch_atanh_out <- function(out, self) .Call(C_op2, 575L, out, self)
 
-.torch_atleast_1d <- function(self, tensors) .Call(C_op2, 496L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
+.torch_atleast_1d <- function(self, tensors) .Call(C_op2, 576L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
 
-.torch_atleast_2d <- function(self, tensors) .Call(C_op2, 497L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
+.torch_atleast_2d <- function(self, tensors) .Call(C_op2, 577L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
 
-.torch_atleast_3d <- function(self, tensors) .Call(C_op2, 498L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
+.torch_atleast_3d <- function(self, tensors) .Call(C_op2, 578L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
 
 #' @rdname torch_ops
 #' @export
-torch_avg_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE) .Call(C_op6, 499L, self, kernel_size, stride, padding, ceil_mode, count_include_pad)
+torch_avg_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE) .Call(C_op6, 579L, self, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
-torch_avg_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op7, 500L, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+torch_avg_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op7, 580L, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
-torch_avg_pool2d_backward <- function(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op8, 501L, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+torch_avg_pool2d_backward <- function(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op8, 581L, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
-torch_avg_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op7, 502L, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+torch_avg_pool2d_backward_out <- function(grad_input, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op9, 582L, grad_input, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
-torch_avg_pool3d_backward <- function(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op8, 503L, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+torch_avg_pool2d_out <- function(out, self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op8, 583L, out, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
+torch_avg_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op7, 584L, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+torch_avg_pool3d_backward <- function(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op8, 585L, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+torch_avg_pool3d_backward_out <- function(grad_input, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) .Call(C_op9, 586L, grad_input, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+torch_avg_pool3d_out <- function(out, self, kernel_size, stride = NULL, padding = 0L, ceil_mode = FALSE, count_include_pad = TRUE, divisor_override = NULL) .Call(C_op8, 587L, out, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
 #' @rdname torch_ops
 #' @export
-torch_baddbmm <- function(self, batch1, batch2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op6, 504L, self, batch1, batch2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
+torch_baddbmm <- function(self, batch1, batch2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op6, 588L, self, batch1, batch2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
 
-.torch_bartlett_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 505L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
+torch_baddbmm_out <- function(out, self, batch1, batch2, out_dtype, beta = 1L, alpha = 1L) .Call(C_op7, 589L, out, self, batch1, batch2, if (missing(out_dtype)) quote(expr = ) else out_dtype, beta, alpha)
 
-torch_batch_norm <- function(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) .Call(C_op9, 506L, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+.torch_bartlett_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 590L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
 
-torch_batch_norm_backward <- function(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps, output_mask, reserve) .Call(C_op11, 507L, grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps, output_mask, reserve)
+torch_batch_norm <- function(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) .Call(C_op9, 591L, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 
-torch_batch_norm_backward_elemt <- function(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count) .Call(C_op8, 508L, grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count)
+torch_batch_norm_backward <- function(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps, output_mask, reserve) .Call(C_op11, 592L, grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps, output_mask, reserve)
 
-torch_batch_norm_backward_reduce <- function(grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g) .Call(C_op8, 509L, grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g)
+torch_batch_norm_backward_elemt <- function(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count) .Call(C_op8, 593L, grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count)
 
-torch_batch_norm_elemt <- function(input, weight, bias, mean, invstd, eps) .Call(C_op6, 510L, input, weight, bias, mean, invstd, eps)
+torch_batch_norm_backward_reduce <- function(grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g) .Call(C_op8, 594L, grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g)
 
-torch_batch_norm_gather_stats <- function(input, mean, invstd, running_mean, running_var, momentum, eps, count) .Call(C_op8, 511L, input, mean, invstd, running_mean, running_var, momentum, eps, count)
+torch_batch_norm_elemt <- function(input, weight, bias, mean, invstd, eps) .Call(C_op6, 595L, input, weight, bias, mean, invstd, eps)
 
-torch_batch_norm_gather_stats_with_counts <- function(input, mean, invstd, running_mean, running_var, momentum, eps, counts) .Call(C_op8, 512L, input, mean, invstd, running_mean, running_var, momentum, eps, counts)
+torch_batch_norm_elemt_out <- function(out, input, weight, bias, mean, invstd, eps) .Call(C_op7, 596L, out, input, weight, bias, mean, invstd, eps)
 
-torch_batch_norm_stats <- function(input, eps) .Call(C_op2, 513L, input, eps)
+torch_batch_norm_gather_stats <- function(input, mean, invstd, running_mean, running_var, momentum, eps, count) .Call(C_op8, 597L, input, mean, invstd, running_mean, running_var, momentum, eps, count)
 
-torch_batch_norm_update_stats <- function(input, running_mean, running_var, momentum) .Call(C_op4, 514L, input, running_mean, running_var, momentum)
+torch_batch_norm_gather_stats_with_counts <- function(input, mean, invstd, running_mean, running_var, momentum, eps, counts) .Call(C_op8, 598L, input, mean, invstd, running_mean, running_var, momentum, eps, counts)
 
+torch_batch_norm_stats <- function(input, eps) .Call(C_op2, 599L, input, eps)
+
+torch_batch_norm_update_stats <- function(input, running_mean, running_var, momentum) .Call(C_op4, 600L, input, running_mean, running_var, momentum)
+
 #' @rdname torch_ops
 #' @export
-torch_bernoulli <- function(self, p, generator = NULL) .Call(C_op3, 515L, self, if (missing(p)) quote(expr = ) else p, generator)
+torch_bernoulli <- function(self, p, generator = NULL) .Call(C_op3, 601L, self, if (missing(p)) quote(expr = ) else p, generator)
+
+torch_bernoulli_out <- function(out, self, generator = NULL) .Call(C_op3, 602L, out, self, generator)
+
+torch_bilinear <- function(input1, input2, weight, bias = NULL) .Call(C_op4, 603L, input1, input2, weight, bias)
 
-torch_bilinear <- function(input1, input2, weight, bias = NULL) .Call(C_op4, 516L, input1, input2, weight, bias)
+torch_binary_cross_entropy <- function(self, target, weight = NULL, reduction = 1L) .Call(C_op4, 604L, self, target, weight, reduction)
 
-torch_binary_cross_entropy <- function(self, target, weight = NULL, reduction = 1L) .Call(C_op4, 517L, self, target, weight, reduction)
+torch_binary_cross_entropy_backward <- function(grad_output, self, target, weight = NULL, reduction = 1L) .Call(C_op5, 605L, grad_output, self, target, weight, reduction)
 
-torch_binary_cross_entropy_backward <- function(grad_output, self, target, weight = NULL, reduction = 1L) .Call(C_op5, 518L, grad_output, self, target, weight, reduction)
+torch_binary_cross_entropy_backward_out <- function(grad_input, grad_output, self, target, weight = NULL, reduction = 1L) .Call(C_op6, 606L, grad_input, grad_output, self, target, weight, reduction)
 
-torch_binary_cross_entropy_with_logits <- function(self, target, weight = NULL, pos_weight = NULL, reduction = 1L) .Call(C_op5, 519L, self, target, weight, pos_weight, reduction)
+torch_binary_cross_entropy_out <- function(out, self, target, weight = NULL, reduction = 1L) .Call(C_op5, 607L, out, self, target, weight, reduction)
 
-.torch_bincount <- function(self, weights = NULL, minlength = 0L) .Call(C_op3, 520L, self, weights, minlength)
+torch_binary_cross_entropy_with_logits <- function(self, target, weight = NULL, pos_weight = NULL, reduction = 1L) .Call(C_op5, 608L, self, target, weight, pos_weight, reduction)
 
-torch_binomial <- function(count, prob, generator = NULL) .Call(C_op3, 521L, count, prob, generator)
+.torch_bincount <- function(self, weights = NULL, minlength = 0L) .Call(C_op3, 609L, self, weights, minlength)
 
+torch_binomial <- function(count, prob, generator = NULL) .Call(C_op3, 610L, count, prob, generator)
+
 #' @rdname torch_ops
 #' @export
-torch_bitwise_and <- function(self, other) .Call(C_op2, 522L, self, other)
+torch_bitwise_and <- function(self, other) .Call(C_op2, 611L, self, other)
+
+torch_bitwise_and_out <- function(out, self, other) .Call(C_op3, 612L, out, self, other)
 
-torch_bitwise_left_shift <- function(self, other) .Call(C_op2, 523L, self, other)
+torch_bitwise_left_shift <- function(self, other) .Call(C_op2, 613L, self, other)
 
+torch_bitwise_left_shift_out <- function(out, self, other) .Call(C_op3, 614L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_bitwise_not <- function(self) .Call(C_op1, 524L, self)
+torch_bitwise_not <- function(self) .Call(C_op1, 615L, self)
+
+torch_bitwise_not_out <- function(out, self) .Call(C_op2, 616L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_bitwise_or <- function(self, other) .Call(C_op2, 525L, self, other)
+torch_bitwise_or <- function(self, other) .Call(C_op2, 617L, self, other)
 
-torch_bitwise_right_shift <- function(self, other) .Call(C_op2, 526L, self, other)
+torch_bitwise_or_out <- function(out, self, other) .Call(C_op3, 618L, out, self, other)
 
+torch_bitwise_right_shift <- function(self, other) .Call(C_op2, 619L, self, other)
+
+torch_bitwise_right_shift_out <- function(out, self, other) .Call(C_op3, 620L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_bitwise_xor <- function(self, other) .Call(C_op2, 527L, self, other)
+torch_bitwise_xor <- function(self, other) .Call(C_op2, 621L, self, other)
 
-.torch_blackman_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 528L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
+torch_bitwise_xor_out <- function(out, self, other) .Call(C_op3, 622L, out, self, other)
 
+.torch_blackman_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 623L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
+
 #' @rdname torch_ops
 #' @export
-torch_block_diag <- function(tensors) .Call(C_op1, 529L, tensors)
+torch_block_diag <- function(tensors) .Call(C_op1, 624L, tensors)
 
 #' @rdname torch_ops
 #' @export
-torch_bmm <- function(self, mat2, out_dtype) .Call(C_op3, 530L, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
+torch_bmm <- function(self, mat2, out_dtype) .Call(C_op3, 625L, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
+
+torch_bmm_out <- function(out, self, mat2, out_dtype) .Call(C_op4, 626L, out, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
 
 #' @rdname torch_ops
 #' @export
-torch_broadcast_tensors <- function(tensors) .Call(C_op1, 531L, tensors)
+torch_broadcast_tensors <- function(tensors) .Call(C_op1, 627L, tensors)
 
-torch_broadcast_to <- function(self, size) .Call(C_op2, 532L, self, size)
+torch_broadcast_to <- function(self, size) .Call(C_op2, 628L, self, size)
 
 #' @rdname torch_ops
 #' @export
-torch_bucketize <- function(self, boundaries, out_int32 = FALSE, right = FALSE) .Call(C_op4, 533L, self, boundaries, out_int32, right)
+torch_bucketize <- function(self, boundaries, out_int32 = FALSE, right = FALSE) .Call(C_op4, 629L, self, boundaries, out_int32, right)
 
+torch_bucketize_out <- function(out, self, boundaries, out_int32 = FALSE, right = FALSE) .Call(C_op5, 630L, out, self, boundaries, out_int32, right)
+
 #' @rdname torch_ops
 #' @export
-torch_can_cast <- function(from_, to) .Call(C_op2, 534L, from_, to)
+torch_can_cast <- function(from_, to) .Call(C_op2, 631L, from_, to)
 
 #' @rdname torch_ops
 #' @export
-torch_cartesian_prod <- function(tensors) .Call(C_op1, 535L, tensors)
+torch_cartesian_prod <- function(tensors) .Call(C_op1, 632L, tensors)
 
 #' @rdname torch_ops
 #' @export
-torch_cat <- function(tensors, dim = 1L) .Call(C_op2, 536L, tensors, dim)
+torch_cat <- function(tensors, dim = 1L) .Call(C_op2, 633L, tensors, dim)
+
+torch_cat_out <- function(out, tensors, dim = 1L) .Call(C_op3, 634L, out, tensors, dim)
 
-torch_ccol_indices_copy <- function(self) .Call(C_op1, 537L, self)
+torch_ccol_indices_copy <- function(self) .Call(C_op1, 635L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_cdist <- function(x1, x2, p = 2, compute_mode = NULL) .Call(C_op4, 538L, x1, x2, p, compute_mode)
+torch_cdist <- function(x1, x2, p = 2, compute_mode = NULL) .Call(C_op4, 636L, x1, x2, p, compute_mode)
 
 #' @rdname torch_ops
 #' @export
-torch_ceil <- function(self) .Call(C_op1, 539L, self)
+torch_ceil <- function(self) .Call(C_op1, 637L, self)
 
-torch_ceil_ <- function(self) .Call(C_op1, 540L, self)
+torch_ceil_ <- function(self) .Call(C_op1, 638L, self)
 
+torch_ceil_out <- function(out, self) .Call(C_op2, 639L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_celu <- function(self, alpha = 1.0) .Call(C_op2, 541L, self, alpha)
+torch_celu <- function(self, alpha = 1.0) .Call(C_op2, 640L, self, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_celu_ <- function(self, alpha = 1.0) .Call(C_op2, 542L, self, alpha)
+torch_celu_ <- function(self, alpha = 1.0) .Call(C_op2, 641L, self, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_chain_matmul <- function(matrices) .Call(C_op1, 543L, matrices)
+torch_chain_matmul <- function(matrices) .Call(C_op1, 642L, matrices)
+
+torch_chain_matmul_out <- function(out, matrices) .Call(C_op2, 643L, out, matrices)
 
 #' @rdname torch_ops
 #' @export
-torch_channel_shuffle <- function(self, groups) .Call(C_op2, 544L, self, groups)
+torch_channel_shuffle <- function(self, groups) .Call(C_op2, 644L, self, groups)
 
 #' @rdname torch_ops
 #' @export
-torch_cholesky <- function(self, upper = FALSE) .Call(C_op2, 545L, self, upper)
+torch_cholesky <- function(self, upper = FALSE) .Call(C_op2, 645L, self, upper)
 
 #' @rdname torch_ops
 #' @export
-torch_cholesky_inverse <- function(self, upper = FALSE) .Call(C_op2, 546L, self, upper)
+torch_cholesky_inverse <- function(self, upper = FALSE) .Call(C_op2, 646L, self, upper)
 
+torch_cholesky_inverse_out <- function(out, self, upper = FALSE) .Call(C_op3, 647L, out, self, upper)
+
+torch_cholesky_out <- function(out, self, upper = FALSE) .Call(C_op3, 648L, out, self, upper)
+
 #' @rdname torch_ops
 #' @export
-torch_cholesky_solve <- function(self, input2, upper = FALSE) .Call(C_op3, 547L, self, input2, upper)
+torch_cholesky_solve <- function(self, input2, upper = FALSE) .Call(C_op3, 649L, self, input2, upper)
 
-torch_choose_qparams_optimized <- function(input, numel, n_bins, ratio, bit_width) .Call(C_op5, 548L, input, numel, n_bins, ratio, bit_width)
+torch_cholesky_solve_out <- function(out, self, input2, upper = FALSE) .Call(C_op4, 650L, out, self, input2, upper)
 
+torch_choose_qparams_optimized <- function(input, numel, n_bins, ratio, bit_width) .Call(C_op5, 651L, input, numel, n_bins, ratio, bit_width)
+
 #' @rdname torch_ops
 #' @export
-torch_chunk <- function(self, chunks, dim = 1L) .Call(C_op3, 549L, self, chunks, dim)
+torch_chunk <- function(self, chunks, dim = 1L) .Call(C_op3, 652L, self, chunks, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_clamp <- function(self, min = NULL, max = NULL) .Call(C_op3, 550L, self, min, max)
+torch_clamp <- function(self, min = NULL, max = NULL) .Call(C_op3, 653L, self, min, max)
+
+torch_clamp_ <- function(self, min = NULL, max = NULL) .Call(C_op3, 654L, self, min, max)
 
-torch_clamp_ <- function(self, min = NULL, max = NULL) .Call(C_op3, 551L, self, min, max)
+torch_clamp_max <- function(self, max) .Call(C_op2, 655L, self, max)
 
-torch_clamp_max <- function(self, max) .Call(C_op2, 552L, self, max)
+torch_clamp_max_ <- function(self, max) .Call(C_op2, 656L, self, max)
 
-torch_clamp_max_ <- function(self, max) .Call(C_op2, 553L, self, max)
+torch_clamp_max_out <- function(out, self, max) .Call(C_op3, 657L, out, self, max)
 
-torch_clamp_min <- function(self, min) .Call(C_op2, 554L, self, min)
+torch_clamp_min <- function(self, min) .Call(C_op2, 658L, self, min)
 
-torch_clamp_min_ <- function(self, min) .Call(C_op2, 555L, self, min)
+torch_clamp_min_ <- function(self, min) .Call(C_op2, 659L, self, min)
 
+torch_clamp_min_out <- function(out, self, min) .Call(C_op3, 660L, out, self, min)
+
+torch_clamp_out <- function(out, self, min = NULL, max = NULL) .Call(C_op4, 661L, out, self, min, max)
+
 #' @rdname torch_ops
 #' @export
-torch_clip <- function(self, min = NULL, max = NULL) .Call(C_op3, 556L, self, min, max)
+torch_clip <- function(self, min = NULL, max = NULL) .Call(C_op3, 662L, self, min, max)
 
-torch_clip_ <- function(self, min = NULL, max = NULL) .Call(C_op3, 557L, self, min, max)
+torch_clip_ <- function(self, min = NULL, max = NULL) .Call(C_op3, 663L, self, min, max)
 
+torch_clip_out <- function(out, self, min = NULL, max = NULL) .Call(C_op4, 664L, out, self, min, max)
+
 #' @rdname torch_ops
 #' @export
-torch_clone <- function(self, memory_format = NULL) .Call(C_op2, 558L, self, memory_format)
+torch_clone <- function(self, memory_format = NULL) .Call(C_op2, 665L, self, memory_format)
+
+torch_col2im <- function(self, output_size, kernel_size, dilation, padding, stride) .Call(C_op6, 666L, self, output_size, kernel_size, dilation, padding, stride)
 
-torch_col2im <- function(self, output_size, kernel_size, dilation, padding, stride) .Call(C_op6, 559L, self, output_size, kernel_size, dilation, padding, stride)
+torch_col2im_out <- function(out, self, output_size, kernel_size, dilation, padding, stride) .Call(C_op7, 667L, out, self, output_size, kernel_size, dilation, padding, stride)
 
-torch_col_indices_copy <- function(self) .Call(C_op1, 560L, self)
+torch_col_indices_copy <- function(self) .Call(C_op1, 668L, self)
 
-torch_column_stack <- function(tensors) .Call(C_op1, 561L, tensors)
+torch_column_stack <- function(tensors) .Call(C_op1, 669L, tensors)
 
+torch_column_stack_out <- function(out, tensors) .Call(C_op2, 670L, out, tensors)
+
 #' @rdname torch_ops
 #' @export
-torch_combinations <- function(self, r = 2L, with_replacement = FALSE) .Call(C_op3, 562L, self, r, with_replacement)
+torch_combinations <- function(self, r = 2L, with_replacement = FALSE) .Call(C_op3, 671L, self, r, with_replacement)
 
 #' @rdname torch_ops
 #' @export
-torch_complex <- function(real, imag) .Call(C_op2, 563L, real, imag)
+torch_complex <- function(real, imag) .Call(C_op2, 672L, real, imag)
+
+torch_complex_out <- function(out, real, imag) .Call(C_op3, 673L, out, real, imag)
+
+torch_concat <- function(tensors, dim = 1L) .Call(C_op2, 674L, tensors, dim)
+
+torch_concat_out <- function(out, tensors, dim = 1L) .Call(C_op3, 675L, out, tensors, dim)
 
-torch_concat <- function(tensors, dim = 1L) .Call(C_op2, 564L, tensors, dim)
+torch_concatenate <- function(tensors, dim = 1L) .Call(C_op2, 676L, tensors, dim)
 
-torch_concatenate <- function(tensors, dim = 1L) .Call(C_op2, 565L, tensors, dim)
+torch_concatenate_out <- function(out, tensors, dim = 1L) .Call(C_op3, 677L, out, tensors, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_conj <- function(self) .Call(C_op1, 566L, self)
+torch_conj <- function(self) .Call(C_op1, 678L, self)
 
-torch_conj_physical <- function(self) .Call(C_op1, 567L, self)
+torch_conj_physical <- function(self) .Call(C_op1, 679L, self)
 
-torch_conj_physical_ <- function(self) .Call(C_op1, 568L, self)
+torch_conj_physical_ <- function(self) .Call(C_op1, 680L, self)
 
-torch_constant_pad_nd <- function(self, pad, value = 0L) .Call(C_op3, 569L, self, pad, value)
+torch_conj_physical_out <- function(out, self) .Call(C_op2, 681L, out, self)
 
+torch_constant_pad_nd <- function(self, pad, value = 0L) .Call(C_op3, 682L, self, pad, value)
+
 #' @rdname torch_ops
 #' @export
-torch_conv1d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 570L, input, weight, bias, stride, padding, dilation, groups)
+torch_conv1d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 683L, input, weight, bias, stride, padding, dilation, groups)
 
 #' @rdname torch_ops
 #' @export
-torch_conv2d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 571L, input, weight, bias, stride, padding, dilation, groups)
+torch_conv2d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 684L, input, weight, bias, stride, padding, dilation, groups)
 
 #' @rdname torch_ops
 #' @export
-torch_conv3d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 572L, input, weight, bias, stride, padding, dilation, groups)
+torch_conv3d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, dilation = 1L, groups = 1L) .Call(C_op7, 685L, input, weight, bias, stride, padding, dilation, groups)
 
-torch_conv_depthwise3d <- function(self, weight, kernel_size, bias, stride, padding, dilation) .Call(C_op7, 573L, self, weight, kernel_size, bias, stride, padding, dilation)
+torch_conv_depthwise3d <- function(self, weight, kernel_size, bias, stride, padding, dilation) .Call(C_op7, 686L, self, weight, kernel_size, bias, stride, padding, dilation)
 
 #' @rdname torch_ops
 #' @export
-torch_conv_tbc <- function(self, weight, bias, pad = 0L) .Call(C_op4, 574L, self, weight, bias, pad)
+torch_conv_tbc <- function(self, weight, bias, pad = 0L) .Call(C_op4, 687L, self, weight, bias, pad)
 
-torch_conv_tbc_backward <- function(self, input, weight, bias, pad) .Call(C_op5, 575L, self, input, weight, bias, pad)
+torch_conv_tbc_backward <- function(self, input, weight, bias, pad) .Call(C_op5, 688L, self, input, weight, bias, pad)
 
 #' @rdname torch_ops
 #' @export
-torch_conv_transpose1d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 576L, input, weight, bias, stride, padding, output_padding, groups, dilation)
+torch_conv_transpose1d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 689L, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 #' @rdname torch_ops
 #' @export
-torch_conv_transpose2d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 577L, input, weight, bias, stride, padding, output_padding, groups, dilation)
+torch_conv_transpose2d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 690L, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 #' @rdname torch_ops
 #' @export
-torch_conv_transpose3d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 578L, input, weight, bias, stride, padding, output_padding, groups, dilation)
+torch_conv_transpose3d <- function(input, weight, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, groups = 1L, dilation = 1L) .Call(C_op8, 691L, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+torch_convolution <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) .Call(C_op9, 692L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
-torch_convolution <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) .Call(C_op9, 579L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+torch_convolution_backward <- function(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op11, 693L, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
 
-torch_convolution_backward <- function(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op11, 580L, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+torch_convolution_backward_overrideable <- function(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op10, 694L, grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask)
 
-torch_convolution_backward_overrideable <- function(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask) .Call(C_op10, 581L, grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+torch_convolution_overrideable <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) .Call(C_op9, 695L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
-torch_convolution_overrideable <- function(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) .Call(C_op9, 582L, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+torch_copy <- function(self, src, non_blocking = FALSE) .Call(C_op3, 696L, self, src, non_blocking)
 
-torch_copy <- function(self, src, non_blocking = FALSE) .Call(C_op3, 583L, self, src, non_blocking)
+torch_copy_sparse_to_sparse_ <- function(self, src, non_blocking = FALSE) .Call(C_op3, 697L, self, src, non_blocking)
 
-torch_copy_sparse_to_sparse_ <- function(self, src, non_blocking = FALSE) .Call(C_op3, 584L, self, src, non_blocking)
+torch_copysign <- function(self, other) .Call(C_op2, 698L, self, other)
 
-torch_copysign <- function(self, other) .Call(C_op2, 585L, self, other)
+torch_copysign_out <- function(out, self, other) .Call(C_op3, 699L, out, self, other)
 
-torch_corrcoef <- function(self) .Call(C_op1, 586L, self)
+torch_corrcoef <- function(self) .Call(C_op1, 700L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_cos <- function(self) .Call(C_op1, 587L, self)
+torch_cos <- function(self) .Call(C_op1, 701L, self)
 
-torch_cos_ <- function(self) .Call(C_op1, 588L, self)
+torch_cos_ <- function(self) .Call(C_op1, 702L, self)
 
+torch_cos_out <- function(out, self) .Call(C_op2, 703L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_cosh <- function(self) .Call(C_op1, 589L, self)
+torch_cosh <- function(self) .Call(C_op1, 704L, self)
+
+torch_cosh_ <- function(self) .Call(C_op1, 705L, self)
 
-torch_cosh_ <- function(self) .Call(C_op1, 590L, self)
+torch_cosh_out <- function(out, self) .Call(C_op2, 706L, out, self)
 
-torch_cosine_embedding_loss <- function(input1, input2, target, margin = 0.0, reduction = 1L) .Call(C_op5, 591L, input1, input2, target, margin, reduction)
+torch_cosine_embedding_loss <- function(input1, input2, target, margin = 0.0, reduction = 1L) .Call(C_op5, 707L, input1, input2, target, margin, reduction)
 
 #' @rdname torch_ops
 #' @export
-torch_cosine_similarity <- function(x1, x2, dim = 2L, eps = 1e-08) .Call(C_op4, 592L, x1, x2, dim, eps)
+torch_cosine_similarity <- function(x1, x2, dim = 2L, eps = 1e-08) .Call(C_op4, 708L, x1, x2, dim, eps)
 
 #' @rdname torch_ops
 #' @export
-torch_count_nonzero <- function(self, dim = NULL) .Call(C_op2, 593L, self, dim)
+torch_count_nonzero <- function(self, dim = NULL) .Call(C_op2, 709L, self, dim)
 
-torch_cov <- function(self, correction = 1L, fweights = NULL, aweights = NULL) .Call(C_op4, 594L, self, correction, fweights, aweights)
+torch_cov <- function(self, correction = 1L, fweights = NULL, aweights = NULL) .Call(C_op4, 710L, self, correction, fweights, aweights)
 
 #' @rdname torch_ops
 #' @export
-torch_cross <- function(self, other, dim = NULL) .Call(C_op3, 595L, self, other, dim)
+torch_cross <- function(self, other, dim = NULL) .Call(C_op3, 711L, self, other, dim)
 
-.torch_cross_entropy_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L, label_smoothing = 0.0) .Call(C_op6, 596L, self, target, weight, reduction, ignore_index, label_smoothing)
+.torch_cross_entropy_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L, label_smoothing = 0.0) .Call(C_op6, 712L, self, target, weight, reduction, ignore_index, label_smoothing)
 
-torch_crow_indices_copy <- function(self) .Call(C_op1, 597L, self)
+torch_cross_out <- function(out, self, other, dim = NULL) .Call(C_op4, 713L, out, self, other, dim)
 
-torch_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0L, reduction = 1L, zero_infinity = FALSE) .Call(C_op7, 598L, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+torch_crow_indices_copy <- function(self) .Call(C_op1, 714L, self)
 
-torch_cudnn_affine_grid_generator <- function(theta, N, C, H, W) .Call(C_op5, 599L, theta, N, C, H, W)
+torch_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0L, reduction = 1L, zero_infinity = FALSE) .Call(C_op7, 715L, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
-torch_cudnn_affine_grid_generator_backward <- function(grad, N, C, H, W) .Call(C_op5, 600L, grad, N, C, H, W)
+torch_cudnn_affine_grid_generator <- function(theta, N, C, H, W) .Call(C_op5, 716L, theta, N, C, H, W)
 
-torch_cudnn_batch_norm <- function(input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon) .Call(C_op8, 601L, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon)
+torch_cudnn_affine_grid_generator_backward <- function(grad, N, C, H, W) .Call(C_op5, 717L, grad, N, C, H, W)
 
-torch_cudnn_batch_norm_backward <- function(input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon, reserveSpace) .Call(C_op9, 602L, input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon, reserveSpace)
+torch_cudnn_batch_norm <- function(input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon) .Call(C_op8, 718L, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon)
 
-torch_cudnn_convolution <- function(self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32) .Call(C_op9, 603L, self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
+torch_cudnn_batch_norm_backward <- function(input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon, reserveSpace) .Call(C_op9, 719L, input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon, reserveSpace)
 
-torch_cudnn_convolution_add_relu <- function(self, weight, z, alpha, bias, stride, padding, dilation, groups) .Call(C_op9, 604L, self, weight, z, alpha, bias, stride, padding, dilation, groups)
+torch_cudnn_batch_norm_out <- function(out0, out1, out2, out3, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon) .Call(C_op12, 720L, out0, out1, out2, out3, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon)
 
-torch_cudnn_convolution_relu <- function(self, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 605L, self, weight, bias, stride, padding, dilation, groups)
+torch_cudnn_convolution <- function(self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32) .Call(C_op9, 721L, self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
 
-torch_cudnn_convolution_transpose <- function(self, weight, padding, output_padding, stride, dilation, groups, benchmark, deterministic, allow_tf32) .Call(C_op10, 606L, self, weight, padding, output_padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
+torch_cudnn_convolution_add_relu <- function(self, weight, z, alpha, bias, stride, padding, dilation, groups) .Call(C_op9, 722L, self, weight, z, alpha, bias, stride, padding, dilation, groups)
 
-torch_cudnn_grid_sampler <- function(self, grid) .Call(C_op2, 607L, self, grid)
+torch_cudnn_convolution_out <- function(out, self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32) .Call(C_op10, 723L, out, self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
 
-torch_cudnn_grid_sampler_backward <- function(self, grid, grad_output) .Call(C_op3, 608L, self, grid, grad_output)
+torch_cudnn_convolution_relu <- function(self, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 724L, self, weight, bias, stride, padding, dilation, groups)
 
-torch_cudnn_is_acceptable <- function(self) .Call(C_op1, 609L, self)
+torch_cudnn_convolution_transpose <- function(self, weight, padding, output_padding, stride, dilation, groups, benchmark, deterministic, allow_tf32) .Call(C_op10, 725L, self, weight, padding, output_padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
 
+torch_cudnn_grid_sampler <- function(self, grid) .Call(C_op2, 726L, self, grid)
+
+torch_cudnn_grid_sampler_backward <- function(self, grid, grad_output) .Call(C_op3, 727L, self, grid, grad_output)
+
+torch_cudnn_is_acceptable <- function(self) .Call(C_op1, 728L, self)
+
 #' @rdname torch_ops
 #' @export
-torch_cummax <- function(self, dim) .Call(C_op2, 610L, self, dim)
+torch_cummax <- function(self, dim) .Call(C_op2, 729L, self, dim)
+
+torch_cummax_out <- function(values, indices, self, dim) .Call(C_op4, 730L, values, indices, self, dim)
 
-torch_cummaxmin_backward <- function(grad, input, indices, dim) .Call(C_op4, 611L, grad, input, indices, dim)
+torch_cummaxmin_backward <- function(grad, input, indices, dim) .Call(C_op4, 731L, grad, input, indices, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_cummin <- function(self, dim) .Call(C_op2, 612L, self, dim)
+torch_cummin <- function(self, dim) .Call(C_op2, 732L, self, dim)
 
+torch_cummin_out <- function(values, indices, self, dim) .Call(C_op4, 733L, values, indices, self, dim)
+
 #' @rdname torch_ops
 #' @export
-torch_cumprod <- function(self, dim, dtype = NULL) .Call(C_op3, 613L, self, dim, dtype)
+torch_cumprod <- function(self, dim, dtype = NULL) .Call(C_op3, 734L, self, dim, dtype)
+
+torch_cumprod_backward <- function(grad, input, dim, output) .Call(C_op4, 735L, grad, input, dim, output)
 
-torch_cumprod_backward <- function(grad, input, dim, output) .Call(C_op4, 614L, grad, input, dim, output)
+torch_cumprod_out <- function(out, self, dim, dtype = NULL) .Call(C_op4, 736L, out, self, dim, dtype)
 
 #' @rdname torch_ops
 #' @export
-torch_cumsum <- function(self, dim, dtype = NULL) .Call(C_op3, 615L, self, dim, dtype)
+torch_cumsum <- function(self, dim, dtype = NULL) .Call(C_op3, 737L, self, dim, dtype)
 
-torch_cumulative_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 616L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_cumsum_out <- function(out, self, dim, dtype = NULL) .Call(C_op4, 738L, out, self, dim, dtype)
 
+torch_cumulative_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 739L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+
 #' @rdname torch_ops
 #' @export
-torch_deg2rad <- function(self) .Call(C_op1, 617L, self)
+torch_deg2rad <- function(self) .Call(C_op1, 740L, self)
+
+torch_deg2rad_ <- function(self) .Call(C_op1, 741L, self)
 
-torch_deg2rad_ <- function(self) .Call(C_op1, 618L, self)
+torch_deg2rad_out <- function(out, self) .Call(C_op2, 742L, out, self)
 
-.torch_dequantize <- function(self, tensors) .Call(C_op2, 619L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
+.torch_dequantize <- function(self, tensors) .Call(C_op2, 743L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors)
 
 #' @rdname torch_ops
 #' @export
-torch_det <- function(self) .Call(C_op1, 620L, self)
+torch_det <- function(self) .Call(C_op1, 744L, self)
 
-torch_detach <- function(self) .Call(C_op1, 621L, self)
+torch_detach <- function(self) .Call(C_op1, 745L, self)
 
-torch_detach_ <- function(self) .Call(C_op1, 622L, self)
+torch_detach_ <- function(self) .Call(C_op1, 746L, self)
 
-torch_detach_copy <- function(self) .Call(C_op1, 623L, self)
+torch_detach_copy <- function(self) .Call(C_op1, 747L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_diag <- function(self, diagonal = 0L) .Call(C_op2, 624L, self, diagonal)
+torch_diag <- function(self, diagonal = 0L) .Call(C_op2, 748L, self, diagonal)
 
 #' @rdname torch_ops
 #' @export
-torch_diag_embed <- function(self, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 625L, self, offset, dim1, dim2)
+torch_diag_embed <- function(self, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 749L, self, offset, dim1, dim2)
 
+torch_diag_out <- function(out, self, diagonal = 0L) .Call(C_op3, 750L, out, self, diagonal)
+
 #' @rdname torch_ops
 #' @export
-torch_diagflat <- function(self, offset = 0L) .Call(C_op2, 626L, self, offset)
+torch_diagflat <- function(self, offset = 0L) .Call(C_op2, 751L, self, offset)
 
 #' @rdname torch_ops
 #' @export
-torch_diagonal <- function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 627L, self, offset, dim1, dim2)
+torch_diagonal <- function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 752L, self, offset, dim1, dim2)
 
-torch_diagonal_backward <- function(grad_output, input_sizes, offset, dim1, dim2) .Call(C_op5, 628L, grad_output, input_sizes, offset, dim1, dim2)
+torch_diagonal_backward <- function(grad_output, input_sizes, offset, dim1, dim2) .Call(C_op5, 753L, grad_output, input_sizes, offset, dim1, dim2)
 
-torch_diagonal_copy <- function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 629L, self, offset, dim1, dim2)
+torch_diagonal_copy <- function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 754L, self, offset, dim1, dim2)
 
-torch_diagonal_scatter <- function(self, src, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op5, 630L, self, src, offset, dim1, dim2)
+torch_diagonal_scatter <- function(self, src, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op5, 755L, self, src, offset, dim1, dim2)
 
 #' @rdname torch_ops
 #' @export
-torch_diff <- function(self, n = 1L, dim = -1L, prepend = NULL, append = NULL) .Call(C_op5, 631L, self, n, dim, prepend, append)
+torch_diff <- function(self, n = 1L, dim = -1L, prepend = NULL, append = NULL) .Call(C_op5, 756L, self, n, dim, prepend, append)
+
+torch_diff_out <- function(out, self, n = 1L, dim = -1L, prepend = NULL, append = NULL) .Call(C_op6, 757L, out, self, n, dim, prepend, append)
 
 #' @rdname torch_ops
 #' @export
-torch_digamma <- function(self) .Call(C_op1, 632L, self)
+torch_digamma <- function(self) .Call(C_op1, 758L, self)
 
+torch_digamma_out <- function(out, self) .Call(C_op2, 759L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_dist <- function(self, other, p = 2L) .Call(C_op3, 633L, self, other, p)
+torch_dist <- function(self, other, p = 2L) .Call(C_op3, 760L, self, other, p)
 
 #' @rdname torch_ops
 #' @export
-torch_div <- function(self, other, rounding_mode) .Call(C_op3, 634L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
+torch_div <- function(self, other, rounding_mode) .Call(C_op3, 761L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
+
+torch_div_out <- function(out, self, other, rounding_mode) .Call(C_op4, 762L, out, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
 
 #' @rdname torch_ops
 #' @export
-torch_divide <- function(self, other, rounding_mode) .Call(C_op3, 635L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
+torch_divide <- function(self, other, rounding_mode) .Call(C_op3, 763L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
 
+torch_divide_out <- function(out, self, other, rounding_mode) .Call(C_op4, 764L, out, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode)
+
 #' @rdname torch_ops
 #' @export
-torch_dot <- function(self, tensor) .Call(C_op2, 636L, self, tensor)
+torch_dot <- function(self, tensor) .Call(C_op2, 765L, self, tensor)
+
+torch_dot_out <- function(out, self, tensor) .Call(C_op3, 766L, out, self, tensor)
 
-torch_dropout <- function(input, p, train) .Call(C_op3, 637L, input, p, train)
+torch_dropout <- function(input, p, train) .Call(C_op3, 767L, input, p, train)
 
-torch_dropout_ <- function(self, p, train) .Call(C_op3, 638L, self, p, train)
+torch_dropout_ <- function(self, p, train) .Call(C_op3, 768L, self, p, train)
 
-torch_dsplit <- function(self, indices, sections) .Call(C_op3, 639L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
+torch_dsplit <- function(self, indices, sections) .Call(C_op3, 769L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
 
 #' @rdname torch_ops
 #' @export
-torch_dstack <- function(tensors) .Call(C_op1, 640L, tensors)
+torch_dstack <- function(tensors) .Call(C_op1, 770L, tensors)
 
+torch_dstack_out <- function(out, tensors) .Call(C_op2, 771L, out, tensors)
+
 #' @rdname torch_ops
 #' @export
-torch_einsum <- function(equation, tensors, path = NULL) .Call(C_op3, 641L, equation, tensors, path)
+torch_einsum <- function(equation, tensors, path = NULL) .Call(C_op3, 772L, equation, tensors, path)
+
+torch_elu <- function(self, alpha = 1L, scale = 1L, input_scale = 1L) .Call(C_op4, 773L, self, alpha, scale, input_scale)
 
-torch_elu <- function(self, alpha = 1L, scale = 1L, input_scale = 1L) .Call(C_op4, 642L, self, alpha, scale, input_scale)
+torch_elu_ <- function(self, alpha = 1L, scale = 1L, input_scale = 1L) .Call(C_op4, 774L, self, alpha, scale, input_scale)
 
-torch_elu_ <- function(self, alpha = 1L, scale = 1L, input_scale = 1L) .Call(C_op4, 643L, self, alpha, scale, input_scale)
+torch_elu_backward <- function(grad_output, alpha, scale, input_scale, is_result, self_or_result) .Call(C_op6, 775L, grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
-torch_elu_backward <- function(grad_output, alpha, scale, input_scale, is_result, self_or_result) .Call(C_op6, 644L, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+torch_elu_backward_out <- function(grad_input, grad_output, alpha, scale, input_scale, is_result, self_or_result) .Call(C_op7, 776L, grad_input, grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
-torch_embedding <- function(weight, indices, padding_idx = -1L, scale_grad_by_freq = FALSE, sparse = FALSE) .Call(C_op5, 645L, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+torch_elu_out <- function(out, self, alpha = 1L, scale = 1L, input_scale = 1L) .Call(C_op5, 777L, out, self, alpha, scale, input_scale)
 
-torch_embedding_backward <- function(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse) .Call(C_op6, 646L, grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse)
+torch_embedding <- function(weight, indices, padding_idx = -1L, scale_grad_by_freq = FALSE, sparse = FALSE) .Call(C_op5, 778L, weight, indices, padding_idx, scale_grad_by_freq, sparse)
 
-torch_embedding_bag <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx) .Call(C_op9, 647L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, if (missing(padding_idx)) quote(expr = ) else padding_idx)
+torch_embedding_backward <- function(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse) .Call(C_op6, 779L, grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse)
 
-torch_embedding_dense_backward <- function(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) .Call(C_op5, 648L, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
+torch_embedding_bag <- function(weight, indices, offsets, scale_grad_by_freq = FALSE, mode = 0L, sparse = FALSE, per_sample_weights = NULL, include_last_offset = FALSE, padding_idx) .Call(C_op9, 780L, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, if (missing(padding_idx)) quote(expr = ) else padding_idx)
 
-torch_embedding_renorm_ <- function(self, indices, max_norm, norm_type) .Call(C_op4, 649L, self, indices, max_norm, norm_type)
+torch_embedding_dense_backward <- function(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) .Call(C_op5, 781L, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
 
-torch_embedding_sparse_backward <- function(grad, indices, num_weights, padding_idx, scale_grad_by_freq) .Call(C_op5, 650L, grad, indices, num_weights, padding_idx, scale_grad_by_freq)
+torch_embedding_renorm_ <- function(self, indices, max_norm, norm_type) .Call(C_op4, 782L, self, indices, max_norm, norm_type)
 
-.torch_empty <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 651L, size, dtype, layout, device, pin_memory, memory_format)
+torch_embedding_sparse_backward <- function(grad, indices, num_weights, padding_idx, scale_grad_by_freq) .Call(C_op5, 783L, grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 
-.torch_empty_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 652L, self, dtype, layout, device, pin_memory, memory_format)
+.torch_empty <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 784L, size, dtype, layout, device, pin_memory, memory_format)
 
-torch_empty_permuted <- function(size, physical_layout, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 653L, size, physical_layout, dtype, layout, device, pin_memory)
+.torch_empty_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 785L, self, dtype, layout, device, pin_memory, memory_format)
 
-torch_empty_quantized <- function(size, qtensor, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 654L, size, qtensor, dtype, layout, device, pin_memory, memory_format)
+torch_empty_out <- function(out, size, memory_format = NULL) .Call(C_op3, 786L, out, size, memory_format)
 
-.torch_empty_strided <- function(size, stride, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 655L, size, stride, dtype, layout, device, pin_memory)
+torch_empty_permuted <- function(size, physical_layout, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 787L, size, physical_layout, dtype, layout, device, pin_memory)
 
+torch_empty_quantized <- function(size, qtensor, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 788L, size, qtensor, dtype, layout, device, pin_memory, memory_format)
+
+.torch_empty_strided <- function(size, stride, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 789L, size, stride, dtype, layout, device, pin_memory)
+
 #' @rdname torch_ops
 #' @export
-torch_eq <- function(self, other) .Call(C_op2, 656L, self, other)
+torch_eq <- function(self, other) .Call(C_op2, 790L, self, other)
 
+torch_eq_out <- function(out, self, other) .Call(C_op3, 791L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_equal <- function(self, other) .Call(C_op2, 657L, self, other)
+torch_equal <- function(self, other) .Call(C_op2, 792L, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_erf <- function(self) .Call(C_op1, 658L, self)
+torch_erf <- function(self) .Call(C_op1, 793L, self)
+
+torch_erf_ <- function(self) .Call(C_op1, 794L, self)
 
-torch_erf_ <- function(self) .Call(C_op1, 659L, self)
+torch_erf_out <- function(out, self) .Call(C_op2, 795L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_erfc <- function(self) .Call(C_op1, 660L, self)
+torch_erfc <- function(self) .Call(C_op1, 796L, self)
 
-torch_erfc_ <- function(self) .Call(C_op1, 661L, self)
+torch_erfc_ <- function(self) .Call(C_op1, 797L, self)
 
+torch_erfc_out <- function(out, self) .Call(C_op2, 798L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_erfinv <- function(self) .Call(C_op1, 662L, self)
+torch_erfinv <- function(self) .Call(C_op1, 799L, self)
+
+torch_erfinv_out <- function(out, self) .Call(C_op2, 800L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_exp <- function(self) .Call(C_op1, 663L, self)
+torch_exp <- function(self) .Call(C_op1, 801L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_exp2 <- function(self) .Call(C_op1, 664L, self)
+torch_exp2 <- function(self) .Call(C_op1, 802L, self)
+
+torch_exp2_ <- function(self) .Call(C_op1, 803L, self)
+
+torch_exp2_out <- function(out, self) .Call(C_op2, 804L, out, self)
 
-torch_exp2_ <- function(self) .Call(C_op1, 665L, self)
+torch_exp_ <- function(self) .Call(C_op1, 805L, self)
 
-torch_exp_ <- function(self) .Call(C_op1, 666L, self)
+torch_exp_out <- function(out, self) .Call(C_op2, 806L, out, self)
 
-torch_expand_copy <- function(self, size, implicit = FALSE) .Call(C_op3, 667L, self, size, implicit)
+torch_expand_copy <- function(self, size, implicit = FALSE) .Call(C_op3, 807L, self, size, implicit)
 
 #' @rdname torch_ops
 #' @export
-torch_expm1 <- function(self) .Call(C_op1, 668L, self)
+torch_expm1 <- function(self) .Call(C_op1, 808L, self)
+
+torch_expm1_ <- function(self) .Call(C_op1, 809L, self)
+
+torch_expm1_out <- function(out, self) .Call(C_op2, 810L, out, self)
+
+.torch_eye <- function(n, m, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 811L, n, if (missing(m)) quote(expr = ) else m, dtype, layout, device, pin_memory)
+
+torch_eye_out <- function(out, n, m) .Call(C_op3, 812L, out, n, if (missing(m)) quote(expr = ) else m)
+
+torch_fake_quantize_per_channel_affine <- function(self, scale, zero_point, axis, quant_min, quant_max) .Call(C_op6, 813L, self, scale, zero_point, axis, quant_min, quant_max)
+
+torch_fake_quantize_per_channel_affine_cachemask <- function(self, scale, zero_point, axis, quant_min, quant_max) .Call(C_op6, 814L, self, scale, zero_point, axis, quant_min, quant_max)
+
+torch_fake_quantize_per_channel_affine_cachemask_backward <- function(grad, mask) .Call(C_op2, 815L, grad, mask)
+
+torch_fake_quantize_per_tensor_affine <- function(self, scale, zero_point, quant_min, quant_max) .Call(C_op5, 816L, self, scale, zero_point, quant_min, quant_max)
+
+torch_fake_quantize_per_tensor_affine_cachemask <- function(self, scale, zero_point, quant_min, quant_max) .Call(C_op5, 817L, self, scale, zero_point, quant_min, quant_max)
+
+torch_fake_quantize_per_tensor_affine_cachemask_backward <- function(grad, mask) .Call(C_op2, 818L, grad, mask)
+
+torch_fbgemm_linear_fp16_weight <- function(input, packed_weight, bias, output) .Call(C_op4, 819L, input, packed_weight, bias, if (missing(output)) quote(expr = ) else output)
+
+torch_fbgemm_linear_fp16_weight_fp32_activation <- function(input, packed_weight, bias, output) .Call(C_op4, 820L, input, packed_weight, bias, if (missing(output)) quote(expr = ) else output)
+
+torch_fbgemm_linear_int8_weight <- function(input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias) .Call(C_op7, 821L, input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias)
+
+torch_fbgemm_linear_int8_weight_fp32_activation <- function(input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias) .Call(C_op7, 822L, input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias)
+
+torch_fbgemm_linear_quantize_weight <- function(input) .Call(C_op1, 823L, input)
+
+torch_fbgemm_pack_gemm_matrix_fp16 <- function(input) .Call(C_op1, 824L, input)
+
+torch_fbgemm_pack_quantized_matrix <- function(input, K, N) .Call(C_op3, 825L, input, if (missing(K)) quote(expr = ) else K, if (missing(N)) quote(expr = ) else N)
+
+torch_feature_alpha_dropout <- function(input, p, train) .Call(C_op3, 826L, input, p, train)
+
+torch_feature_alpha_dropout_ <- function(self, p, train) .Call(C_op3, 827L, self, p, train)
+
+torch_feature_dropout <- function(input, p, train) .Call(C_op3, 828L, input, p, train)
 
-torch_expm1_ <- function(self) .Call(C_op1, 669L, self)
+torch_feature_dropout_ <- function(self, p, train) .Call(C_op3, 829L, self, p, train)
 
-.torch_eye <- function(n, m, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 670L, n, if (missing(m)) quote(expr = ) else m, dtype, layout, device, pin_memory)
+.torch_fft_fft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 830L, self, n, dim, norm)
 
-torch_fake_quantize_per_channel_affine <- function(self, scale, zero_point, axis, quant_min, quant_max) .Call(C_op6, 671L, self, scale, zero_point, axis, quant_min, quant_max)
+torch_fft_fft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 831L, self, s, dim, norm)
 
-torch_fake_quantize_per_channel_affine_cachemask <- function(self, scale, zero_point, axis, quant_min, quant_max) .Call(C_op6, 672L, self, scale, zero_point, axis, quant_min, quant_max)
+torch_fft_fft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 832L, out, self, s, dim, norm)
 
-torch_fake_quantize_per_channel_affine_cachemask_backward <- function(grad, mask) .Call(C_op2, 673L, grad, mask)
+torch_fft_fft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 833L, out, self, n, dim, norm)
 
-torch_fake_quantize_per_tensor_affine <- function(self, scale, zero_point, quant_min, quant_max) .Call(C_op5, 674L, self, scale, zero_point, quant_min, quant_max)
+.torch_fft_fftfreq <- function(n, d = 1.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 834L, n, d, dtype, layout, device, pin_memory)
 
-torch_fake_quantize_per_tensor_affine_cachemask <- function(self, scale, zero_point, quant_min, quant_max) .Call(C_op5, 675L, self, scale, zero_point, quant_min, quant_max)
+torch_fft_fftfreq_out <- function(out, n, d = 1.0) .Call(C_op3, 835L, out, n, d)
 
-torch_fake_quantize_per_tensor_affine_cachemask_backward <- function(grad, mask) .Call(C_op2, 676L, grad, mask)
+torch_fft_fftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 836L, self, s, dim, norm)
 
-torch_fbgemm_linear_fp16_weight <- function(input, packed_weight, bias, output) .Call(C_op4, 677L, input, packed_weight, bias, if (missing(output)) quote(expr = ) else output)
+torch_fft_fftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 837L, out, self, s, dim, norm)
 
-torch_fbgemm_linear_fp16_weight_fp32_activation <- function(input, packed_weight, bias, output) .Call(C_op4, 678L, input, packed_weight, bias, if (missing(output)) quote(expr = ) else output)
+torch_fft_fftshift <- function(self, dim = NULL) .Call(C_op2, 838L, self, dim)
 
-torch_fbgemm_linear_int8_weight <- function(input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias) .Call(C_op7, 679L, input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias)
+torch_fft_hfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 839L, self, n, dim, norm)
 
-torch_fbgemm_linear_int8_weight_fp32_activation <- function(input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias) .Call(C_op7, 680L, input, weight, packed, col_offsets, weight_scale, weight_zero_point, bias)
+torch_fft_hfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 840L, self, s, dim, norm)
 
-torch_fbgemm_linear_quantize_weight <- function(input) .Call(C_op1, 681L, input)
+torch_fft_hfft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 841L, out, self, s, dim, norm)
 
-torch_fbgemm_pack_gemm_matrix_fp16 <- function(input) .Call(C_op1, 682L, input)
+torch_fft_hfft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 842L, out, self, n, dim, norm)
 
-torch_fbgemm_pack_quantized_matrix <- function(input, K, N) .Call(C_op3, 683L, input, if (missing(K)) quote(expr = ) else K, if (missing(N)) quote(expr = ) else N)
+torch_fft_hfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 843L, self, s, dim, norm)
 
-torch_feature_alpha_dropout <- function(input, p, train) .Call(C_op3, 684L, input, p, train)
+torch_fft_hfftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 844L, out, self, s, dim, norm)
 
-torch_feature_alpha_dropout_ <- function(self, p, train) .Call(C_op3, 685L, self, p, train)
+.torch_fft_ifft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 845L, self, n, dim, norm)
 
-torch_feature_dropout <- function(input, p, train) .Call(C_op3, 686L, input, p, train)
+torch_fft_ifft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 846L, self, s, dim, norm)
 
-torch_feature_dropout_ <- function(self, p, train) .Call(C_op3, 687L, self, p, train)
+torch_fft_ifft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 847L, out, self, s, dim, norm)
 
-.torch_fft_fft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 688L, self, n, dim, norm)
+torch_fft_ifft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 848L, out, self, n, dim, norm)
 
-torch_fft_fft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 689L, self, s, dim, norm)
+torch_fft_ifftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 849L, self, s, dim, norm)
 
-.torch_fft_fftfreq <- function(n, d = 1.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 690L, n, d, dtype, layout, device, pin_memory)
+torch_fft_ifftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 850L, out, self, s, dim, norm)
 
-torch_fft_fftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 691L, self, s, dim, norm)
+torch_fft_ifftshift <- function(self, dim = NULL) .Call(C_op2, 851L, self, dim)
 
-torch_fft_fftshift <- function(self, dim = NULL) .Call(C_op2, 692L, self, dim)
+torch_fft_ihfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 852L, self, n, dim, norm)
 
-torch_fft_hfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 693L, self, n, dim, norm)
+torch_fft_ihfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 853L, self, s, dim, norm)
 
-torch_fft_hfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 694L, self, s, dim, norm)
+torch_fft_ihfft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 854L, out, self, s, dim, norm)
 
-torch_fft_hfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 695L, self, s, dim, norm)
+torch_fft_ihfft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 855L, out, self, n, dim, norm)
 
-.torch_fft_ifft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 696L, self, n, dim, norm)
+torch_fft_ihfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 856L, self, s, dim, norm)
 
-torch_fft_ifft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 697L, self, s, dim, norm)
+torch_fft_ihfftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 857L, out, self, s, dim, norm)
 
-torch_fft_ifftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 698L, self, s, dim, norm)
+.torch_fft_irfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 858L, self, n, dim, norm)
 
-torch_fft_ifftshift <- function(self, dim = NULL) .Call(C_op2, 699L, self, dim)
+torch_fft_irfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 859L, self, s, dim, norm)
 
-torch_fft_ihfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 700L, self, n, dim, norm)
+torch_fft_irfft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 860L, out, self, s, dim, norm)
 
-torch_fft_ihfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 701L, self, s, dim, norm)
+torch_fft_irfft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 861L, out, self, n, dim, norm)
 
-torch_fft_ihfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 702L, self, s, dim, norm)
+torch_fft_irfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 862L, self, s, dim, norm)
 
-.torch_fft_irfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 703L, self, n, dim, norm)
+torch_fft_irfftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 863L, out, self, s, dim, norm)
 
-torch_fft_irfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 704L, self, s, dim, norm)
+.torch_fft_rfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 864L, self, n, dim, norm)
 
-torch_fft_irfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 705L, self, s, dim, norm)
+torch_fft_rfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 865L, self, s, dim, norm)
 
-.torch_fft_rfft <- function(self, n = NULL, dim = -1L, norm = NULL) .Call(C_op4, 706L, self, n, dim, norm)
+torch_fft_rfft2_out <- function(out, self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op5, 866L, out, self, s, dim, norm)
 
-torch_fft_rfft2 <- function(self, s = NULL, dim = c(-2L, -1L), norm = NULL) .Call(C_op4, 707L, self, s, dim, norm)
+torch_fft_rfft_out <- function(out, self, n = NULL, dim = -1L, norm = NULL) .Call(C_op5, 867L, out, self, n, dim, norm)
 
-torch_fft_rfftfreq <- function(n, d = 1.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 708L, n, d, dtype, layout, device, pin_memory)
+torch_fft_rfftfreq <- function(n, d = 1.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 868L, n, d, dtype, layout, device, pin_memory)
 
-torch_fft_rfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 709L, self, s, dim, norm)
+torch_fft_rfftfreq_out <- function(out, n, d = 1.0) .Call(C_op3, 869L, out, n, d)
 
-torch_fill <- function(self, value) .Call(C_op2, 710L, self, value)
+torch_fft_rfftn <- function(self, s = NULL, dim = NULL, norm = NULL) .Call(C_op4, 870L, self, s, dim, norm)
 
-torch_fill_ <- function(self, value) .Call(C_op2, 711L, self, value)
+torch_fft_rfftn_out <- function(out, self, s = NULL, dim = NULL, norm = NULL) .Call(C_op5, 871L, out, self, s, dim, norm)
 
+torch_fill <- function(self, value) .Call(C_op2, 872L, self, value)
+
+torch_fill_ <- function(self, value) .Call(C_op2, 873L, self, value)
+
 #' @rdname torch_ops
 #' @export
-torch_fix <- function(self) .Call(C_op1, 712L, self)
+torch_fix <- function(self) .Call(C_op1, 874L, self)
 
-torch_fix_ <- function(self) .Call(C_op1, 713L, self)
+torch_fix_ <- function(self) .Call(C_op1, 875L, self)
 
+torch_fix_out <- function(out, self) .Call(C_op2, 876L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_flatten <- function(self, start_dim = 1L, end_dim = -1L) .Call(C_op3, 714L, self, start_dim, end_dim)
+torch_flatten <- function(self, start_dim = 1L, end_dim = -1L) .Call(C_op3, 877L, self, start_dim, end_dim)
 
-torch_flatten_dense_tensors <- function(tensors) .Call(C_op1, 715L, tensors)
+torch_flatten_dense_tensors <- function(tensors) .Call(C_op1, 878L, tensors)
 
 #' @rdname torch_ops
 #' @export
-torch_flip <- function(self, dims) .Call(C_op2, 716L, self, dims)
+torch_flip <- function(self, dims) .Call(C_op2, 879L, self, dims)
 
 #' @rdname torch_ops
 #' @export
-torch_fliplr <- function(self) .Call(C_op1, 717L, self)
+torch_fliplr <- function(self) .Call(C_op1, 880L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_flipud <- function(self) .Call(C_op1, 718L, self)
+torch_flipud <- function(self) .Call(C_op1, 881L, self)
+
+torch_float_power <- function(self, exponent) .Call(C_op2, 882L, self, exponent)
 
-torch_float_power <- function(self, exponent) .Call(C_op2, 719L, self, exponent)
+torch_float_power_out <- function(out, self, exponent) .Call(C_op3, 883L, out, self, exponent)
 
 #' @rdname torch_ops
 #' @export
-torch_floor <- function(self) .Call(C_op1, 720L, self)
+torch_floor <- function(self) .Call(C_op1, 884L, self)
 
-torch_floor_ <- function(self) .Call(C_op1, 721L, self)
+torch_floor_ <- function(self) .Call(C_op1, 885L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_floor_divide <- function(self, other) .Call(C_op2, 722L, self, other)
+torch_floor_divide <- function(self, other) .Call(C_op2, 886L, self, other)
+
+torch_floor_divide_out <- function(out, self, other) .Call(C_op3, 887L, out, self, other)
+
+torch_floor_out <- function(out, self) .Call(C_op2, 888L, out, self)
+
+torch_fmax <- function(self, other) .Call(C_op2, 889L, self, other)
+
+torch_fmax_out <- function(out, self, other) .Call(C_op3, 890L, out, self, other)
 
-torch_fmax <- function(self, other) .Call(C_op2, 723L, self, other)
+torch_fmin <- function(self, other) .Call(C_op2, 891L, self, other)
 
-torch_fmin <- function(self, other) .Call(C_op2, 724L, self, other)
+torch_fmin_out <- function(out, self, other) .Call(C_op3, 892L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_fmod <- function(self, other) .Call(C_op2, 725L, self, other)
+torch_fmod <- function(self, other) .Call(C_op2, 893L, self, other)
 
+torch_fmod_out <- function(out, self, other) .Call(C_op3, 894L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_frac <- function(self) .Call(C_op1, 726L, self)
+torch_frac <- function(self) .Call(C_op1, 895L, self)
+
+torch_frac_ <- function(self) .Call(C_op1, 896L, self)
+
+torch_frac_out <- function(out, self) .Call(C_op2, 897L, out, self)
+
+torch_fractional_max_pool2d <- function(self, kernel_size, output_size, random_samples) .Call(C_op4, 898L, self, kernel_size, output_size, random_samples)
+
+torch_fractional_max_pool2d_backward <- function(grad_output, self, kernel_size, output_size, indices) .Call(C_op5, 899L, grad_output, self, kernel_size, output_size, indices)
+
+torch_fractional_max_pool2d_backward_out <- function(grad_input, grad_output, self, kernel_size, output_size, indices) .Call(C_op6, 900L, grad_input, grad_output, self, kernel_size, output_size, indices)
+
+torch_fractional_max_pool2d_out <- function(output, indices, self, kernel_size, output_size, random_samples) .Call(C_op6, 901L, output, indices, self, kernel_size, output_size, random_samples)
+
+torch_fractional_max_pool3d <- function(self, kernel_size, output_size, random_samples) .Call(C_op4, 902L, self, kernel_size, output_size, random_samples)
 
-torch_frac_ <- function(self) .Call(C_op1, 727L, self)
+torch_fractional_max_pool3d_backward <- function(grad_output, self, kernel_size, output_size, indices) .Call(C_op5, 903L, grad_output, self, kernel_size, output_size, indices)
 
-torch_fractional_max_pool2d <- function(self, kernel_size, output_size, random_samples) .Call(C_op4, 728L, self, kernel_size, output_size, random_samples)
+torch_fractional_max_pool3d_backward_out <- function(grad_input, grad_output, self, kernel_size, output_size, indices) .Call(C_op6, 904L, grad_input, grad_output, self, kernel_size, output_size, indices)
 
-torch_fractional_max_pool2d_backward <- function(grad_output, self, kernel_size, output_size, indices) .Call(C_op5, 729L, grad_output, self, kernel_size, output_size, indices)
+torch_fractional_max_pool3d_out <- function(output, indices, self, kernel_size, output_size, random_samples) .Call(C_op6, 905L, output, indices, self, kernel_size, output_size, random_samples)
 
-torch_fractional_max_pool3d <- function(self, kernel_size, output_size, random_samples) .Call(C_op4, 730L, self, kernel_size, output_size, random_samples)
+torch_frexp <- function(self) .Call(C_op1, 906L, self)
 
-torch_fractional_max_pool3d_backward <- function(grad_output, self, kernel_size, output_size, indices) .Call(C_op5, 731L, grad_output, self, kernel_size, output_size, indices)
+torch_frexp_out <- function(mantissa, exponent, self) .Call(C_op3, 907L, mantissa, exponent, self)
 
-torch_frexp <- function(self) .Call(C_op1, 732L, self)
+torch_frobenius_norm <- function(self, dim, keepdim = FALSE) .Call(C_op3, 908L, self, dim, keepdim)
 
-torch_frobenius_norm <- function(self, dim, keepdim = FALSE) .Call(C_op3, 733L, self, dim, keepdim)
+torch_frobenius_norm_out <- function(out, self, dim, keepdim = FALSE) .Call(C_op4, 909L, out, self, dim, keepdim)
 
-torch_from_file <- function(filename, shared = NULL, size = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 734L, filename, shared, size, dtype, layout, device, pin_memory)
+torch_from_file <- function(filename, shared = NULL, size = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 910L, filename, shared, size, dtype, layout, device, pin_memory)
 
-.torch_full <- function(size, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 735L, size, fill_value, dtype, layout, device, pin_memory)
+.torch_full <- function(size, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 911L, size, fill_value, dtype, layout, device, pin_memory)
 
-.torch_full_like <- function(self, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 736L, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+.torch_full_like <- function(self, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 912L, self, fill_value, dtype, layout, device, pin_memory, memory_format)
 
-torch_fused_moving_avg_obs_fake_quant <- function(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant = FALSE, symmetric_quant = FALSE) .Call(C_op13, 737L, self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+torch_full_out <- function(out, size, fill_value) .Call(C_op3, 913L, out, size, fill_value)
 
+torch_fused_moving_avg_obs_fake_quant <- function(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant = FALSE, symmetric_quant = FALSE) .Call(C_op13, 914L, self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point, averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant)
+
 #' @rdname torch_ops
 #' @export
-torch_gather <- function(self, dim, index, sparse_grad = FALSE) .Call(C_op4, 738L, self, dim, index, sparse_grad)
+torch_gather <- function(self, dim, index, sparse_grad = FALSE) .Call(C_op4, 915L, self, dim, index, sparse_grad)
+
+torch_gather_backward <- function(grad, self, dim, index, sparse_grad) .Call(C_op5, 916L, grad, self, dim, index, sparse_grad)
 
-torch_gather_backward <- function(grad, self, dim, index, sparse_grad) .Call(C_op5, 739L, grad, self, dim, index, sparse_grad)
+torch_gather_out <- function(out, self, dim, index, sparse_grad = FALSE) .Call(C_op5, 917L, out, self, dim, index, sparse_grad)
 
 #' @rdname torch_ops
 #' @export
-torch_gcd <- function(self, other) .Call(C_op2, 740L, self, other)
+torch_gcd <- function(self, other) .Call(C_op2, 918L, self, other)
 
-torch_gcd_ <- function(self, other) .Call(C_op2, 741L, self, other)
+torch_gcd_ <- function(self, other) .Call(C_op2, 919L, self, other)
 
+torch_gcd_out <- function(out, self, other) .Call(C_op3, 920L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_ge <- function(self, other) .Call(C_op2, 742L, self, other)
+torch_ge <- function(self, other) .Call(C_op2, 921L, self, other)
+
+torch_ge_out <- function(out, self, other) .Call(C_op3, 922L, out, self, other)
 
-torch_gelu <- function(self, approximate = "none") .Call(C_op2, 743L, self, approximate)
+torch_gelu <- function(self, approximate = "none") .Call(C_op2, 923L, self, approximate)
 
-torch_gelu_ <- function(self, approximate = "none") .Call(C_op2, 744L, self, approximate)
+torch_gelu_ <- function(self, approximate = "none") .Call(C_op2, 924L, self, approximate)
 
-torch_gelu_backward <- function(grad_output, self, approximate = "none") .Call(C_op3, 745L, grad_output, self, approximate)
+torch_gelu_backward <- function(grad_output, self, approximate = "none") .Call(C_op3, 925L, grad_output, self, approximate)
 
+torch_gelu_backward_out <- function(grad_input, grad_output, self, approximate = "none") .Call(C_op4, 926L, grad_input, grad_output, self, approximate)
+
+torch_gelu_out <- function(out, self, approximate = "none") .Call(C_op3, 927L, out, self, approximate)
+
 #' @rdname torch_ops
 #' @export
-torch_geqrf <- function(self) .Call(C_op1, 746L, self)
+torch_geqrf <- function(self) .Call(C_op1, 928L, self)
 
+torch_geqrf_out <- function(a, tau, self) .Call(C_op3, 929L, a, tau, self)
+
 #' @rdname torch_ops
 #' @export
-torch_ger <- function(self, vec2) .Call(C_op2, 747L, self, vec2)
+torch_ger <- function(self, vec2) .Call(C_op2, 930L, self, vec2)
+
+torch_ger_out <- function(out, self, vec2) .Call(C_op3, 931L, out, self, vec2)
 
-torch_glu <- function(self, dim = -1L) .Call(C_op2, 748L, self, dim)
+torch_glu <- function(self, dim = -1L) .Call(C_op2, 932L, self, dim)
 
-torch_glu_backward <- function(grad_output, self, dim) .Call(C_op3, 749L, grad_output, self, dim)
+torch_glu_backward <- function(grad_output, self, dim) .Call(C_op3, 933L, grad_output, self, dim)
 
-torch_glu_backward_jvp <- function(grad_x, grad_glu, x, dgrad_glu, dx, dim) .Call(C_op6, 750L, grad_x, grad_glu, x, dgrad_glu, dx, dim)
+torch_glu_backward_jvp <- function(grad_x, grad_glu, x, dgrad_glu, dx, dim) .Call(C_op6, 934L, grad_x, grad_glu, x, dgrad_glu, dx, dim)
 
-torch_glu_jvp <- function(glu, x, dx, dim) .Call(C_op4, 751L, glu, x, dx, dim)
+torch_glu_backward_out <- function(grad_input, grad_output, self, dim) .Call(C_op4, 935L, grad_input, grad_output, self, dim)
 
-torch_gradient <- function(self, spacing = NULL, dim = NULL, edge_order = 1L) .Call(C_op4, 752L, self, spacing, dim, edge_order)
+torch_glu_jvp <- function(glu, x, dx, dim) .Call(C_op4, 936L, glu, x, dx, dim)
 
+torch_glu_out <- function(out, self, dim = -1L) .Call(C_op3, 937L, out, self, dim)
+
+torch_gradient <- function(self, spacing = NULL, dim = NULL, edge_order = 1L) .Call(C_op4, 938L, self, spacing, dim, edge_order)
+
 #' @rdname torch_ops
 #' @export
-torch_greater <- function(self, other) .Call(C_op2, 753L, self, other)
+torch_greater <- function(self, other) .Call(C_op2, 939L, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_greater_equal <- function(self, other) .Call(C_op2, 754L, self, other)
+torch_greater_equal <- function(self, other) .Call(C_op2, 940L, self, other)
+
+torch_greater_equal_out <- function(out, self, other) .Call(C_op3, 941L, out, self, other)
+
+torch_greater_out <- function(out, self, other) .Call(C_op3, 942L, out, self, other)
 
-torch_grid_sampler <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 755L, input, grid, interpolation_mode, padding_mode, align_corners)
+torch_grid_sampler <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 943L, input, grid, interpolation_mode, padding_mode, align_corners)
 
-torch_grid_sampler_2d <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 756L, input, grid, interpolation_mode, padding_mode, align_corners)
+torch_grid_sampler_2d <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 944L, input, grid, interpolation_mode, padding_mode, align_corners)
 
-torch_grid_sampler_2d_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask) .Call(C_op7, 757L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+torch_grid_sampler_2d_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask) .Call(C_op7, 945L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
 
-torch_grid_sampler_3d <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 758L, input, grid, interpolation_mode, padding_mode, align_corners)
+torch_grid_sampler_3d <- function(input, grid, interpolation_mode, padding_mode, align_corners) .Call(C_op5, 946L, input, grid, interpolation_mode, padding_mode, align_corners)
 
-torch_grid_sampler_3d_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask) .Call(C_op7, 759L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+torch_grid_sampler_3d_backward <- function(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask) .Call(C_op7, 947L, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
 
-torch_group_norm <- function(input, num_groups, weight = NULL, bias = NULL, eps = 1e-05, cudnn_enabled = TRUE) .Call(C_op6, 760L, input, num_groups, weight, bias, eps, cudnn_enabled)
+torch_group_norm <- function(input, num_groups, weight = NULL, bias = NULL, eps = 1e-05, cudnn_enabled = TRUE) .Call(C_op6, 948L, input, num_groups, weight, bias, eps, cudnn_enabled)
 
-torch_gru <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 761L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
+torch_gru <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 949L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
 
-torch_gru_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 762L, input, hx, w_ih, w_hh, b_ih, b_hh)
+torch_gru_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 950L, input, hx, w_ih, w_hh, b_ih, b_hh)
 
 #' @rdname torch_ops
 #' @export
-torch_gt <- function(self, other) .Call(C_op2, 763L, self, other)
+torch_gt <- function(self, other) .Call(C_op2, 951L, self, other)
+
+torch_gt_out <- function(out, self, other) .Call(C_op3, 952L, out, self, other)
+
+.torch_hamming_window <- function(window_length, periodic, alpha, beta, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 953L, window_length, if (missing(periodic)) quote(expr = ) else periodic, if (missing(alpha)) quote(expr = ) else alpha, if (missing(beta)) quote(expr = ) else beta, dtype, layout, device, pin_memory)
+
+.torch_hann_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 954L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
+
+torch_hardshrink <- function(self, lambd = 0.5) .Call(C_op2, 955L, self, lambd)
 
-.torch_hamming_window <- function(window_length, periodic, alpha, beta, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 764L, window_length, if (missing(periodic)) quote(expr = ) else periodic, if (missing(alpha)) quote(expr = ) else alpha, if (missing(beta)) quote(expr = ) else beta, dtype, layout, device, pin_memory)
+torch_hardshrink_backward <- function(grad_out, self, lambd) .Call(C_op3, 956L, grad_out, self, lambd)
 
-.torch_hann_window <- function(window_length, periodic, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 765L, window_length, if (missing(periodic)) quote(expr = ) else periodic, dtype, layout, device, pin_memory)
+torch_hardshrink_backward_out <- function(grad_input, grad_out, self, lambd) .Call(C_op4, 957L, grad_input, grad_out, self, lambd)
 
-torch_hardshrink <- function(self, lambd = 0.5) .Call(C_op2, 766L, self, lambd)
+torch_hardshrink_out <- function(out, self, lambd = 0.5) .Call(C_op3, 958L, out, self, lambd)
 
-torch_hardshrink_backward <- function(grad_out, self, lambd) .Call(C_op3, 767L, grad_out, self, lambd)
+torch_hardsigmoid <- function(self) .Call(C_op1, 959L, self)
 
-torch_hardsigmoid <- function(self) .Call(C_op1, 768L, self)
+torch_hardsigmoid_ <- function(self) .Call(C_op1, 960L, self)
 
-torch_hardsigmoid_ <- function(self) .Call(C_op1, 769L, self)
+torch_hardsigmoid_backward <- function(grad_output, self) .Call(C_op2, 961L, grad_output, self)
 
-torch_hardsigmoid_backward <- function(grad_output, self) .Call(C_op2, 770L, grad_output, self)
+torch_hardsigmoid_backward_out <- function(grad_input, grad_output, self) .Call(C_op3, 962L, grad_input, grad_output, self)
 
-torch_hardswish <- function(self) .Call(C_op1, 771L, self)
+torch_hardsigmoid_out <- function(out, self) .Call(C_op2, 963L, out, self)
 
-torch_hardswish_ <- function(self) .Call(C_op1, 772L, self)
+torch_hardswish <- function(self) .Call(C_op1, 964L, self)
 
-torch_hardswish_backward <- function(grad_output, self) .Call(C_op2, 773L, grad_output, self)
+torch_hardswish_ <- function(self) .Call(C_op1, 965L, self)
 
-torch_hardtanh <- function(self, min_val = -1L, max_val = 1L) .Call(C_op3, 774L, self, min_val, max_val)
+torch_hardswish_backward <- function(grad_output, self) .Call(C_op2, 966L, grad_output, self)
 
-torch_hardtanh_ <- function(self, min_val = -1L, max_val = 1L) .Call(C_op3, 775L, self, min_val, max_val)
+torch_hardswish_out <- function(out, self) .Call(C_op2, 967L, out, self)
 
-torch_hardtanh_backward <- function(grad_output, self, min_val, max_val) .Call(C_op4, 776L, grad_output, self, min_val, max_val)
+torch_hardtanh <- function(self, min_val = -1L, max_val = 1L) .Call(C_op3, 968L, self, min_val, max_val)
 
-torch_hash_tensor <- function(self, dim = NULL, keepdim = FALSE, mode = 0L) .Call(C_op4, 777L, self, dim, keepdim, mode)
+torch_hardtanh_ <- function(self, min_val = -1L, max_val = 1L) .Call(C_op3, 969L, self, min_val, max_val)
 
+torch_hardtanh_backward <- function(grad_output, self, min_val, max_val) .Call(C_op4, 970L, grad_output, self, min_val, max_val)
+
+torch_hardtanh_backward_out <- function(grad_input, grad_output, self, min_val, max_val) .Call(C_op5, 971L, grad_input, grad_output, self, min_val, max_val)
+
+torch_hardtanh_out <- function(out, self, min_val = -1L, max_val = 1L) .Call(C_op4, 972L, out, self, min_val, max_val)
+
+torch_hash_tensor <- function(self, dim = NULL, keepdim = FALSE, mode = 0L) .Call(C_op4, 973L, self, dim, keepdim, mode)
+
+torch_hash_tensor_out <- function(out, self, dim = NULL, keepdim = FALSE, mode = 0L) .Call(C_op5, 974L, out, self, dim, keepdim, mode)
+
 #' @rdname torch_ops
 #' @export
-torch_heaviside <- function(self, values) .Call(C_op2, 778L, self, values)
+torch_heaviside <- function(self, values) .Call(C_op2, 975L, self, values)
+
+torch_heaviside_out <- function(out, self, values) .Call(C_op3, 976L, out, self, values)
 
-torch_hinge_embedding_loss <- function(self, target, margin = 1.0, reduction = 1L) .Call(C_op4, 779L, self, target, margin, reduction)
+torch_hinge_embedding_loss <- function(self, target, margin = 1.0, reduction = 1L) .Call(C_op4, 977L, self, target, margin, reduction)
 
 #' @rdname torch_ops
 #' @export
-torch_histc <- function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 780L, self, bins, min, max)
+torch_histc <- function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 978L, self, bins, min, max)
+
+torch_histc_out <- function(out, self, bins = 100L, min = 0L, max = 0L) .Call(C_op5, 979L, out, self, bins, min, max)
+
+torch_histogram <- function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 980L, self, bins, range, weight, density)
 
-torch_histogram <- function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 781L, self, bins, range, weight, density)
+torch_histogram_out <- function(hist, bin_edges, self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op7, 981L, hist, bin_edges, self, bins, range, weight, density)
 
-torch_histogramdd <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 782L, self, bins, range, weight, density)
+torch_histogramdd <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 982L, self, bins, range, weight, density)
 
-torch_hsplit <- function(self, indices, sections) .Call(C_op3, 783L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
+torch_hsplit <- function(self, indices, sections) .Call(C_op3, 983L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
 
-torch_hspmm <- function(mat1, mat2) .Call(C_op2, 784L, mat1, mat2)
+torch_hspmm <- function(mat1, mat2) .Call(C_op2, 984L, mat1, mat2)
 
+torch_hspmm_out <- function(out, mat1, mat2) .Call(C_op3, 985L, out, mat1, mat2)
+
 #' @rdname torch_ops
 #' @export
-torch_hstack <- function(tensors) .Call(C_op1, 785L, tensors)
+torch_hstack <- function(tensors) .Call(C_op1, 986L, tensors)
+
+torch_hstack_out <- function(out, tensors) .Call(C_op2, 987L, out, tensors)
+
+torch_huber_loss <- function(self, target, reduction = 1L, delta = 1.0) .Call(C_op4, 988L, self, target, reduction, delta)
+
+torch_huber_loss_backward <- function(grad_output, self, target, reduction, delta) .Call(C_op5, 989L, grad_output, self, target, reduction, delta)
 
-torch_huber_loss <- function(self, target, reduction = 1L, delta = 1.0) .Call(C_op4, 786L, self, target, reduction, delta)
+torch_huber_loss_backward_out <- function(grad_input, grad_output, self, target, reduction, delta) .Call(C_op6, 990L, grad_input, grad_output, self, target, reduction, delta)
 
-torch_huber_loss_backward <- function(grad_output, self, target, reduction, delta) .Call(C_op5, 787L, grad_output, self, target, reduction, delta)
+torch_huber_loss_out <- function(out, self, target, reduction = 1L, delta = 1.0) .Call(C_op5, 991L, out, self, target, reduction, delta)
 
 #' @rdname torch_ops
 #' @export
-torch_hypot <- function(self, other) .Call(C_op2, 788L, self, other)
+torch_hypot <- function(self, other) .Call(C_op2, 992L, self, other)
 
+torch_hypot_out <- function(out, self, other) .Call(C_op3, 993L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_i0 <- function(self) .Call(C_op1, 789L, self)
+torch_i0 <- function(self) .Call(C_op1, 994L, self)
+
+torch_i0_ <- function(self) .Call(C_op1, 995L, self)
+
+torch_i0_out <- function(out, self) .Call(C_op2, 996L, out, self)
+
+torch_igamma <- function(self, other) .Call(C_op2, 997L, self, other)
 
-torch_i0_ <- function(self) .Call(C_op1, 790L, self)
+torch_igamma_out <- function(out, self, other) .Call(C_op3, 998L, out, self, other)
 
-torch_igamma <- function(self, other) .Call(C_op2, 791L, self, other)
+torch_igammac <- function(self, other) .Call(C_op2, 999L, self, other)
 
-torch_igammac <- function(self, other) .Call(C_op2, 792L, self, other)
+torch_igammac_out <- function(out, self, other) .Call(C_op3, 1000L, out, self, other)
 
-torch_im2col <- function(self, kernel_size, dilation, padding, stride) .Call(C_op5, 793L, self, kernel_size, dilation, padding, stride)
+torch_im2col <- function(self, kernel_size, dilation, padding, stride) .Call(C_op5, 1001L, self, kernel_size, dilation, padding, stride)
 
+torch_im2col_out <- function(out, self, kernel_size, dilation, padding, stride) .Call(C_op6, 1002L, out, self, kernel_size, dilation, padding, stride)
+
 #' @rdname torch_ops
 #' @export
-torch_imag <- function(self) .Call(C_op1, 794L, self)
+torch_imag <- function(self) .Call(C_op1, 1003L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_index <- function(self, indices) .Call(C_op2, 795L, self, indices)
+torch_index <- function(self, indices) .Call(C_op2, 1004L, self, indices)
+
+torch_index_add <- function(self, dim, index, source, alpha = 1L) .Call(C_op5, 1005L, self, dim, index, source, alpha)
+
+torch_index_add_out <- function(out, self, dim, index, source, alpha = 1L) .Call(C_op6, 1006L, out, self, dim, index, source, alpha)
+
+torch_index_copy <- function(self, dim, index, source) .Call(C_op4, 1007L, self, dim, index, source)
 
-torch_index_add <- function(self, dim, index, source, alpha = 1L) .Call(C_op5, 796L, self, dim, index, source, alpha)
+torch_index_copy_out <- function(out, self, dim, index, source) .Call(C_op5, 1008L, out, self, dim, index, source)
 
-torch_index_copy <- function(self, dim, index, source) .Call(C_op4, 797L, self, dim, index, source)
+torch_index_fill <- function(self, dim, index, value) .Call(C_op4, 1009L, self, dim, index, value)
 
-torch_index_fill <- function(self, dim, index, value) .Call(C_op4, 798L, self, dim, index, value)
+torch_index_out <- function(out, self, indices) .Call(C_op3, 1010L, out, self, indices)
 
 #' @rdname torch_ops
 #' @export
-torch_index_put <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 799L, self, indices, values, accumulate)
+torch_index_put <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 1011L, self, indices, values, accumulate)
 
 #' @rdname torch_ops
 #' @export
-torch_index_put_ <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 800L, self, indices, values, accumulate)
+torch_index_put_ <- function(self, indices, values, accumulate = FALSE) .Call(C_op4, 1012L, self, indices, values, accumulate)
 
-torch_index_reduce <- function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 801L, self, dim, index, source, reduce, include_self)
+torch_index_reduce <- function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 1013L, self, dim, index, source, reduce, include_self)
 
+torch_index_reduce_out <- function(out, self, dim, index, source, reduce, include_self = TRUE) .Call(C_op7, 1014L, out, self, dim, index, source, reduce, include_self)
+
 #' @rdname torch_ops
 #' @export
-torch_index_select <- function(self, dim, index) .Call(C_op3, 802L, self, dim, index)
+torch_index_select <- function(self, dim, index) .Call(C_op3, 1015L, self, dim, index)
+
+torch_index_select_backward <- function(grad, self_sizes, dim, index) .Call(C_op4, 1016L, grad, self_sizes, dim, index)
 
-torch_index_select_backward <- function(grad, self_sizes, dim, index) .Call(C_op4, 803L, grad, self_sizes, dim, index)
+torch_index_select_out <- function(out, self, dim, index) .Call(C_op4, 1017L, out, self, dim, index)
 
-torch_indices_copy <- function(self) .Call(C_op1, 804L, self)
+torch_indices_copy <- function(self) .Call(C_op1, 1018L, self)
 
-torch_infinitely_differentiable_gelu_backward <- function(grad, self) .Call(C_op2, 805L, grad, self)
+torch_infinitely_differentiable_gelu_backward <- function(grad, self) .Call(C_op2, 1019L, grad, self)
 
-torch_inner <- function(self, other) .Call(C_op2, 806L, self, other)
+torch_inner <- function(self, other) .Call(C_op2, 1020L, self, other)
 
-torch_instance_norm <- function(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled) .Call(C_op9, 807L, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+torch_inner_out <- function(out, self, other) .Call(C_op3, 1021L, out, self, other)
 
-torch_int_repr <- function(self) .Call(C_op1, 808L, self)
+torch_instance_norm <- function(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled) .Call(C_op9, 1022L, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
 
+torch_int_repr <- function(self) .Call(C_op1, 1023L, self)
+
 #' @rdname torch_ops
 #' @export
-torch_inverse <- function(self) .Call(C_op1, 809L, self)
+torch_inverse <- function(self) .Call(C_op1, 1024L, self)
+
+torch_inverse_out <- function(out, self) .Call(C_op2, 1025L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_is_complex <- function(self) .Call(C_op1, 810L, self)
+torch_is_complex <- function(self) .Call(C_op1, 1026L, self)
 
-torch_is_conj <- function(self) .Call(C_op1, 811L, self)
+torch_is_conj <- function(self) .Call(C_op1, 1027L, self)
 
-torch_is_distributed <- function(self) .Call(C_op1, 812L, self)
+torch_is_distributed <- function(self) .Call(C_op1, 1028L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_is_floating_point <- function(self) .Call(C_op1, 813L, self)
+torch_is_floating_point <- function(self) .Call(C_op1, 1029L, self)
 
-torch_is_inference <- function(self) .Call(C_op1, 814L, self)
+torch_is_inference <- function(self) .Call(C_op1, 1030L, self)
 
-torch_is_neg <- function(self) .Call(C_op1, 815L, self)
+torch_is_neg <- function(self) .Call(C_op1, 1031L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_is_nonzero <- function(self) .Call(C_op1, 816L, self)
+torch_is_nonzero <- function(self) .Call(C_op1, 1032L, self)
 
-torch_is_same_size <- function(self, other) .Call(C_op2, 817L, self, other)
+torch_is_same_size <- function(self, other) .Call(C_op2, 1033L, self, other)
 
-torch_is_signed <- function(self) .Call(C_op1, 818L, self)
+torch_is_signed <- function(self) .Call(C_op1, 1034L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_isclose <- function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 819L, self, other, rtol, atol, equal_nan)
+torch_isclose <- function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 1035L, self, other, rtol, atol, equal_nan)
 
 #' @rdname torch_ops
 #' @export
-torch_isfinite <- function(self) .Call(C_op1, 820L, self)
+torch_isfinite <- function(self) .Call(C_op1, 1036L, self)
 
-torch_isin <- function(element, elements, test_element, test_elements, assume_unique = FALSE, invert = FALSE) .Call(C_op6, 821L, if (missing(element)) quote(expr = ) else element, if (missing(elements)) quote(expr = ) else elements, if (missing(test_element)) quote(expr = ) else test_element, if (missing(test_elements)) quote(expr = ) else test_elements, assume_unique, invert)
+torch_isin <- function(element, elements, test_element, test_elements, assume_unique = FALSE, invert = FALSE) .Call(C_op6, 1037L, if (missing(element)) quote(expr = ) else element, if (missing(elements)) quote(expr = ) else elements, if (missing(test_element)) quote(expr = ) else test_element, if (missing(test_elements)) quote(expr = ) else test_elements, assume_unique, invert)
 
+torch_isin_out <- function(out, element, elements, test_element, test_elements, assume_unique = FALSE, invert = FALSE) .Call(C_op7, 1038L, out, if (missing(element)) quote(expr = ) else element, if (missing(elements)) quote(expr = ) else elements, if (missing(test_element)) quote(expr = ) else test_element, if (missing(test_elements)) quote(expr = ) else test_elements, assume_unique, invert)
+
 #' @rdname torch_ops
 #' @export
-torch_isinf <- function(self) .Call(C_op1, 822L, self)
+torch_isinf <- function(self) .Call(C_op1, 1039L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_isnan <- function(self) .Call(C_op1, 823L, self)
+torch_isnan <- function(self) .Call(C_op1, 1040L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_isneginf <- function(self) .Call(C_op1, 824L, self)
+torch_isneginf <- function(self) .Call(C_op1, 1041L, self)
+
+torch_isneginf_out <- function(out, self) .Call(C_op2, 1042L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_isposinf <- function(self) .Call(C_op1, 825L, self)
+torch_isposinf <- function(self) .Call(C_op1, 1043L, self)
 
+torch_isposinf_out <- function(out, self) .Call(C_op2, 1044L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_isreal <- function(self) .Call(C_op1, 826L, self)
+torch_isreal <- function(self) .Call(C_op1, 1045L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_istft <- function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, normalized = FALSE, onesided = NULL, length = NULL, return_complex = FALSE) .Call(C_op10, 827L, self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+torch_istft <- function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, normalized = FALSE, onesided = NULL, length = NULL, return_complex = FALSE) .Call(C_op10, 1046L, self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
 
-.torch_kaiser_window <- function(window_length, periodic, beta, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 828L, window_length, if (missing(periodic)) quote(expr = ) else periodic, if (missing(beta)) quote(expr = ) else beta, dtype, layout, device, pin_memory)
+.torch_kaiser_window <- function(window_length, periodic, beta, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1047L, window_length, if (missing(periodic)) quote(expr = ) else periodic, if (missing(beta)) quote(expr = ) else beta, dtype, layout, device, pin_memory)
 
-torch_kl_div <- function(self, target, reduction = 1L, log_target = FALSE) .Call(C_op4, 829L, self, target, reduction, log_target)
+torch_kl_div <- function(self, target, reduction = 1L, log_target = FALSE) .Call(C_op4, 1048L, self, target, reduction, log_target)
 
 #' @rdname torch_ops
 #' @export
-torch_kron <- function(self, other) .Call(C_op2, 830L, self, other)
+torch_kron <- function(self, other) .Call(C_op2, 1049L, self, other)
+
+torch_kron_out <- function(out, self, other) .Call(C_op3, 1050L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_kthvalue <- function(self, k, dim = -1L, keepdim = FALSE) .Call(C_op4, 831L, self, k, dim, keepdim)
+torch_kthvalue <- function(self, k, dim = -1L, keepdim = FALSE) .Call(C_op4, 1051L, self, k, dim, keepdim)
 
-torch_l1_loss <- function(self, target, reduction = 1L) .Call(C_op3, 832L, self, target, reduction)
+torch_kthvalue_out <- function(values, indices, self, k, dim = -1L, keepdim = FALSE) .Call(C_op6, 1052L, values, indices, self, k, dim, keepdim)
 
-torch_layer_norm <- function(input, normalized_shape, weight = NULL, bias = NULL, eps = 1e-05, cudnn_enable = TRUE) .Call(C_op6, 833L, input, normalized_shape, weight, bias, eps, cudnn_enable)
+torch_l1_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1053L, self, target, reduction)
 
+torch_layer_norm <- function(input, normalized_shape, weight = NULL, bias = NULL, eps = 1e-05, cudnn_enable = TRUE) .Call(C_op6, 1054L, input, normalized_shape, weight, bias, eps, cudnn_enable)
+
 #' @rdname torch_ops
 #' @export
-torch_lcm <- function(self, other) .Call(C_op2, 834L, self, other)
+torch_lcm <- function(self, other) .Call(C_op2, 1055L, self, other)
+
+torch_lcm_ <- function(self, other) .Call(C_op2, 1056L, self, other)
 
-torch_lcm_ <- function(self, other) .Call(C_op2, 835L, self, other)
+torch_lcm_out <- function(out, self, other) .Call(C_op3, 1057L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_ldexp <- function(self, other) .Call(C_op2, 836L, self, other)
+torch_ldexp <- function(self, other) .Call(C_op2, 1058L, self, other)
 
-torch_ldexp_ <- function(self, other) .Call(C_op2, 837L, self, other)
+torch_ldexp_ <- function(self, other) .Call(C_op2, 1059L, self, other)
 
+torch_ldexp_out <- function(out, self, other) .Call(C_op3, 1060L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_le <- function(self, other) .Call(C_op2, 838L, self, other)
+torch_le <- function(self, other) .Call(C_op2, 1061L, self, other)
+
+torch_le_out <- function(out, self, other) .Call(C_op3, 1062L, out, self, other)
 
-torch_leaky_relu <- function(self, negative_slope = 0.01) .Call(C_op2, 839L, self, negative_slope)
+torch_leaky_relu <- function(self, negative_slope = 0.01) .Call(C_op2, 1063L, self, negative_slope)
 
-torch_leaky_relu_ <- function(self, negative_slope = 0.01) .Call(C_op2, 840L, self, negative_slope)
+torch_leaky_relu_ <- function(self, negative_slope = 0.01) .Call(C_op2, 1064L, self, negative_slope)
 
-torch_leaky_relu_backward <- function(grad_output, self, negative_slope, self_is_result) .Call(C_op4, 841L, grad_output, self, negative_slope, self_is_result)
+torch_leaky_relu_backward <- function(grad_output, self, negative_slope, self_is_result) .Call(C_op4, 1065L, grad_output, self, negative_slope, self_is_result)
 
+torch_leaky_relu_backward_out <- function(grad_input, grad_output, self, negative_slope, self_is_result) .Call(C_op5, 1066L, grad_input, grad_output, self, negative_slope, self_is_result)
+
+torch_leaky_relu_out <- function(out, self, negative_slope = 0.01) .Call(C_op3, 1067L, out, self, negative_slope)
+
 #' @rdname torch_ops
 #' @export
-torch_lerp <- function(self, end, weight) .Call(C_op3, 842L, self, end, weight)
+torch_lerp <- function(self, end, weight) .Call(C_op3, 1068L, self, end, weight)
 
+torch_lerp_out <- function(out, self, end, weight) .Call(C_op4, 1069L, out, self, end, weight)
+
 #' @rdname torch_ops
 #' @export
-torch_less <- function(self, other) .Call(C_op2, 843L, self, other)
+torch_less <- function(self, other) .Call(C_op2, 1070L, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_less_equal <- function(self, other) .Call(C_op2, 844L, self, other)
+torch_less_equal <- function(self, other) .Call(C_op2, 1071L, self, other)
+
+torch_less_equal_out <- function(out, self, other) .Call(C_op3, 1072L, out, self, other)
 
+torch_less_out <- function(out, self, other) .Call(C_op3, 1073L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_lgamma <- function(self) .Call(C_op1, 845L, self)
+torch_lgamma <- function(self) .Call(C_op1, 1074L, self)
+
+torch_lgamma_out <- function(out, self) .Call(C_op2, 1075L, out, self)
+
+torch_lift <- function(self) .Call(C_op1, 1076L, self)
+
+torch_lift_fresh <- function(self) .Call(C_op1, 1077L, self)
+
+torch_lift_fresh_copy <- function(self) .Call(C_op1, 1078L, self)
+
+torch_linalg__powsum <- function(self, ord = 2L, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1079L, self, ord, dim, keepdim, dtype)
+
+torch_linalg_cholesky <- function(self, upper = FALSE) .Call(C_op2, 1080L, self, upper)
+
+torch_linalg_cholesky_ex <- function(self, upper = FALSE, check_errors = FALSE) .Call(C_op3, 1081L, self, upper, check_errors)
+
+torch_linalg_cholesky_ex_out <- function(L, info, self, upper = FALSE, check_errors = FALSE) .Call(C_op5, 1082L, L, info, self, upper, check_errors)
+
+torch_linalg_cholesky_out <- function(out, self, upper = FALSE) .Call(C_op3, 1083L, out, self, upper)
+
+torch_linalg_cond <- function(self, p = NULL) .Call(C_op2, 1084L, self, p)
+
+torch_linalg_cond_out <- function(out, self, p = NULL) .Call(C_op3, 1085L, out, self, p)
+
+torch_linalg_cross <- function(self, other, dim = -1L) .Call(C_op3, 1086L, self, other, dim)
+
+torch_linalg_cross_out <- function(out, self, other, dim = -1L) .Call(C_op4, 1087L, out, self, other, dim)
+
+torch_linalg_det <- function(A) .Call(C_op1, 1088L, A)
+
+torch_linalg_det_out <- function(out, A) .Call(C_op2, 1089L, out, A)
+
+torch_linalg_diagonal <- function(A, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 1090L, A, offset, dim1, dim2)
+
+torch_linalg_eig <- function(self) .Call(C_op1, 1091L, self)
+
+torch_linalg_eig_out <- function(eigenvalues, eigenvectors, self) .Call(C_op3, 1092L, eigenvalues, eigenvectors, self)
+
+torch_linalg_eigh <- function(self, UPLO = "L") .Call(C_op2, 1093L, self, UPLO)
+
+torch_linalg_eigh_out <- function(eigvals, eigvecs, self, UPLO = "L") .Call(C_op4, 1094L, eigvals, eigvecs, self, UPLO)
+
+torch_linalg_eigvals <- function(self) .Call(C_op1, 1095L, self)
+
+torch_linalg_eigvals_out <- function(out, self) .Call(C_op2, 1096L, out, self)
+
+torch_linalg_eigvalsh <- function(self, UPLO = "L") .Call(C_op2, 1097L, self, UPLO)
+
+torch_linalg_eigvalsh_out <- function(out, self, UPLO = "L") .Call(C_op3, 1098L, out, self, UPLO)
+
+torch_linalg_householder_product <- function(input, tau) .Call(C_op2, 1099L, input, tau)
+
+torch_linalg_householder_product_out <- function(out, input, tau) .Call(C_op3, 1100L, out, input, tau)
+
+torch_linalg_inv <- function(A) .Call(C_op1, 1101L, A)
 
-torch_lift <- function(self) .Call(C_op1, 846L, self)
+torch_linalg_inv_ex <- function(A, check_errors = FALSE) .Call(C_op2, 1102L, A, check_errors)
 
-torch_lift_fresh <- function(self) .Call(C_op1, 847L, self)
+torch_linalg_inv_ex_out <- function(inverse, info, A, check_errors = FALSE) .Call(C_op4, 1103L, inverse, info, A, check_errors)
 
-torch_lift_fresh_copy <- function(self) .Call(C_op1, 848L, self)
+torch_linalg_inv_out <- function(out, A) .Call(C_op2, 1104L, out, A)
 
-torch_linalg__powsum <- function(self, ord = 2L, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 849L, self, ord, dim, keepdim, dtype)
+torch_linalg_ldl_factor <- function(self, hermitian = FALSE) .Call(C_op2, 1105L, self, hermitian)
 
-torch_linalg_cholesky <- function(self, upper = FALSE) .Call(C_op2, 850L, self, upper)
+torch_linalg_ldl_factor_ex <- function(self, hermitian = FALSE, check_errors = FALSE) .Call(C_op3, 1106L, self, hermitian, check_errors)
 
-torch_linalg_cholesky_ex <- function(self, upper = FALSE, check_errors = FALSE) .Call(C_op3, 851L, self, upper, check_errors)
+torch_linalg_ldl_factor_ex_out <- function(LD, pivots, info, self, hermitian = FALSE, check_errors = FALSE) .Call(C_op6, 1107L, LD, pivots, info, self, hermitian, check_errors)
 
-torch_linalg_cond <- function(self, p = NULL) .Call(C_op2, 852L, self, p)
+torch_linalg_ldl_factor_out <- function(LD, pivots, self, hermitian = FALSE) .Call(C_op4, 1108L, LD, pivots, self, hermitian)
 
-torch_linalg_cross <- function(self, other, dim = -1L) .Call(C_op3, 853L, self, other, dim)
+torch_linalg_ldl_solve <- function(LD, pivots, B, hermitian = FALSE) .Call(C_op4, 1109L, LD, pivots, B, hermitian)
 
-torch_linalg_det <- function(A) .Call(C_op1, 854L, A)
+torch_linalg_ldl_solve_out <- function(out, LD, pivots, B, hermitian = FALSE) .Call(C_op5, 1110L, out, LD, pivots, B, hermitian)
 
-torch_linalg_diagonal <- function(A, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 855L, A, offset, dim1, dim2)
+torch_linalg_lstsq <- function(self, b, rcond = NULL, driver = NULL) .Call(C_op4, 1111L, self, b, rcond, driver)
 
-torch_linalg_eig <- function(self) .Call(C_op1, 856L, self)
+torch_linalg_lstsq_out <- function(solution, residuals, rank, singular_values, self, b, rcond = NULL, driver = NULL) .Call(C_op8, 1112L, solution, residuals, rank, singular_values, self, b, rcond, driver)
 
-torch_linalg_eigh <- function(self, UPLO = "L") .Call(C_op2, 857L, self, UPLO)
+torch_linalg_lu <- function(A, pivot = TRUE) .Call(C_op2, 1113L, A, pivot)
 
-torch_linalg_eigvals <- function(self) .Call(C_op1, 858L, self)
+torch_linalg_lu_factor <- function(A, pivot = TRUE) .Call(C_op2, 1114L, A, pivot)
 
-torch_linalg_eigvalsh <- function(self, UPLO = "L") .Call(C_op2, 859L, self, UPLO)
+torch_linalg_lu_factor_ex <- function(A, pivot = TRUE, check_errors = FALSE) .Call(C_op3, 1115L, A, pivot, check_errors)
 
-torch_linalg_householder_product <- function(input, tau) .Call(C_op2, 860L, input, tau)
+torch_linalg_lu_factor_ex_out <- function(LU, pivots, info, A, pivot = TRUE, check_errors = FALSE) .Call(C_op6, 1116L, LU, pivots, info, A, pivot, check_errors)
 
-torch_linalg_inv <- function(A) .Call(C_op1, 861L, A)
+torch_linalg_lu_factor_out <- function(LU, pivots, A, pivot = TRUE) .Call(C_op4, 1117L, LU, pivots, A, pivot)
 
-torch_linalg_inv_ex <- function(A, check_errors = FALSE) .Call(C_op2, 862L, A, check_errors)
+torch_linalg_lu_out <- function(P, L, U, A, pivot = TRUE) .Call(C_op5, 1118L, P, L, U, A, pivot)
 
-torch_linalg_ldl_factor <- function(self, hermitian = FALSE) .Call(C_op2, 863L, self, hermitian)
+torch_linalg_lu_solve <- function(LU, pivots, B, left = TRUE, adjoint = FALSE) .Call(C_op5, 1119L, LU, pivots, B, left, adjoint)
 
-torch_linalg_ldl_factor_ex <- function(self, hermitian = FALSE, check_errors = FALSE) .Call(C_op3, 864L, self, hermitian, check_errors)
+torch_linalg_lu_solve_out <- function(out, LU, pivots, B, left = TRUE, adjoint = FALSE) .Call(C_op6, 1120L, out, LU, pivots, B, left, adjoint)
 
-torch_linalg_ldl_solve <- function(LD, pivots, B, hermitian = FALSE) .Call(C_op4, 865L, LD, pivots, B, hermitian)
+torch_linalg_matmul <- function(self, other) .Call(C_op2, 1121L, self, other)
 
-torch_linalg_lstsq <- function(self, b, rcond = NULL, driver = NULL) .Call(C_op4, 866L, self, b, rcond, driver)
+torch_linalg_matmul_out <- function(out, self, other) .Call(C_op3, 1122L, out, self, other)
 
-torch_linalg_lu <- function(A, pivot = TRUE) .Call(C_op2, 867L, A, pivot)
+torch_linalg_matrix_exp <- function(self) .Call(C_op1, 1123L, self)
 
-torch_linalg_lu_factor <- function(A, pivot = TRUE) .Call(C_op2, 868L, A, pivot)
+torch_linalg_matrix_norm <- function(self, ord = "fro", dim = c(-2L, -1L), keepdim = FALSE, dtype = NULL) .Call(C_op5, 1124L, self, ord, dim, keepdim, dtype)
 
-torch_linalg_lu_factor_ex <- function(A, pivot = TRUE, check_errors = FALSE) .Call(C_op3, 869L, A, pivot, check_errors)
+torch_linalg_matrix_norm_out <- function(out, self, ord = "fro", dim = c(-2L, -1L), keepdim = FALSE, dtype = NULL) .Call(C_op6, 1125L, out, self, ord, dim, keepdim, dtype)
 
-torch_linalg_lu_solve <- function(LU, pivots, B, left = TRUE, adjoint = FALSE) .Call(C_op5, 870L, LU, pivots, B, left, adjoint)
+torch_linalg_matrix_power <- function(self, n) .Call(C_op2, 1126L, self, n)
 
-torch_linalg_matmul <- function(self, other) .Call(C_op2, 871L, self, other)
+torch_linalg_matrix_power_out <- function(out, self, n) .Call(C_op3, 1127L, out, self, n)
 
-torch_linalg_matrix_exp <- function(self) .Call(C_op1, 872L, self)
+torch_linalg_matrix_rank <- function(input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1128L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, atol, if (missing(tol)) quote(expr = ) else tol, rtol, hermitian)
 
-torch_linalg_matrix_norm <- function(self, ord = "fro", dim = c(-2L, -1L), keepdim = FALSE, dtype = NULL) .Call(C_op5, 873L, self, ord, dim, keepdim, dtype)
+torch_linalg_matrix_rank_out <- function(out, input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op7, 1129L, out, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, atol, if (missing(tol)) quote(expr = ) else tol, rtol, hermitian)
 
-torch_linalg_matrix_power <- function(self, n) .Call(C_op2, 874L, self, n)
+torch_linalg_multi_dot <- function(tensors) .Call(C_op1, 1130L, tensors)
 
-torch_linalg_matrix_rank <- function(input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op6, 875L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, atol, if (missing(tol)) quote(expr = ) else tol, rtol, hermitian)
+torch_linalg_multi_dot_out <- function(out, tensors) .Call(C_op2, 1131L, out, tensors)
 
-torch_linalg_multi_dot <- function(tensors) .Call(C_op1, 876L, tensors)
+torch_linalg_norm <- function(self, ord = NULL, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1132L, self, ord, dim, keepdim, dtype)
 
-torch_linalg_norm <- function(self, ord = NULL, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 877L, self, ord, dim, keepdim, dtype)
+torch_linalg_norm_out <- function(out, self, ord = NULL, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op6, 1133L, out, self, ord, dim, keepdim, dtype)
 
-torch_linalg_pinv <- function(self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op5, 878L, self, atol, if (missing(rcond)) quote(expr = ) else rcond, rtol, hermitian)
+torch_linalg_pinv <- function(self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op5, 1134L, self, atol, if (missing(rcond)) quote(expr = ) else rcond, rtol, hermitian)
 
-torch_linalg_qr <- function(A, mode = "reduced") .Call(C_op2, 879L, A, mode)
+torch_linalg_pinv_out <- function(out, self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1135L, out, self, atol, if (missing(rcond)) quote(expr = ) else rcond, rtol, hermitian)
 
-torch_linalg_slogdet <- function(A) .Call(C_op1, 880L, A)
+torch_linalg_qr <- function(A, mode = "reduced") .Call(C_op2, 1136L, A, mode)
 
-torch_linalg_solve <- function(A, B, left = TRUE) .Call(C_op3, 881L, A, B, left)
+torch_linalg_qr_out <- function(Q, R, A, mode = "reduced") .Call(C_op4, 1137L, Q, R, A, mode)
 
-torch_linalg_solve_ex <- function(A, B, left = TRUE, check_errors = FALSE) .Call(C_op4, 882L, A, B, left, check_errors)
+torch_linalg_slogdet <- function(A) .Call(C_op1, 1138L, A)
 
-torch_linalg_solve_triangular <- function(self, B, upper, left = TRUE, unitriangular = FALSE) .Call(C_op5, 883L, self, B, upper, left, unitriangular)
+torch_linalg_slogdet_out <- function(sign, logabsdet, A) .Call(C_op3, 1139L, sign, logabsdet, A)
 
-torch_linalg_svd <- function(A, full_matrices = TRUE, driver = NULL) .Call(C_op3, 884L, A, full_matrices, driver)
+torch_linalg_solve <- function(A, B, left = TRUE) .Call(C_op3, 1140L, A, B, left)
 
-torch_linalg_svdvals <- function(A, driver = NULL) .Call(C_op2, 885L, A, driver)
+torch_linalg_solve_ex <- function(A, B, left = TRUE, check_errors = FALSE) .Call(C_op4, 1141L, A, B, left, check_errors)
 
-torch_linalg_tensorinv <- function(self, ind = 2L) .Call(C_op2, 886L, self, ind)
+torch_linalg_solve_ex_out <- function(result, info, A, B, left = TRUE, check_errors = FALSE) .Call(C_op6, 1142L, result, info, A, B, left, check_errors)
 
-torch_linalg_tensorsolve <- function(self, other, dims = NULL) .Call(C_op3, 887L, self, other, dims)
+torch_linalg_solve_out <- function(out, A, B, left = TRUE) .Call(C_op4, 1143L, out, A, B, left)
 
-torch_linalg_vander <- function(x, N = NULL) .Call(C_op2, 888L, x, N)
+torch_linalg_solve_triangular <- function(self, B, upper, left = TRUE, unitriangular = FALSE) .Call(C_op5, 1144L, self, B, upper, left, unitriangular)
 
-torch_linalg_vecdot <- function(x, y, dim = -1L) .Call(C_op3, 889L, x, y, dim)
+torch_linalg_solve_triangular_out <- function(out, self, B, upper, left = TRUE, unitriangular = FALSE) .Call(C_op6, 1145L, out, self, B, upper, left, unitriangular)
 
-torch_linalg_vector_norm <- function(self, ord = 2L, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 890L, self, ord, dim, keepdim, dtype)
+torch_linalg_svd <- function(A, full_matrices = TRUE, driver = NULL) .Call(C_op3, 1146L, A, full_matrices, driver)
 
-torch_linear <- function(input, weight, bias = NULL) .Call(C_op3, 891L, input, weight, bias)
+torch_linalg_svd_out <- function(U, S, Vh, A, full_matrices = TRUE, driver = NULL) .Call(C_op6, 1147L, U, S, Vh, A, full_matrices, driver)
 
-torch_linear_backward <- function(self, grad_output, weight, output_mask) .Call(C_op4, 892L, self, grad_output, weight, output_mask)
+torch_linalg_svdvals <- function(A, driver = NULL) .Call(C_op2, 1148L, A, driver)
 
-.torch_linspace <- function(start, end, steps, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 893L, start, end, steps, dtype, layout, device, pin_memory)
+torch_linalg_svdvals_out <- function(out, A, driver = NULL) .Call(C_op3, 1149L, out, A, driver)
 
+torch_linalg_tensorinv <- function(self, ind = 2L) .Call(C_op2, 1150L, self, ind)
+
+torch_linalg_tensorinv_out <- function(out, self, ind = 2L) .Call(C_op3, 1151L, out, self, ind)
+
+torch_linalg_tensorsolve <- function(self, other, dims = NULL) .Call(C_op3, 1152L, self, other, dims)
+
+torch_linalg_tensorsolve_out <- function(out, self, other, dims = NULL) .Call(C_op4, 1153L, out, self, other, dims)
+
+torch_linalg_vander <- function(x, N = NULL) .Call(C_op2, 1154L, x, N)
+
+torch_linalg_vecdot <- function(x, y, dim = -1L) .Call(C_op3, 1155L, x, y, dim)
+
+torch_linalg_vecdot_out <- function(out, x, y, dim = -1L) .Call(C_op4, 1156L, out, x, y, dim)
+
+torch_linalg_vector_norm <- function(self, ord = 2L, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1157L, self, ord, dim, keepdim, dtype)
+
+torch_linalg_vector_norm_out <- function(out, self, ord = 2L, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op6, 1158L, out, self, ord, dim, keepdim, dtype)
+
+torch_linear <- function(input, weight, bias = NULL) .Call(C_op3, 1159L, input, weight, bias)
+
+torch_linear_backward <- function(self, grad_output, weight, output_mask) .Call(C_op4, 1160L, self, grad_output, weight, output_mask)
+
+torch_linear_out <- function(out, input, weight, bias = NULL) .Call(C_op4, 1161L, out, input, weight, bias)
+
+.torch_linspace <- function(start, end, steps, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1162L, start, end, steps, dtype, layout, device, pin_memory)
+
+torch_linspace_out <- function(out, start, end, steps) .Call(C_op4, 1163L, out, start, end, steps)
+
 #' @rdname torch_ops
 #' @export
-torch_log <- function(self) .Call(C_op1, 894L, self)
+torch_log <- function(self) .Call(C_op1, 1164L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_log10 <- function(self) .Call(C_op1, 895L, self)
+torch_log10 <- function(self) .Call(C_op1, 1165L, self)
 
-torch_log10_ <- function(self) .Call(C_op1, 896L, self)
+torch_log10_ <- function(self) .Call(C_op1, 1166L, self)
 
+torch_log10_out <- function(out, self) .Call(C_op2, 1167L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_log1p <- function(self) .Call(C_op1, 897L, self)
+torch_log1p <- function(self) .Call(C_op1, 1168L, self)
+
+torch_log1p_ <- function(self) .Call(C_op1, 1169L, self)
 
-torch_log1p_ <- function(self) .Call(C_op1, 898L, self)
+torch_log1p_out <- function(out, self) .Call(C_op2, 1170L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_log2 <- function(self) .Call(C_op1, 899L, self)
+torch_log2 <- function(self) .Call(C_op1, 1171L, self)
 
-torch_log2_ <- function(self) .Call(C_op1, 900L, self)
+torch_log2_ <- function(self) .Call(C_op1, 1172L, self)
 
-torch_log_ <- function(self) .Call(C_op1, 901L, self)
+torch_log2_out <- function(out, self) .Call(C_op2, 1173L, out, self)
 
-torch_log_sigmoid <- function(self) .Call(C_op1, 902L, self)
+torch_log_ <- function(self) .Call(C_op1, 1174L, self)
 
-torch_log_sigmoid_backward <- function(grad_output, self, buffer) .Call(C_op3, 903L, grad_output, self, buffer)
+torch_log_out <- function(out, self) .Call(C_op2, 1175L, out, self)
 
-torch_log_sigmoid_forward <- function(self) .Call(C_op1, 904L, self)
+torch_log_sigmoid <- function(self) .Call(C_op1, 1176L, self)
 
-torch_log_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 905L, self, dim, dtype)
+torch_log_sigmoid_backward <- function(grad_output, self, buffer) .Call(C_op3, 1177L, grad_output, self, buffer)
 
+torch_log_sigmoid_backward_out <- function(grad_input, grad_output, self, buffer) .Call(C_op4, 1178L, grad_input, grad_output, self, buffer)
+
+torch_log_sigmoid_forward <- function(self) .Call(C_op1, 1179L, self)
+
+torch_log_sigmoid_forward_out <- function(output, buffer, self) .Call(C_op3, 1180L, output, buffer, self)
+
+torch_log_sigmoid_out <- function(out, self) .Call(C_op2, 1181L, out, self)
+
+torch_log_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1182L, self, dim, dtype)
+
+torch_log_softmax_out <- function(out, self, dim, dtype = NULL) .Call(C_op4, 1183L, out, self, dim, dtype)
+
 #' @rdname torch_ops
 #' @export
-torch_logaddexp <- function(self, other) .Call(C_op2, 906L, self, other)
+torch_logaddexp <- function(self, other) .Call(C_op2, 1184L, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_logaddexp2 <- function(self, other) .Call(C_op2, 907L, self, other)
+torch_logaddexp2 <- function(self, other) .Call(C_op2, 1185L, self, other)
+
+torch_logaddexp2_out <- function(out, self, other) .Call(C_op3, 1186L, out, self, other)
+
+torch_logaddexp_out <- function(out, self, other) .Call(C_op3, 1187L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_logcumsumexp <- function(self, dim) .Call(C_op2, 908L, self, dim)
+torch_logcumsumexp <- function(self, dim) .Call(C_op2, 1188L, self, dim)
 
+torch_logcumsumexp_out <- function(out, self, dim) .Call(C_op3, 1189L, out, self, dim)
+
 #' @rdname torch_ops
 #' @export
-torch_logdet <- function(self) .Call(C_op1, 909L, self)
+torch_logdet <- function(self) .Call(C_op1, 1190L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_logical_and <- function(self, other) .Call(C_op2, 910L, self, other)
+torch_logical_and <- function(self, other) .Call(C_op2, 1191L, self, other)
+
+torch_logical_and_out <- function(out, self, other) .Call(C_op3, 1192L, out, self, other)
 
-.torch_logical_not <- function(self) .Call(C_op1, 911L, self)
+.torch_logical_not <- function(self) .Call(C_op1, 1193L, self)
 
+torch_logical_not_out <- function(out, self) .Call(C_op2, 1194L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_logical_or <- function(self, other) .Call(C_op2, 912L, self, other)
+torch_logical_or <- function(self, other) .Call(C_op2, 1195L, self, other)
+
+torch_logical_or_out <- function(out, self, other) .Call(C_op3, 1196L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_logical_xor <- function(self, other) .Call(C_op2, 913L, self, other)
+torch_logical_xor <- function(self, other) .Call(C_op2, 1197L, self, other)
 
+torch_logical_xor_out <- function(out, self, other) .Call(C_op3, 1198L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_logit <- function(self, eps = NULL) .Call(C_op2, 914L, self, eps)
+torch_logit <- function(self, eps = NULL) .Call(C_op2, 1199L, self, eps)
+
+torch_logit_ <- function(self, eps = NULL) .Call(C_op2, 1200L, self, eps)
+
+torch_logit_backward <- function(grad_output, self, eps = NULL) .Call(C_op3, 1201L, grad_output, self, eps)
+
+torch_logit_backward_out <- function(grad_input, grad_output, self, eps = NULL) .Call(C_op4, 1202L, grad_input, grad_output, self, eps)
 
-torch_logit_ <- function(self, eps = NULL) .Call(C_op2, 915L, self, eps)
+torch_logit_out <- function(out, self, eps = NULL) .Call(C_op3, 1203L, out, self, eps)
 
-torch_logit_backward <- function(grad_output, self, eps = NULL) .Call(C_op3, 916L, grad_output, self, eps)
+.torch_logspace <- function(start, end, steps, base = 10.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1204L, start, end, steps, base, dtype, layout, device, pin_memory)
 
-.torch_logspace <- function(start, end, steps, base = 10.0, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 917L, start, end, steps, base, dtype, layout, device, pin_memory)
+torch_logspace_out <- function(out, start, end, steps, base = 10.0) .Call(C_op5, 1205L, out, start, end, steps, base)
 
 #' @rdname torch_ops
 #' @export
-torch_logsumexp <- function(self, dim, keepdim = FALSE) .Call(C_op3, 918L, self, dim, keepdim)
+torch_logsumexp <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1206L, self, dim, keepdim)
 
-torch_lstm <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 919L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
+torch_logsumexp_out <- function(out, self, dim, keepdim = FALSE) .Call(C_op4, 1207L, out, self, dim, keepdim)
 
-torch_lstm_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 920L, input, hx, w_ih, w_hh, b_ih, b_hh)
+torch_lstm <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 1208L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
 
-torch_lstm_mps_backward <- function(grad_y, grad_hy, grad_cy, z_state, cell_state_fwd, input, layersOutputs, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) .Call(C_op15, 921L, grad_y, grad_hy, grad_cy, z_state, cell_state_fwd, input, layersOutputs, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+torch_lstm_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 1209L, input, hx, w_ih, w_hh, b_ih, b_hh)
 
+torch_lstm_mps_backward <- function(grad_y, grad_hy, grad_cy, z_state, cell_state_fwd, input, layersOutputs, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) .Call(C_op15, 1210L, grad_y, grad_hy, grad_cy, z_state, cell_state_fwd, input, layersOutputs, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
 #' @rdname torch_ops
 #' @export
-torch_lt <- function(self, other) .Call(C_op2, 922L, self, other)
+torch_lt <- function(self, other) .Call(C_op2, 1211L, self, other)
+
+torch_lt_out <- function(out, self, other) .Call(C_op3, 1212L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_lu_solve <- function(self, LU_data, LU_pivots) .Call(C_op3, 923L, self, LU_data, LU_pivots)
+torch_lu_solve <- function(self, LU_data, LU_pivots) .Call(C_op3, 1213L, self, LU_data, LU_pivots)
 
+torch_lu_solve_out <- function(out, self, LU_data, LU_pivots) .Call(C_op4, 1214L, out, self, LU_data, LU_pivots)
+
 #' @rdname torch_ops
 #' @export
-torch_lu_unpack <- function(LU_data, LU_pivots, unpack_data = TRUE, unpack_pivots = TRUE) .Call(C_op4, 924L, LU_data, LU_pivots, unpack_data, unpack_pivots)
+torch_lu_unpack <- function(LU_data, LU_pivots, unpack_data = TRUE, unpack_pivots = TRUE) .Call(C_op4, 1215L, LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+torch_lu_unpack_out <- function(P, L, U, LU_data, LU_pivots, unpack_data = TRUE, unpack_pivots = TRUE) .Call(C_op7, 1216L, P, L, U, LU_data, LU_pivots, unpack_data, unpack_pivots)
 
-torch_margin_ranking_loss <- function(input1, input2, target, margin = 0.0, reduction = 1L) .Call(C_op5, 925L, input1, input2, target, margin, reduction)
+torch_margin_ranking_loss <- function(input1, input2, target, margin = 0.0, reduction = 1L) .Call(C_op5, 1217L, input1, input2, target, margin, reduction)
 
-torch_masked_fill <- function(self, mask, value) .Call(C_op3, 926L, self, mask, value)
+torch_masked_fill <- function(self, mask, value) .Call(C_op3, 1218L, self, mask, value)
 
-torch_masked_scatter <- function(self, mask, source) .Call(C_op3, 927L, self, mask, source)
+torch_masked_scatter <- function(self, mask, source) .Call(C_op3, 1219L, self, mask, source)
 
-torch_masked_scatter_backward <- function(grad_output, mask, sizes) .Call(C_op3, 928L, grad_output, mask, sizes)
+torch_masked_scatter_backward <- function(grad_output, mask, sizes) .Call(C_op3, 1220L, grad_output, mask, sizes)
 
 #' @rdname torch_ops
 #' @export
-torch_masked_select <- function(self, mask) .Call(C_op2, 929L, self, mask)
+torch_masked_select <- function(self, mask) .Call(C_op2, 1221L, self, mask)
 
-torch_masked_select_backward <- function(grad, input, mask) .Call(C_op3, 930L, grad, input, mask)
+torch_masked_select_backward <- function(grad, input, mask) .Call(C_op3, 1222L, grad, input, mask)
 
+torch_masked_select_out <- function(out, self, mask) .Call(C_op3, 1223L, out, self, mask)
+
 #' @rdname torch_ops
 #' @export
-torch_matmul <- function(self, other) .Call(C_op2, 931L, self, other)
+torch_matmul <- function(self, other) .Call(C_op2, 1224L, self, other)
+
+torch_matmul_backward <- function(grad, self, other, mask) .Call(C_op4, 1225L, grad, self, other, mask)
 
-torch_matmul_backward <- function(grad, self, other, mask) .Call(C_op4, 932L, grad, self, other, mask)
+torch_matmul_out <- function(out, self, other) .Call(C_op3, 1226L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_matrix_exp <- function(self) .Call(C_op1, 933L, self)
+torch_matrix_exp <- function(self) .Call(C_op1, 1227L, self)
 
-torch_matrix_exp_backward <- function(self, grad) .Call(C_op2, 934L, self, grad)
+torch_matrix_exp_backward <- function(self, grad) .Call(C_op2, 1228L, self, grad)
 
 #' @rdname torch_ops
 #' @export
-torch_matrix_power <- function(self, n) .Call(C_op2, 935L, self, n)
+torch_matrix_power <- function(self, n) .Call(C_op2, 1229L, self, n)
+
+torch_matrix_power_out <- function(out, self, n) .Call(C_op3, 1230L, out, self, n)
+
+.torch_max <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1231L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
 
-.torch_max <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 936L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
+torch_max_out <- function(max, out, max_values, other, self, dim, keepdim = FALSE) .Call(C_op7, 1232L, if (missing(max)) quote(expr = ) else max, if (missing(out)) quote(expr = ) else out, if (missing(max_values)) quote(expr = ) else max_values, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
 
-torch_max_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 937L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_max_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1233L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-.torch_max_pool1d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 938L, self, kernel_size, stride, padding, dilation, ceil_mode)
+.torch_max_pool1d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1234L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 939L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1235L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_pool2d_backward <- function(grad_output, self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op7, 940L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_max_pool2d_backward <- function(grad_output, self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op7, 1236L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-.torch_max_pool2d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 941L, self, kernel_size, stride, padding, dilation, ceil_mode)
+.torch_max_pool2d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1237L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_pool2d_with_indices_backward <- function(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op8, 942L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+torch_max_pool2d_with_indices_backward <- function(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op8, 1238L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
 
-torch_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 943L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_max_pool2d_with_indices_backward_out <- function(grad_input, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op9, 1239L, grad_input, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
 
-.torch_max_pool3d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 944L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_max_pool2d_with_indices_out <- function(out, indices, self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 1240L, out, indices, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_pool3d_with_indices_backward <- function(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op8, 945L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+torch_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1241L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_unpool2d <- function(self, indices, output_size) .Call(C_op3, 946L, self, indices, output_size)
+.torch_max_pool3d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1242L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_max_unpool3d <- function(self, indices, output_size, stride, padding) .Call(C_op5, 947L, self, indices, output_size, stride, padding)
+torch_max_pool3d_with_indices_backward <- function(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op8, 1243L, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
 
+torch_max_pool3d_with_indices_backward_out <- function(grad_input, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices) .Call(C_op9, 1244L, grad_input, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+
+torch_max_pool3d_with_indices_out <- function(out, indices, self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 1245L, out, indices, self, kernel_size, stride, padding, dilation, ceil_mode)
+
+torch_max_unpool2d <- function(self, indices, output_size) .Call(C_op3, 1246L, self, indices, output_size)
+
+torch_max_unpool2d_out <- function(out, self, indices, output_size) .Call(C_op4, 1247L, out, self, indices, output_size)
+
+torch_max_unpool3d <- function(self, indices, output_size, stride, padding) .Call(C_op5, 1248L, self, indices, output_size, stride, padding)
+
+torch_max_unpool3d_out <- function(out, self, indices, output_size, stride, padding) .Call(C_op6, 1249L, out, self, indices, output_size, stride, padding)
+
 #' @rdname torch_ops
 #' @export
-torch_maximum <- function(self, other) .Call(C_op2, 948L, self, other)
+torch_maximum <- function(self, other) .Call(C_op2, 1250L, self, other)
 
+torch_maximum_out <- function(out, self, other) .Call(C_op3, 1251L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_mean <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 949L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_mean <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1252L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+
+torch_mean_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1253L, out, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
 
 #' @rdname torch_ops
 #' @export
-torch_median <- function(self, dim, keepdim = FALSE) .Call(C_op3, 950L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_median <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1254L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
 
+torch_median_out <- function(values, indices, self, dim, keepdim = FALSE) .Call(C_op5, 1255L, values, indices, self, dim, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_meshgrid <- function(tensors, indexing) .Call(C_op2, 951L, tensors, if (missing(indexing)) quote(expr = ) else indexing)
+torch_meshgrid <- function(tensors, indexing) .Call(C_op2, 1256L, tensors, if (missing(indexing)) quote(expr = ) else indexing)
+
+.torch_min <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1257L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
 
-.torch_min <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 952L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
+torch_min_out <- function(min, out, min_indices, other, self, dim, keepdim = FALSE) .Call(C_op7, 1258L, if (missing(min)) quote(expr = ) else min, if (missing(out)) quote(expr = ) else out, if (missing(min_indices)) quote(expr = ) else min_indices, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
 
 #' @rdname torch_ops
 #' @export
-torch_minimum <- function(self, other) .Call(C_op2, 953L, self, other)
+torch_minimum <- function(self, other) .Call(C_op2, 1259L, self, other)
+
+torch_minimum_out <- function(out, self, other) .Call(C_op3, 1260L, out, self, other)
+
+torch_miopen_batch_norm <- function(input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon) .Call(C_op8, 1261L, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon)
 
-torch_miopen_batch_norm <- function(input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon) .Call(C_op8, 954L, input, weight, bias, running_mean, running_var, training, exponential_average_factor, epsilon)
+torch_miopen_batch_norm_backward <- function(input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon) .Call(C_op8, 1262L, input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon)
 
-torch_miopen_batch_norm_backward <- function(input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon) .Call(C_op8, 955L, input, grad_output, weight, running_mean, running_var, save_mean, save_var, epsilon)
+torch_miopen_convolution <- function(self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op9, 1263L, self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic)
 
-torch_miopen_convolution <- function(self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op9, 956L, self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic)
+torch_miopen_convolution_add_relu <- function(self, weight, z, alpha, bias, stride, padding, dilation, groups) .Call(C_op9, 1264L, self, weight, z, alpha, bias, stride, padding, dilation, groups)
 
-torch_miopen_convolution_add_relu <- function(self, weight, z, alpha, bias, stride, padding, dilation, groups) .Call(C_op9, 957L, self, weight, z, alpha, bias, stride, padding, dilation, groups)
+torch_miopen_convolution_relu <- function(self, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 1265L, self, weight, bias, stride, padding, dilation, groups)
 
-torch_miopen_convolution_relu <- function(self, weight, bias, stride, padding, dilation, groups) .Call(C_op7, 958L, self, weight, bias, stride, padding, dilation, groups)
+torch_miopen_convolution_transpose <- function(self, weight, bias, padding, output_padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op10, 1266L, self, weight, bias, padding, output_padding, stride, dilation, groups, benchmark, deterministic)
 
-torch_miopen_convolution_transpose <- function(self, weight, bias, padding, output_padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op10, 959L, self, weight, bias, padding, output_padding, stride, dilation, groups, benchmark, deterministic)
+torch_miopen_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity) .Call(C_op7, 1267L, log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity)
 
-torch_miopen_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity) .Call(C_op7, 960L, log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity)
+torch_miopen_depthwise_convolution <- function(self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op9, 1268L, self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic)
 
-torch_miopen_depthwise_convolution <- function(self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic) .Call(C_op9, 961L, self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic)
+torch_miopen_rnn <- function(input, weight, weight_stride0, hx, cx, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state) .Call(C_op14, 1269L, input, weight, weight_stride0, hx, cx, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
 
-torch_miopen_rnn <- function(input, weight, weight_stride0, hx, cx, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state) .Call(C_op14, 962L, input, weight, weight_stride0, hx, cx, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
+torch_miopen_rnn_backward <- function(input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask) .Call(C_op21, 1270L, input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask)
 
-torch_miopen_rnn_backward <- function(input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask) .Call(C_op21, 963L, input, weight, weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy, grad_cy, mode, hidden_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask)
+torch_mish <- function(self) .Call(C_op1, 1271L, self)
 
-torch_mish <- function(self) .Call(C_op1, 964L, self)
+torch_mish_ <- function(self) .Call(C_op1, 1272L, self)
 
-torch_mish_ <- function(self) .Call(C_op1, 965L, self)
+torch_mish_backward <- function(grad_output, self) .Call(C_op2, 1273L, grad_output, self)
 
-torch_mish_backward <- function(grad_output, self) .Call(C_op2, 966L, grad_output, self)
+torch_mish_out <- function(out, self) .Call(C_op2, 1274L, out, self)
 
-torch_mkldnn_adaptive_avg_pool2d <- function(self, output_size) .Call(C_op2, 967L, self, output_size)
+torch_mkldnn_adaptive_avg_pool2d <- function(self, output_size) .Call(C_op2, 1275L, self, output_size)
 
-torch_mkldnn_adaptive_avg_pool2d_backward <- function(grad_output, self) .Call(C_op2, 968L, grad_output, self)
+torch_mkldnn_adaptive_avg_pool2d_backward <- function(grad_output, self) .Call(C_op2, 1276L, grad_output, self)
 
-torch_mkldnn_convolution <- function(self, weight, bias, padding, stride, dilation, groups) .Call(C_op7, 969L, self, weight, bias, padding, stride, dilation, groups)
+torch_mkldnn_adaptive_avg_pool2d_out <- function(out, self, output_size) .Call(C_op3, 1277L, out, self, output_size)
 
-torch_mkldnn_linear <- function(self, weight, bias = NULL) .Call(C_op3, 970L, self, weight, bias)
+torch_mkldnn_convolution <- function(self, weight, bias, padding, stride, dilation, groups) .Call(C_op7, 1278L, self, weight, bias, padding, stride, dilation, groups)
 
-torch_mkldnn_linear_backward <- function(self, grad_output, weight, output_mask) .Call(C_op4, 971L, self, grad_output, weight, output_mask)
+torch_mkldnn_linear <- function(self, weight, bias = NULL) .Call(C_op3, 1279L, self, weight, bias)
 
-torch_mkldnn_linear_backward_input <- function(input_size, grad_output, weight) .Call(C_op3, 972L, input_size, grad_output, weight)
+torch_mkldnn_linear_backward <- function(self, grad_output, weight, output_mask) .Call(C_op4, 1280L, self, grad_output, weight, output_mask)
 
-torch_mkldnn_linear_backward_weights <- function(grad_output, input, weight, bias_defined) .Call(C_op4, 973L, grad_output, input, weight, bias_defined)
+torch_mkldnn_linear_backward_input <- function(input_size, grad_output, weight) .Call(C_op3, 1281L, input_size, grad_output, weight)
 
-torch_mkldnn_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 974L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_mkldnn_linear_backward_weights <- function(grad_output, input, weight, bias_defined) .Call(C_op4, 1282L, grad_output, input, weight, bias_defined)
 
-torch_mkldnn_max_pool2d_backward <- function(grad_output, output, input, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 975L, grad_output, output, input, kernel_size, stride, padding, dilation, ceil_mode)
+torch_mkldnn_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1283L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_mkldnn_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 976L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_mkldnn_max_pool2d_backward <- function(grad_output, output, input, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 1284L, grad_output, output, input, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_mkldnn_max_pool3d_backward <- function(grad_output, output, input, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 977L, grad_output, output, input, kernel_size, stride, padding, dilation, ceil_mode)
+torch_mkldnn_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1285L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_mkldnn_reorder_conv2d_weight <- function(self, padding = 0L, stride = 1L, dilation = 1L, groups = 1L, input_size = NULL) .Call(C_op6, 978L, self, padding, stride, dilation, groups, input_size)
+torch_mkldnn_max_pool3d_backward <- function(grad_output, output, input, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op8, 1286L, grad_output, output, input, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_mkldnn_reorder_conv3d_weight <- function(self, padding = 0L, stride = 1L, dilation = 1L, groups = 1L, input_size = NULL) .Call(C_op6, 979L, self, padding, stride, dilation, groups, input_size)
+torch_mkldnn_reorder_conv2d_weight <- function(self, padding = 0L, stride = 1L, dilation = 1L, groups = 1L, input_size = NULL) .Call(C_op6, 1287L, self, padding, stride, dilation, groups, input_size)
 
-torch_mkldnn_rnn_layer <- function(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train) .Call(C_op16, 980L, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+torch_mkldnn_reorder_conv3d_weight <- function(self, padding = 0L, stride = 1L, dilation = 1L, groups = 1L, input_size = NULL) .Call(C_op6, 1288L, self, padding, stride, dilation, groups, input_size)
 
-torch_mkldnn_rnn_layer_backward <- function(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace) .Call(C_op23, 981L, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
+torch_mkldnn_rnn_layer <- function(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train) .Call(C_op16, 1289L, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
 
+torch_mkldnn_rnn_layer_backward <- function(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace) .Call(C_op23, 1290L, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
+
 #' @rdname torch_ops
 #' @export
-torch_mm <- function(self, mat2, out_dtype) .Call(C_op3, 982L, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
+torch_mm <- function(self, mat2, out_dtype) .Call(C_op3, 1291L, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
+
+torch_mm_out <- function(out, self, mat2, out_dtype) .Call(C_op4, 1292L, out, self, mat2, if (missing(out_dtype)) quote(expr = ) else out_dtype)
 
 #' @rdname torch_ops
 #' @export
-torch_mode <- function(self, dim = -1L, keepdim = FALSE) .Call(C_op3, 983L, self, dim, keepdim)
+torch_mode <- function(self, dim = -1L, keepdim = FALSE) .Call(C_op3, 1293L, self, dim, keepdim)
+
+torch_mode_out <- function(values, indices, self, dim = -1L, keepdim = FALSE) .Call(C_op5, 1294L, values, indices, self, dim, keepdim)
+
+torch_moveaxis <- function(self, source, destination) .Call(C_op3, 1295L, self, source, destination)
 
-torch_moveaxis <- function(self, source, destination) .Call(C_op3, 984L, self, source, destination)
+.torch_movedim <- function(self, source, destination) .Call(C_op3, 1296L, self, source, destination)
 
-.torch_movedim <- function(self, source, destination) .Call(C_op3, 985L, self, source, destination)
+torch_mps_convolution_backward <- function(self, grad_output, weight, padding, stride, dilation, groups, output_mask) .Call(C_op8, 1297L, self, grad_output, weight, padding, stride, dilation, groups, output_mask)
 
-torch_mps_convolution_backward <- function(self, grad_output, weight, padding, stride, dilation, groups, output_mask) .Call(C_op8, 986L, self, grad_output, weight, padding, stride, dilation, groups, output_mask)
+torch_mps_convolution_transpose_backward <- function(self, grad_output, weight, padding, output_padding, stride, dilation, groups, output_mask) .Call(C_op9, 1298L, self, grad_output, weight, padding, output_padding, stride, dilation, groups, output_mask)
 
-torch_mps_convolution_transpose_backward <- function(self, grad_output, weight, padding, output_padding, stride, dilation, groups, output_mask) .Call(C_op9, 987L, self, grad_output, weight, padding, output_padding, stride, dilation, groups, output_mask)
+torch_mse_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1299L, self, target, reduction)
 
-torch_mse_loss <- function(self, target, reduction = 1L) .Call(C_op3, 988L, self, target, reduction)
+torch_mse_loss_backward <- function(grad_output, self, target, reduction) .Call(C_op4, 1300L, grad_output, self, target, reduction)
 
-torch_mse_loss_backward <- function(grad_output, self, target, reduction) .Call(C_op4, 989L, grad_output, self, target, reduction)
+torch_mse_loss_backward_out <- function(grad_input, grad_output, self, target, reduction) .Call(C_op5, 1301L, grad_input, grad_output, self, target, reduction)
 
-torch_msort <- function(self) .Call(C_op1, 990L, self)
+torch_mse_loss_out <- function(out, self, target, reduction = 1L) .Call(C_op4, 1302L, out, self, target, reduction)
 
+torch_msort <- function(self) .Call(C_op1, 1303L, self)
+
+torch_msort_out <- function(out, self) .Call(C_op2, 1304L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_mul <- function(self, other) .Call(C_op2, 991L, self, other)
+torch_mul <- function(self, other) .Call(C_op2, 1305L, self, other)
+
+torch_mul_out <- function(out, self, other) .Call(C_op3, 1306L, out, self, other)
+
+.torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op6, 1307L, self, target, p, margin, weight, reduction)
+
+torch_multi_margin_loss_backward <- function(grad_output, self, target, p, margin, weight = NULL, reduction = 1L) .Call(C_op7, 1308L, grad_output, self, target, p, margin, weight, reduction)
+
+torch_multi_margin_loss_backward_out <- function(grad_input, grad_output, self, target, p, margin, weight = NULL, reduction = 1L) .Call(C_op8, 1309L, grad_input, grad_output, self, target, p, margin, weight, reduction)
+
+torch_multi_margin_loss_out <- function(out, self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op7, 1310L, out, self, target, p, margin, weight, reduction)
+
+.torch_multilabel_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1311L, self, target, reduction)
 
-.torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op6, 992L, self, target, p, margin, weight, reduction)
+torch_multilabel_margin_loss_backward <- function(grad_output, self, target, reduction, is_target) .Call(C_op5, 1312L, grad_output, self, target, reduction, is_target)
 
-torch_multi_margin_loss_backward <- function(grad_output, self, target, p, margin, weight = NULL, reduction = 1L) .Call(C_op7, 993L, grad_output, self, target, p, margin, weight, reduction)
+torch_multilabel_margin_loss_backward_out <- function(grad_input, grad_output, self, target, reduction, is_target) .Call(C_op6, 1313L, grad_input, grad_output, self, target, reduction, is_target)
 
-.torch_multilabel_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 994L, self, target, reduction)
+torch_multilabel_margin_loss_forward <- function(self, target, reduction) .Call(C_op3, 1314L, self, target, reduction)
 
-torch_multilabel_margin_loss_backward <- function(grad_output, self, target, reduction, is_target) .Call(C_op5, 995L, grad_output, self, target, reduction, is_target)
+torch_multilabel_margin_loss_forward_out <- function(output, is_target, self, target, reduction) .Call(C_op5, 1315L, output, is_target, self, target, reduction)
 
-torch_multilabel_margin_loss_forward <- function(self, target, reduction) .Call(C_op3, 996L, self, target, reduction)
+torch_multilabel_margin_loss_out <- function(out, self, target, reduction = 1L) .Call(C_op4, 1316L, out, self, target, reduction)
 
-.torch_multinomial <- function(self, num_samples, replacement = FALSE, generator = NULL) .Call(C_op4, 997L, self, num_samples, replacement, generator)
+.torch_multinomial <- function(self, num_samples, replacement = FALSE, generator = NULL) .Call(C_op4, 1317L, self, num_samples, replacement, generator)
 
+torch_multinomial_out <- function(out, self, num_samples, replacement = FALSE, generator = NULL) .Call(C_op5, 1318L, out, self, num_samples, replacement, generator)
+
 #' @rdname torch_ops
 #' @export
-torch_multiply <- function(self, other) .Call(C_op2, 998L, self, other)
+torch_multiply <- function(self, other) .Call(C_op2, 1319L, self, other)
+
+torch_multiply_out <- function(out, self, other) .Call(C_op3, 1320L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_mv <- function(self, vec) .Call(C_op2, 999L, self, vec)
+torch_mv <- function(self, vec) .Call(C_op2, 1321L, self, vec)
 
+torch_mv_out <- function(out, self, vec) .Call(C_op3, 1322L, out, self, vec)
+
 #' @rdname torch_ops
 #' @export
-torch_mvlgamma <- function(self, p) .Call(C_op2, 1000L, self, p)
+torch_mvlgamma <- function(self, p) .Call(C_op2, 1323L, self, p)
+
+torch_mvlgamma_out <- function(out, self, p) .Call(C_op3, 1324L, out, self, p)
 
-torch_nan_to_num <- function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1001L, self, nan, posinf, neginf)
+torch_nan_to_num <- function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1325L, self, nan, posinf, neginf)
 
-torch_nan_to_num_ <- function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1002L, self, nan, posinf, neginf)
+torch_nan_to_num_ <- function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1326L, self, nan, posinf, neginf)
 
-torch_nanmean <- function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1003L, self, dim, keepdim, dtype)
+torch_nan_to_num_out <- function(out, self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op5, 1327L, out, self, nan, posinf, neginf)
 
-torch_nanmedian <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1004L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_nanmean <- function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1328L, self, dim, keepdim, dtype)
 
+torch_nanmean_out <- function(out, self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1329L, out, self, dim, keepdim, dtype)
+
+torch_nanmedian <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1330L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+
+torch_nanmedian_out <- function(values, indices, self, dim, keepdim = FALSE) .Call(C_op5, 1331L, values, indices, self, dim, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_nanquantile <- function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1005L, self, q, dim, keepdim, interpolation)
+torch_nanquantile <- function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1332L, self, q, dim, keepdim, interpolation)
+
+torch_nanquantile_out <- function(out, self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op6, 1333L, out, self, q, dim, keepdim, interpolation)
 
 #' @rdname torch_ops
 #' @export
-torch_nansum <- function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1006L, self, dim, keepdim, dtype)
+torch_nansum <- function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1334L, self, dim, keepdim, dtype)
 
-.torch_narrow <- function(self, dim, start, length) .Call(C_op4, 1007L, self, dim, start, length)
+torch_nansum_out <- function(out, self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1335L, out, self, dim, keepdim, dtype)
 
-.torch_narrow_copy <- function(self, dim, start, length) .Call(C_op4, 1008L, self, dim, start, length)
+.torch_narrow <- function(self, dim, start, length) .Call(C_op4, 1336L, self, dim, start, length)
 
-torch_native_batch_norm <- function(input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op8, 1009L, input, weight, bias, running_mean, running_var, training, momentum, eps)
+torch_narrow_copy <- function(self, dim, start, length) .Call(C_op4, 1337L, self, dim, start, length)
 
-torch_native_batch_norm_backward <- function(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask) .Call(C_op10, 1010L, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
+torch_narrow_copy_out <- function(out, self, dim, start, length) .Call(C_op5, 1338L, out, self, dim, start, length)
 
-torch_native_channel_shuffle <- function(self, groups) .Call(C_op2, 1011L, self, groups)
+torch_native_batch_norm <- function(input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op8, 1339L, input, weight, bias, running_mean, running_var, training, momentum, eps)
 
-torch_native_dropout <- function(input, p, train) .Call(C_op3, 1012L, input, p, train)
+torch_native_batch_norm_backward <- function(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask) .Call(C_op10, 1340L, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
 
-torch_native_dropout_backward <- function(grad_output, mask, scale) .Call(C_op3, 1013L, grad_output, mask, scale)
+torch_native_batch_norm_out <- function(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training, momentum, eps) .Call(C_op11, 1341L, out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training, momentum, eps)
 
-torch_native_group_norm <- function(input, weight, bias, N, C, HxW, group, eps) .Call(C_op8, 1014L, input, weight, bias, N, C, HxW, group, eps)
+torch_native_channel_shuffle <- function(self, groups) .Call(C_op2, 1342L, self, groups)
 
-torch_native_group_norm_backward <- function(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask) .Call(C_op10, 1015L, grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
+torch_native_dropout <- function(input, p, train) .Call(C_op3, 1343L, input, p, train)
 
-torch_native_layer_norm <- function(input, normalized_shape, weight, bias, eps) .Call(C_op5, 1016L, input, normalized_shape, weight, bias, eps)
+torch_native_dropout_backward <- function(grad_output, mask, scale) .Call(C_op3, 1344L, grad_output, mask, scale)
 
-torch_native_layer_norm_backward <- function(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask) .Call(C_op8, 1017L, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
+torch_native_group_norm <- function(input, weight, bias, N, C, HxW, group, eps) .Call(C_op8, 1345L, input, weight, bias, N, C, HxW, group, eps)
 
-torch_native_norm <- function(self, p = 2L, dim, keepdim, dtype) .Call(C_op5, 1018L, self, p, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+torch_native_group_norm_backward <- function(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask) .Call(C_op10, 1346L, grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
 
+torch_native_layer_norm <- function(input, normalized_shape, weight, bias, eps) .Call(C_op5, 1347L, input, normalized_shape, weight, bias, eps)
+
+torch_native_layer_norm_backward <- function(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask) .Call(C_op8, 1348L, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
+
+torch_native_norm <- function(self, p = 2L, dim, keepdim, dtype) .Call(C_op5, 1349L, self, p, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+
 #' @rdname torch_ops
 #' @export
-torch_ne <- function(self, other) .Call(C_op2, 1019L, self, other)
+torch_ne <- function(self, other) .Call(C_op2, 1350L, self, other)
+
+torch_ne_out <- function(out, self, other) .Call(C_op3, 1351L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_neg <- function(self) .Call(C_op1, 1020L, self)
+torch_neg <- function(self) .Call(C_op1, 1352L, self)
 
-torch_neg_ <- function(self) .Call(C_op1, 1021L, self)
+torch_neg_ <- function(self) .Call(C_op1, 1353L, self)
 
+torch_neg_out <- function(out, self) .Call(C_op2, 1354L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_negative <- function(self) .Call(C_op1, 1022L, self)
+torch_negative <- function(self) .Call(C_op1, 1355L, self)
+
+torch_negative_ <- function(self) .Call(C_op1, 1356L, self)
 
-torch_negative_ <- function(self) .Call(C_op1, 1023L, self)
+torch_negative_out <- function(out, self) .Call(C_op2, 1357L, out, self)
 
-torch_nested_to_padded_tensor <- function(self, padding, output_size = NULL) .Call(C_op3, 1024L, self, padding, output_size)
+torch_nested_to_padded_tensor <- function(self, padding, output_size = NULL) .Call(C_op3, 1358L, self, padding, output_size)
 
 #' @rdname torch_ops
 #' @export
-torch_nextafter <- function(self, other) .Call(C_op2, 1025L, self, other)
+torch_nextafter <- function(self, other) .Call(C_op2, 1359L, self, other)
+
+torch_nextafter_out <- function(out, self, other) .Call(C_op3, 1360L, out, self, other)
+
+.torch_nll_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1361L, self, target, weight, reduction, ignore_index)
 
-.torch_nll_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1026L, self, target, weight, reduction, ignore_index)
+.torch_nll_loss2d <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1362L, self, target, weight, reduction, ignore_index)
 
-.torch_nll_loss2d <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1027L, self, target, weight, reduction, ignore_index)
+torch_nll_loss2d_backward <- function(grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op7, 1363L, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
-torch_nll_loss2d_backward <- function(grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op7, 1028L, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+torch_nll_loss2d_backward_out <- function(grad_input, grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op8, 1364L, grad_input, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
-torch_nll_loss2d_forward <- function(self, target, weight, reduction, ignore_index) .Call(C_op5, 1029L, self, target, weight, reduction, ignore_index)
+torch_nll_loss2d_forward <- function(self, target, weight, reduction, ignore_index) .Call(C_op5, 1365L, self, target, weight, reduction, ignore_index)
 
-torch_nll_loss_backward <- function(grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op7, 1030L, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+torch_nll_loss2d_forward_out <- function(output, total_weight, self, target, weight, reduction, ignore_index) .Call(C_op7, 1366L, output, total_weight, self, target, weight, reduction, ignore_index)
 
-torch_nll_loss_forward <- function(self, target, weight, reduction, ignore_index) .Call(C_op5, 1031L, self, target, weight, reduction, ignore_index)
+torch_nll_loss2d_out <- function(out, self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op6, 1367L, out, self, target, weight, reduction, ignore_index)
 
-.torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1032L, self, target, weight, reduction, ignore_index)
+torch_nll_loss_backward <- function(grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op7, 1368L, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
-.torch_nonzero <- function(self) .Call(C_op1, 1033L, self)
+torch_nll_loss_backward_out <- function(grad_input, grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op8, 1369L, grad_input, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
-torch_nonzero_numpy <- function(self) .Call(C_op1, 1034L, self)
+torch_nll_loss_forward <- function(self, target, weight, reduction, ignore_index) .Call(C_op5, 1370L, self, target, weight, reduction, ignore_index)
 
-torch_nonzero_static <- function(self, size, fill_value = -1L) .Call(C_op3, 1035L, self, size, fill_value)
+torch_nll_loss_forward_out <- function(output, total_weight, self, target, weight, reduction, ignore_index) .Call(C_op7, 1371L, output, total_weight, self, target, weight, reduction, ignore_index)
 
-.torch_norm <- function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 1036L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+.torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1372L, self, target, weight, reduction, ignore_index)
 
-torch_norm_except_dim <- function(v, pow = 2L, dim = 1L) .Call(C_op3, 1037L, v, pow, dim)
+torch_nll_loss_out <- function(out, self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op6, 1373L, out, self, target, weight, reduction, ignore_index)
 
-.torch_normal <- function(mean, std = 1, size, generator = NULL, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1038L, mean, std, if (missing(size)) quote(expr = ) else size, generator, dtype, layout, device, pin_memory)
+.torch_nonzero <- function(self) .Call(C_op1, 1374L, self)
 
-torch_normal_functional <- function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 1039L, self, mean, std, generator)
+torch_nonzero_numpy <- function(self) .Call(C_op1, 1375L, self)
 
+torch_nonzero_out <- function(out, self) .Call(C_op2, 1376L, out, self)
+
+torch_nonzero_static <- function(self, size, fill_value = -1L) .Call(C_op3, 1377L, self, size, fill_value)
+
+torch_nonzero_static_out <- function(out, self, size, fill_value = -1L) .Call(C_op4, 1378L, out, self, size, fill_value)
+
+.torch_norm <- function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 1379L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+
+torch_norm_except_dim <- function(v, pow = 2L, dim = 1L) .Call(C_op3, 1380L, v, pow, dim)
+
+torch_norm_out <- function(out, self, p, dim, keepdim = FALSE, dtype) .Call(C_op6, 1381L, out, self, p, dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+
+.torch_normal <- function(mean, std = 1, size, generator = NULL, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1382L, mean, std, if (missing(size)) quote(expr = ) else size, generator, dtype, layout, device, pin_memory)
+
+torch_normal_functional <- function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 1383L, self, mean, std, generator)
+
+torch_normal_out <- function(out, mean, std = 1, size, generator = NULL) .Call(C_op5, 1384L, out, mean, std, if (missing(size)) quote(expr = ) else size, generator)
+
 #' @rdname torch_ops
 #' @export
-torch_not_equal <- function(self, other) .Call(C_op2, 1040L, self, other)
+torch_not_equal <- function(self, other) .Call(C_op2, 1385L, self, other)
+
+torch_not_equal_out <- function(out, self, other) .Call(C_op3, 1386L, out, self, other)
+
+torch_nuclear_norm <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1387L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+
+torch_nuclear_norm_out <- function(out, self, dim, keepdim = FALSE) .Call(C_op4, 1388L, out, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
 
-torch_nuclear_norm <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1041L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+.torch_one_hot <- function(self, num_classes = -1L) .Call(C_op2, 1389L, self, num_classes)
 
-.torch_one_hot <- function(self, num_classes = -1L) .Call(C_op2, 1042L, self, num_classes)
+.torch_ones <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1390L, size, dtype, layout, device, pin_memory)
 
-.torch_ones <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1043L, size, dtype, layout, device, pin_memory)
+.torch_ones_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 1391L, self, dtype, layout, device, pin_memory, memory_format)
 
-.torch_ones_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 1044L, self, dtype, layout, device, pin_memory, memory_format)
+torch_ones_out <- function(out, size) .Call(C_op2, 1392L, out, size)
 
 #' @rdname torch_ops
 #' @export
-torch_orgqr <- function(self, input2) .Call(C_op2, 1045L, self, input2)
+torch_orgqr <- function(self, input2) .Call(C_op2, 1393L, self, input2)
 
+torch_orgqr_out <- function(out, self, input2) .Call(C_op3, 1394L, out, self, input2)
+
 #' @rdname torch_ops
 #' @export
-torch_ormqr <- function(self, input2, input3, left = TRUE, transpose = FALSE) .Call(C_op5, 1046L, self, input2, input3, left, transpose)
+torch_ormqr <- function(self, input2, input3, left = TRUE, transpose = FALSE) .Call(C_op5, 1395L, self, input2, input3, left, transpose)
+
+torch_ormqr_out <- function(out, self, input2, input3, left = TRUE, transpose = FALSE) .Call(C_op6, 1396L, out, self, input2, input3, left, transpose)
 
 #' @rdname torch_ops
 #' @export
-torch_outer <- function(self, vec2) .Call(C_op2, 1047L, self, vec2)
+torch_outer <- function(self, vec2) .Call(C_op2, 1397L, self, vec2)
 
-torch_pad <- function(self, pad, mode = "constant", value = NULL) .Call(C_op4, 1048L, self, pad, mode, value)
+torch_outer_out <- function(out, self, vec2) .Call(C_op3, 1398L, out, self, vec2)
 
-torch_pad_sequence <- function(sequences, batch_first = FALSE, padding_value = 0.0, padding_side = "right") .Call(C_op4, 1049L, sequences, batch_first, padding_value, padding_side)
+torch_pad <- function(self, pad, mode = "constant", value = NULL) .Call(C_op4, 1399L, self, pad, mode, value)
 
-torch_pairwise_distance <- function(x1, x2, p = 2, eps = 1e-06, keepdim = FALSE) .Call(C_op5, 1050L, x1, x2, p, eps, keepdim)
+torch_pad_sequence <- function(sequences, batch_first = FALSE, padding_value = 0.0, padding_side = "right") .Call(C_op4, 1400L, sequences, batch_first, padding_value, padding_side)
 
+torch_pairwise_distance <- function(x1, x2, p = 2, eps = 1e-06, keepdim = FALSE) .Call(C_op5, 1401L, x1, x2, p, eps, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_pdist <- function(self, p = 2) .Call(C_op2, 1051L, self, p)
+torch_pdist <- function(self, p = 2) .Call(C_op2, 1402L, self, p)
 
-torch_permute <- function(self, dims) .Call(C_op2, 1052L, self, dims)
+torch_permute <- function(self, dims) .Call(C_op2, 1403L, self, dims)
 
-torch_permute_copy <- function(self, dims) .Call(C_op2, 1053L, self, dims)
+torch_permute_copy <- function(self, dims) .Call(C_op2, 1404L, self, dims)
 
 #' @rdname torch_ops
 #' @export
-torch_pinverse <- function(self, rcond = 1e-15) .Call(C_op2, 1054L, self, rcond)
+torch_pinverse <- function(self, rcond = 1e-15) .Call(C_op2, 1405L, self, rcond)
 
 #' @rdname torch_ops
 #' @export
-torch_pixel_shuffle <- function(self, upscale_factor) .Call(C_op2, 1055L, self, upscale_factor)
+torch_pixel_shuffle <- function(self, upscale_factor) .Call(C_op2, 1406L, self, upscale_factor)
 
-torch_pixel_unshuffle <- function(self, downscale_factor) .Call(C_op2, 1056L, self, downscale_factor)
+torch_pixel_unshuffle <- function(self, downscale_factor) .Call(C_op2, 1407L, self, downscale_factor)
 
 #' @rdname torch_ops
 #' @export
-torch_poisson <- function(self, generator = NULL) .Call(C_op2, 1057L, self, generator)
+torch_poisson <- function(self, generator = NULL) .Call(C_op2, 1408L, self, generator)
 
-torch_poisson_nll_loss <- function(input, target, log_input, full, eps, reduction) .Call(C_op6, 1058L, input, target, log_input, full, eps, reduction)
+torch_poisson_nll_loss <- function(input, target, log_input, full, eps, reduction) .Call(C_op6, 1409L, input, target, log_input, full, eps, reduction)
 
 #' @rdname torch_ops
 #' @export
-torch_polar <- function(abs, angle) .Call(C_op2, 1059L, abs, angle)
+torch_polar <- function(abs, angle) .Call(C_op2, 1410L, abs, angle)
+
+torch_polar_out <- function(out, abs, angle) .Call(C_op3, 1411L, out, abs, angle)
 
-.torch_polygamma <- function(n, self) .Call(C_op2, 1060L, n, self)
+.torch_polygamma <- function(n, self) .Call(C_op2, 1412L, n, self)
 
-torch_positive <- function(self) .Call(C_op1, 1061L, self)
+torch_polygamma_out <- function(out, n, self) .Call(C_op3, 1413L, out, n, self)
 
+torch_positive <- function(self) .Call(C_op1, 1414L, self)
+
 #' @rdname torch_ops
 #' @export
-torch_pow <- function(self, exponent) .Call(C_op2, 1062L, self, exponent)
+torch_pow <- function(self, exponent) .Call(C_op2, 1415L, self, exponent)
+
+torch_pow_out <- function(out, self, exponent) .Call(C_op3, 1416L, out, self, exponent)
 
-torch_prelu <- function(self, weight) .Call(C_op2, 1063L, self, weight)
+torch_prelu <- function(self, weight) .Call(C_op2, 1417L, self, weight)
 
 #' @rdname torch_ops
 #' @export
-torch_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1064L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1418L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
 
+torch_prod_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1419L, out, self, dim, keepdim, dtype)
+
 #' @rdname torch_ops
 #' @export
-torch_promote_types <- function(type1, type2) .Call(C_op2, 1065L, type1, type2)
+torch_promote_types <- function(type1, type2) .Call(C_op2, 1420L, type1, type2)
 
-torch_put <- function(self, index, source, accumulate = FALSE) .Call(C_op4, 1066L, self, index, source, accumulate)
+torch_put <- function(self, index, source, accumulate = FALSE) .Call(C_op4, 1421L, self, index, source, accumulate)
 
-torch_q_per_channel_axis <- function(self) .Call(C_op1, 1067L, self)
+torch_q_per_channel_axis <- function(self) .Call(C_op1, 1422L, self)
 
-torch_q_per_channel_scales <- function(self) .Call(C_op1, 1068L, self)
+torch_q_per_channel_scales <- function(self) .Call(C_op1, 1423L, self)
 
-torch_q_per_channel_zero_points <- function(self) .Call(C_op1, 1069L, self)
+torch_q_per_channel_zero_points <- function(self) .Call(C_op1, 1424L, self)
 
-torch_q_scale <- function(self) .Call(C_op1, 1070L, self)
+torch_q_scale <- function(self) .Call(C_op1, 1425L, self)
 
-torch_q_zero_point <- function(self) .Call(C_op1, 1071L, self)
+torch_q_zero_point <- function(self) .Call(C_op1, 1426L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_qr <- function(self, some = TRUE) .Call(C_op2, 1072L, self, some)
+torch_qr <- function(self, some = TRUE) .Call(C_op2, 1427L, self, some)
+
+torch_qr_out <- function(Q, R, self, some = TRUE) .Call(C_op4, 1428L, Q, R, self, some)
 
 #' @rdname torch_ops
 #' @export
-torch_quantile <- function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1073L, self, q, dim, keepdim, interpolation)
+torch_quantile <- function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1429L, self, q, dim, keepdim, interpolation)
 
+torch_quantile_out <- function(out, self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op6, 1430L, out, self, q, dim, keepdim, interpolation)
+
 #' @rdname torch_ops
 #' @export
-torch_quantize_per_channel <- function(self, scales, zero_points, axis, dtype) .Call(C_op5, 1074L, self, scales, zero_points, axis, dtype)
+torch_quantize_per_channel <- function(self, scales, zero_points, axis, dtype) .Call(C_op5, 1431L, self, scales, zero_points, axis, dtype)
 
-.torch_quantize_per_tensor <- function(self, tensors, scale, scales, zero_point, zero_points, dtype) .Call(C_op7, 1075L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors, if (missing(scale)) quote(expr = ) else scale, if (missing(scales)) quote(expr = ) else scales, if (missing(zero_point)) quote(expr = ) else zero_point, if (missing(zero_points)) quote(expr = ) else zero_points, dtype)
+.torch_quantize_per_tensor <- function(self, tensors, scale, scales, zero_point, zero_points, dtype) .Call(C_op7, 1432L, if (missing(self)) quote(expr = ) else self, if (missing(tensors)) quote(expr = ) else tensors, if (missing(scale)) quote(expr = ) else scale, if (missing(scales)) quote(expr = ) else scales, if (missing(zero_point)) quote(expr = ) else zero_point, if (missing(zero_points)) quote(expr = ) else zero_points, dtype)
 
-torch_quantize_per_tensor_dynamic <- function(self, dtype, reduce_range) .Call(C_op3, 1076L, self, dtype, reduce_range)
+torch_quantize_per_tensor_dynamic <- function(self, dtype, reduce_range) .Call(C_op3, 1433L, self, dtype, reduce_range)
 
-torch_quantized_batch_norm <- function(input, weight, bias, mean, var, eps, output_scale, output_zero_point) .Call(C_op8, 1077L, input, weight, bias, mean, var, eps, output_scale, output_zero_point)
+torch_quantized_batch_norm <- function(input, weight, bias, mean, var, eps, output_scale, output_zero_point) .Call(C_op8, 1434L, input, weight, bias, mean, var, eps, output_scale, output_zero_point)
 
-torch_quantized_gru_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1078L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
+torch_quantized_gru_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1435L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
 
-torch_quantized_lstm_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1079L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
+torch_quantized_lstm_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1436L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
 
-torch_quantized_max_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1080L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_quantized_max_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1437L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_quantized_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1081L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_quantized_max_pool2d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1438L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_quantized_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1082L, self, kernel_size, stride, padding, dilation, ceil_mode)
+torch_quantized_max_pool3d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1439L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
-torch_quantized_rnn_relu_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1083L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
+torch_quantized_rnn_relu_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1440L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
 
-torch_quantized_rnn_tanh_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1084L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
+torch_quantized_rnn_tanh_cell <- function(input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh) .Call(C_op14, 1441L, input, hx, w_ih, w_hh, b_ih, b_hh, packed_ih, packed_hh, col_offsets_ih, col_offsets_hh, scale_ih, scale_hh, zero_point_ih, zero_point_hh)
 
 #' @rdname torch_ops
 #' @export
-torch_rad2deg <- function(self) .Call(C_op1, 1085L, self)
+torch_rad2deg <- function(self) .Call(C_op1, 1442L, self)
+
+torch_rad2deg_ <- function(self) .Call(C_op1, 1443L, self)
+
+torch_rad2deg_out <- function(out, self) .Call(C_op2, 1444L, out, self)
+
+.torch_rand <- function(size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1445L, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
 
-torch_rad2deg_ <- function(self) .Call(C_op1, 1086L, self)
+.torch_rand_like <- function(self, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 1446L, self, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
 
-.torch_rand <- function(size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1087L, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
+torch_rand_out <- function(out, size, generator) .Call(C_op3, 1447L, out, size, if (missing(generator)) quote(expr = ) else generator)
 
-.torch_rand_like <- function(self, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 1088L, self, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
+.torch_randint <- function(low, high, size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1448L, if (missing(low)) quote(expr = ) else low, high, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
 
-.torch_randint <- function(low, high, size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1089L, if (missing(low)) quote(expr = ) else low, high, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
+.torch_randint_like <- function(self, low, high, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op9, 1449L, self, if (missing(low)) quote(expr = ) else low, high, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
 
-.torch_randint_like <- function(self, low, high, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op9, 1090L, self, if (missing(low)) quote(expr = ) else low, high, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
+torch_randint_out <- function(out, low, high, size, generator) .Call(C_op5, 1450L, out, if (missing(low)) quote(expr = ) else low, high, size, if (missing(generator)) quote(expr = ) else generator)
 
-.torch_randn <- function(size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1091L, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
+.torch_randn <- function(size, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1451L, size, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
 
-.torch_randn_like <- function(self, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 1092L, self, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
+.torch_randn_like <- function(self, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op7, 1452L, self, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory, memory_format)
 
-.torch_randperm <- function(n, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1093L, n, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
+torch_randn_out <- function(out, size, generator) .Call(C_op3, 1453L, out, size, if (missing(generator)) quote(expr = ) else generator)
 
-.torch_range <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1094L, start, end, step, dtype, layout, device, pin_memory)
+.torch_randperm <- function(n, generator, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1454L, n, if (missing(generator)) quote(expr = ) else generator, dtype, layout, device, pin_memory)
 
-torch_ravel <- function(self) .Call(C_op1, 1095L, self)
+torch_randperm_out <- function(out, n, generator) .Call(C_op3, 1455L, out, n, if (missing(generator)) quote(expr = ) else generator)
 
+.torch_range <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1456L, start, end, step, dtype, layout, device, pin_memory)
+
+torch_range_out <- function(out, start, end, step = 1L) .Call(C_op4, 1457L, out, start, end, step)
+
+torch_ravel <- function(self) .Call(C_op1, 1458L, self)
+
 #' @rdname torch_ops
 #' @export
-torch_real <- function(self) .Call(C_op1, 1096L, self)
+torch_real <- function(self) .Call(C_op1, 1459L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_reciprocal <- function(self) .Call(C_op1, 1097L, self)
+torch_reciprocal <- function(self) .Call(C_op1, 1460L, self)
+
+torch_reciprocal_ <- function(self) .Call(C_op1, 1461L, self)
+
+torch_reciprocal_out <- function(out, self) .Call(C_op2, 1462L, out, self)
+
+torch_reflection_pad1d <- function(self, padding) .Call(C_op2, 1463L, self, padding)
+
+torch_reflection_pad1d_backward <- function(grad_output, self, padding) .Call(C_op3, 1464L, grad_output, self, padding)
+
+torch_reflection_pad1d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1465L, grad_input, grad_output, self, padding)
 
-torch_reciprocal_ <- function(self) .Call(C_op1, 1098L, self)
+torch_reflection_pad1d_out <- function(out, self, padding) .Call(C_op3, 1466L, out, self, padding)
 
-torch_reflection_pad1d <- function(self, padding) .Call(C_op2, 1099L, self, padding)
+torch_reflection_pad2d <- function(self, padding) .Call(C_op2, 1467L, self, padding)
 
-torch_reflection_pad1d_backward <- function(grad_output, self, padding) .Call(C_op3, 1100L, grad_output, self, padding)
+torch_reflection_pad2d_backward <- function(grad_output, self, padding) .Call(C_op3, 1468L, grad_output, self, padding)
 
-torch_reflection_pad2d <- function(self, padding) .Call(C_op2, 1101L, self, padding)
+torch_reflection_pad2d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1469L, grad_input, grad_output, self, padding)
 
-torch_reflection_pad2d_backward <- function(grad_output, self, padding) .Call(C_op3, 1102L, grad_output, self, padding)
+torch_reflection_pad2d_out <- function(out, self, padding) .Call(C_op3, 1470L, out, self, padding)
 
-torch_reflection_pad3d <- function(self, padding) .Call(C_op2, 1103L, self, padding)
+torch_reflection_pad3d <- function(self, padding) .Call(C_op2, 1471L, self, padding)
 
-torch_reflection_pad3d_backward <- function(grad_output, self, padding) .Call(C_op3, 1104L, grad_output, self, padding)
+torch_reflection_pad3d_backward <- function(grad_output, self, padding) .Call(C_op3, 1472L, grad_output, self, padding)
 
+torch_reflection_pad3d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1473L, grad_input, grad_output, self, padding)
+
+torch_reflection_pad3d_out <- function(out, self, padding) .Call(C_op3, 1474L, out, self, padding)
+
 #' @rdname torch_ops
 #' @export
-torch_relu <- function(self) .Call(C_op1, 1105L, self)
+torch_relu <- function(self) .Call(C_op1, 1475L, self)
 
-torch_relu6 <- function(self) .Call(C_op1, 1106L, self)
+torch_relu6 <- function(self) .Call(C_op1, 1476L, self)
 
-torch_relu6_ <- function(self) .Call(C_op1, 1107L, self)
+torch_relu6_ <- function(self) .Call(C_op1, 1477L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_relu_ <- function(self) .Call(C_op1, 1108L, self)
+torch_relu_ <- function(self) .Call(C_op1, 1478L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_remainder <- function(self, other) .Call(C_op2, 1109L, self, other)
+torch_remainder <- function(self, other) .Call(C_op2, 1479L, self, other)
 
+torch_remainder_out <- function(out, self, other) .Call(C_op3, 1480L, out, self, other)
+
 #' @rdname torch_ops
 #' @export
-torch_renorm <- function(self, p, dim, maxnorm) .Call(C_op4, 1110L, self, p, dim, maxnorm)
+torch_renorm <- function(self, p, dim, maxnorm) .Call(C_op4, 1481L, self, p, dim, maxnorm)
+
+torch_renorm_out <- function(out, self, p, dim, maxnorm) .Call(C_op5, 1482L, out, self, p, dim, maxnorm)
+
+.torch_repeat_interleave <- function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 1483L, if (missing(self)) quote(expr = ) else self, repeats, dim, output_size)
+
+torch_replication_pad1d <- function(self, padding) .Call(C_op2, 1484L, self, padding)
+
+torch_replication_pad1d_backward <- function(grad_output, self, padding) .Call(C_op3, 1485L, grad_output, self, padding)
+
+torch_replication_pad1d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1486L, grad_input, grad_output, self, padding)
 
-.torch_repeat_interleave <- function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 1111L, if (missing(self)) quote(expr = ) else self, repeats, dim, output_size)
+torch_replication_pad1d_out <- function(out, self, padding) .Call(C_op3, 1487L, out, self, padding)
 
-torch_replication_pad1d <- function(self, padding) .Call(C_op2, 1112L, self, padding)
+torch_replication_pad2d <- function(self, padding) .Call(C_op2, 1488L, self, padding)
 
-torch_replication_pad1d_backward <- function(grad_output, self, padding) .Call(C_op3, 1113L, grad_output, self, padding)
+torch_replication_pad2d_backward <- function(grad_output, self, padding) .Call(C_op3, 1489L, grad_output, self, padding)
 
-torch_replication_pad2d <- function(self, padding) .Call(C_op2, 1114L, self, padding)
+torch_replication_pad2d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1490L, grad_input, grad_output, self, padding)
 
-torch_replication_pad2d_backward <- function(grad_output, self, padding) .Call(C_op3, 1115L, grad_output, self, padding)
+torch_replication_pad2d_out <- function(out, self, padding) .Call(C_op3, 1491L, out, self, padding)
 
-torch_replication_pad3d <- function(self, padding) .Call(C_op2, 1116L, self, padding)
+torch_replication_pad3d <- function(self, padding) .Call(C_op2, 1492L, self, padding)
 
-torch_replication_pad3d_backward <- function(grad_output, self, padding) .Call(C_op3, 1117L, grad_output, self, padding)
+torch_replication_pad3d_backward <- function(grad_output, self, padding) .Call(C_op3, 1493L, grad_output, self, padding)
 
+torch_replication_pad3d_backward_out <- function(grad_input, grad_output, self, padding) .Call(C_op4, 1494L, grad_input, grad_output, self, padding)
+
+torch_replication_pad3d_out <- function(out, self, padding) .Call(C_op3, 1495L, out, self, padding)
+
 #' @rdname torch_ops
 #' @export
-torch_reshape <- function(self, shape) .Call(C_op2, 1118L, self, shape)
+torch_reshape <- function(self, shape) .Call(C_op2, 1496L, self, shape)
 
-torch_resize_as_ <- function(self, the_template, memory_format = NULL) .Call(C_op3, 1119L, self, the_template, memory_format)
+torch_resize_as_ <- function(self, the_template, memory_format = NULL) .Call(C_op3, 1497L, self, the_template, memory_format)
 
-torch_resize_as_sparse_ <- function(self, the_template) .Call(C_op2, 1120L, self, the_template)
+torch_resize_as_sparse_ <- function(self, the_template) .Call(C_op2, 1498L, self, the_template)
 
-torch_resolve_conj <- function(self) .Call(C_op1, 1121L, self)
+torch_resolve_conj <- function(self) .Call(C_op1, 1499L, self)
 
-torch_resolve_neg <- function(self) .Call(C_op1, 1122L, self)
+torch_resolve_neg <- function(self) .Call(C_op1, 1500L, self)
 
-.torch_result_type <- function(scalar, scalar1, other, scalar2, tensor) .Call(C_op5, 1123L, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalar1)) quote(expr = ) else scalar1, if (missing(other)) quote(expr = ) else other, if (missing(scalar2)) quote(expr = ) else scalar2, if (missing(tensor)) quote(expr = ) else tensor)
+.torch_result_type <- function(scalar, scalar1, other, scalar2, tensor) .Call(C_op5, 1501L, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalar1)) quote(expr = ) else scalar1, if (missing(other)) quote(expr = ) else other, if (missing(scalar2)) quote(expr = ) else scalar2, if (missing(tensor)) quote(expr = ) else tensor)
 
-torch_rms_norm <- function(input, normalized_shape, weight = NULL, eps = NULL) .Call(C_op4, 1124L, input, normalized_shape, weight, eps)
+torch_rms_norm <- function(input, normalized_shape, weight = NULL, eps = NULL) .Call(C_op4, 1502L, input, normalized_shape, weight, eps)
 
-torch_rnn_relu <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 1125L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
+torch_rnn_relu <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 1503L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
 
-torch_rnn_relu_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 1126L, input, hx, w_ih, w_hh, b_ih, b_hh)
+torch_rnn_relu_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 1504L, input, hx, w_ih, w_hh, b_ih, b_hh)
 
-torch_rnn_tanh <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 1127L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
+torch_rnn_tanh <- function(data, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train, batch_first, bidirectional) .Call(C_op11, 1505L, if (missing(data)) quote(expr = ) else data, if (missing(input)) quote(expr = ) else input, if (missing(batch_sizes)) quote(expr = ) else batch_sizes, hx, params, has_biases, num_layers, dropout, train, if (missing(batch_first)) quote(expr = ) else batch_first, bidirectional)
 
-torch_rnn_tanh_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 1128L, input, hx, w_ih, w_hh, b_ih, b_hh)
+torch_rnn_tanh_cell <- function(input, hx, w_ih, w_hh, b_ih = NULL, b_hh = NULL) .Call(C_op6, 1506L, input, hx, w_ih, w_hh, b_ih, b_hh)
 
 #' @rdname torch_ops
 #' @export
-torch_roll <- function(self, shifts, dims = NULL) .Call(C_op3, 1129L, self, shifts, dims)
+torch_roll <- function(self, shifts, dims = NULL) .Call(C_op3, 1507L, self, shifts, dims)
 
 #' @rdname torch_ops
 #' @export
-torch_rot90 <- function(self, k = 1L, dims = c(1L, 2L)) .Call(C_op3, 1130L, self, k, dims)
+torch_rot90 <- function(self, k = 1L, dims = c(1L, 2L)) .Call(C_op3, 1508L, self, k, dims)
 
 #' @rdname torch_ops
 #' @export
-torch_round <- function(self, decimals) .Call(C_op2, 1131L, self, if (missing(decimals)) quote(expr = ) else decimals)
+torch_round <- function(self, decimals) .Call(C_op2, 1509L, self, if (missing(decimals)) quote(expr = ) else decimals)
+
+torch_round_ <- function(self, decimals) .Call(C_op2, 1510L, self, if (missing(decimals)) quote(expr = ) else decimals)
+
+torch_round_out <- function(out, self, decimals) .Call(C_op3, 1511L, out, self, if (missing(decimals)) quote(expr = ) else decimals)
 
-torch_round_ <- function(self, decimals) .Call(C_op2, 1132L, self, if (missing(decimals)) quote(expr = ) else decimals)
+torch_row_indices_copy <- function(self) .Call(C_op1, 1512L, self)
 
-torch_row_indices_copy <- function(self) .Call(C_op1, 1133L, self)
+torch_row_stack <- function(tensors) .Call(C_op1, 1513L, tensors)
 
-torch_row_stack <- function(tensors) .Call(C_op1, 1134L, tensors)
+torch_row_stack_out <- function(out, tensors) .Call(C_op2, 1514L, out, tensors)
 
-torch_rrelu <- function(self, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op5, 1135L, self, lower, upper, training, generator)
+torch_rrelu <- function(self, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op5, 1515L, self, lower, upper, training, generator)
 
 #' @rdname torch_ops
 #' @export
-torch_rrelu_ <- function(self, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op5, 1136L, self, lower, upper, training, generator)
+torch_rrelu_ <- function(self, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op5, 1516L, self, lower, upper, training, generator)
 
-torch_rrelu_with_noise <- function(self, noise, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op6, 1137L, self, noise, lower, upper, training, generator)
+torch_rrelu_with_noise <- function(self, noise, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op6, 1517L, self, noise, lower, upper, training, generator)
 
-torch_rrelu_with_noise_ <- function(self, noise, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op6, 1138L, self, noise, lower, upper, training, generator)
+torch_rrelu_with_noise_ <- function(self, noise, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op6, 1518L, self, noise, lower, upper, training, generator)
 
-torch_rrelu_with_noise_backward <- function(grad_output, self, noise, lower, upper, training, self_is_result) .Call(C_op7, 1139L, grad_output, self, noise, lower, upper, training, self_is_result)
+torch_rrelu_with_noise_backward <- function(grad_output, self, noise, lower, upper, training, self_is_result) .Call(C_op7, 1519L, grad_output, self, noise, lower, upper, training, self_is_result)
 
+torch_rrelu_with_noise_out <- function(out, self, noise, lower = 0.125, upper = 0.3333333333333333, training = FALSE, generator = NULL) .Call(C_op7, 1520L, out, self, noise, lower, upper, training, generator)
+
 #' @rdname torch_ops
 #' @export
-torch_rsqrt <- function(self) .Call(C_op1, 1140L, self)
+torch_rsqrt <- function(self) .Call(C_op1, 1521L, self)
+
+torch_rsqrt_ <- function(self) .Call(C_op1, 1522L, self)
 
-torch_rsqrt_ <- function(self) .Call(C_op1, 1141L, self)
+torch_rsqrt_out <- function(out, self) .Call(C_op2, 1523L, out, self)
 
-torch_rsub <- function(self, other, alpha = 1L) .Call(C_op3, 1142L, self, other, alpha)
+torch_rsub <- function(self, other, alpha = 1L) .Call(C_op3, 1524L, self, other, alpha)
 
-.torch_scalar_tensor <- function(s, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1143L, s, dtype, layout, device, pin_memory)
+.torch_scalar_tensor <- function(s, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1525L, s, dtype, layout, device, pin_memory)
 
 #' @rdname torch_ops
 #' @export
-torch_scaled_dot_product_attention <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, scale = NULL, enable_gqa = FALSE) .Call(C_op8, 1144L, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+torch_scaled_dot_product_attention <- function(query, key, value, attn_mask = NULL, dropout_p = 0.0, is_causal = FALSE, scale = NULL, enable_gqa = FALSE) .Call(C_op8, 1526L, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+torch_scatter <- function(self, dim, index, src, value, reduce) .Call(C_op6, 1527L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce)
+
+torch_scatter_add <- function(self, dim, index, src) .Call(C_op4, 1528L, self, dim, index, src)
 
-torch_scatter <- function(self, dim, index, src, value, reduce) .Call(C_op6, 1145L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce)
+torch_scatter_add_out <- function(out, self, dim, index, src) .Call(C_op5, 1529L, out, self, dim, index, src)
 
-torch_scatter_add <- function(self, dim, index, src) .Call(C_op4, 1146L, self, dim, index, src)
+torch_scatter_out <- function(out, self, dim, index, src, value, reduce) .Call(C_op7, 1530L, out, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce)
 
-torch_scatter_reduce <- function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 1147L, self, dim, index, src, reduce, include_self)
+torch_scatter_reduce <- function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 1531L, self, dim, index, src, reduce, include_self)
 
+torch_scatter_reduce_out <- function(out, self, dim, index, src, reduce, include_self = TRUE) .Call(C_op7, 1532L, out, self, dim, index, src, reduce, include_self)
+
 #' @rdname torch_ops
 #' @export
-torch_searchsorted <- function(sorted_sequence, self, out_int32 = FALSE, right = FALSE, side = NULL, sorter = NULL) .Call(C_op6, 1148L, sorted_sequence, self, out_int32, right, side, sorter)
+torch_searchsorted <- function(sorted_sequence, self, out_int32 = FALSE, right = FALSE, side = NULL, sorter = NULL) .Call(C_op6, 1533L, sorted_sequence, self, out_int32, right, side, sorter)
+
+torch_searchsorted_out <- function(out, sorted_sequence, self, out_int32 = FALSE, right = FALSE, side = NULL, sorter = NULL) .Call(C_op7, 1534L, out, sorted_sequence, self, out_int32, right, side, sorter)
 
-torch_segment_reduce <- function(data, reduce, lengths = NULL, indices = NULL, offsets = NULL, axis = 0L, unsafe = FALSE, initial = NULL) .Call(C_op8, 1149L, data, reduce, lengths, indices, offsets, axis, unsafe, initial)
+torch_segment_reduce <- function(data, reduce, lengths = NULL, indices = NULL, offsets = NULL, axis = 0L, unsafe = FALSE, initial = NULL) .Call(C_op8, 1535L, data, reduce, lengths, indices, offsets, axis, unsafe, initial)
 
-torch_select <- function(self, dim, index) .Call(C_op3, 1150L, self, dim, index)
+torch_select <- function(self, dim, index) .Call(C_op3, 1536L, self, dim, index)
 
-torch_select_backward <- function(grad_output, input_sizes, dim, index) .Call(C_op4, 1151L, grad_output, input_sizes, dim, index)
+torch_select_backward <- function(grad_output, input_sizes, dim, index) .Call(C_op4, 1537L, grad_output, input_sizes, dim, index)
 
-torch_select_copy <- function(self, dim, index) .Call(C_op3, 1152L, self, dim, index)
+torch_select_copy <- function(self, dim, index) .Call(C_op3, 1538L, self, dim, index)
 
-torch_select_scatter <- function(self, src, dim, index) .Call(C_op4, 1153L, self, src, dim, index)
+torch_select_scatter <- function(self, src, dim, index) .Call(C_op4, 1539L, self, src, dim, index)
 
 #' @rdname torch_ops
 #' @export
-torch_selu <- function(self) .Call(C_op1, 1154L, self)
+torch_selu <- function(self) .Call(C_op1, 1540L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_selu_ <- function(self) .Call(C_op1, 1155L, self)
+torch_selu_ <- function(self) .Call(C_op1, 1541L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_sgn <- function(self) .Call(C_op1, 1156L, self)
+torch_sgn <- function(self) .Call(C_op1, 1542L, self)
 
+torch_sgn_out <- function(out, self) .Call(C_op2, 1543L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_sigmoid <- function(self) .Call(C_op1, 1157L, self)
+torch_sigmoid <- function(self) .Call(C_op1, 1544L, self)
+
+torch_sigmoid_ <- function(self) .Call(C_op1, 1545L, self)
 
-torch_sigmoid_ <- function(self) .Call(C_op1, 1158L, self)
+torch_sigmoid_backward <- function(grad_output, output) .Call(C_op2, 1546L, grad_output, output)
 
-torch_sigmoid_backward <- function(grad_output, output) .Call(C_op2, 1159L, grad_output, output)
+torch_sigmoid_backward_out <- function(grad_input, grad_output, output) .Call(C_op3, 1547L, grad_input, grad_output, output)
 
+torch_sigmoid_out <- function(out, self) .Call(C_op2, 1548L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_sign <- function(self) .Call(C_op1, 1160L, self)
+torch_sign <- function(self) .Call(C_op1, 1549L, self)
+
+torch_sign_out <- function(out, self) .Call(C_op2, 1550L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_signbit <- function(self) .Call(C_op1, 1161L, self)
+torch_signbit <- function(self) .Call(C_op1, 1551L, self)
+
+torch_signbit_out <- function(out, self) .Call(C_op2, 1552L, out, self)
+
+torch_silu <- function(self) .Call(C_op1, 1553L, self)
 
-torch_silu <- function(self) .Call(C_op1, 1162L, self)
+torch_silu_ <- function(self) .Call(C_op1, 1554L, self)
 
-torch_silu_ <- function(self) .Call(C_op1, 1163L, self)
+torch_silu_backward <- function(grad_output, self) .Call(C_op2, 1555L, grad_output, self)
 
-torch_silu_backward <- function(grad_output, self) .Call(C_op2, 1164L, grad_output, self)
+torch_silu_backward_out <- function(grad_input, grad_output, self) .Call(C_op3, 1556L, grad_input, grad_output, self)
 
+torch_silu_out <- function(out, self) .Call(C_op2, 1557L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_sin <- function(self) .Call(C_op1, 1165L, self)
+torch_sin <- function(self) .Call(C_op1, 1558L, self)
+
+torch_sin_ <- function(self) .Call(C_op1, 1559L, self)
 
-torch_sin_ <- function(self) .Call(C_op1, 1166L, self)
+torch_sin_out <- function(out, self) .Call(C_op2, 1560L, out, self)
 
-torch_sinc <- function(self) .Call(C_op1, 1167L, self)
+torch_sinc <- function(self) .Call(C_op1, 1561L, self)
 
-torch_sinc_ <- function(self) .Call(C_op1, 1168L, self)
+torch_sinc_ <- function(self) .Call(C_op1, 1562L, self)
 
+torch_sinc_out <- function(out, self) .Call(C_op2, 1563L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_sinh <- function(self) .Call(C_op1, 1169L, self)
+torch_sinh <- function(self) .Call(C_op1, 1564L, self)
+
+torch_sinh_ <- function(self) .Call(C_op1, 1565L, self)
 
-torch_sinh_ <- function(self) .Call(C_op1, 1170L, self)
+torch_sinh_out <- function(out, self) .Call(C_op2, 1566L, out, self)
 
-torch_size <- function(self, dim) .Call(C_op2, 1171L, self, dim)
+torch_size <- function(self, dim) .Call(C_op2, 1567L, self, dim)
 
-torch_slice <- function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 1172L, self, dim, start, end, step)
+torch_slice <- function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 1568L, self, dim, start, end, step)
 
-torch_slice_backward <- function(grad_output, input_sizes, dim, start, end, step) .Call(C_op6, 1173L, grad_output, input_sizes, dim, start, end, step)
+torch_slice_backward <- function(grad_output, input_sizes, dim, start, end, step) .Call(C_op6, 1569L, grad_output, input_sizes, dim, start, end, step)
 
-torch_slice_copy <- function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 1174L, self, dim, start, end, step)
+torch_slice_copy <- function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 1570L, self, dim, start, end, step)
 
-torch_slice_inverse <- function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1175L, self, src, dim, start, end, step)
+torch_slice_inverse <- function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1571L, self, src, dim, start, end, step)
 
-torch_slice_scatter <- function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1176L, self, src, dim, start, end, step)
+torch_slice_scatter <- function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1572L, self, src, dim, start, end, step)
 
 #' @rdname torch_ops
 #' @export
-torch_slogdet <- function(self) .Call(C_op1, 1177L, self)
+torch_slogdet <- function(self) .Call(C_op1, 1573L, self)
+
+torch_slogdet_out <- function(sign, logabsdet, self) .Call(C_op3, 1574L, sign, logabsdet, self)
+
+torch_slow_conv3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op6, 1575L, self, weight, kernel_size, bias, stride, padding)
+
+torch_slow_conv3d_forward <- function(self, weight, kernel_size, bias, stride, padding) .Call(C_op6, 1576L, self, weight, kernel_size, bias, stride, padding)
+
+torch_slow_conv3d_forward_out <- function(output, self, weight, kernel_size, bias, stride, padding) .Call(C_op7, 1577L, output, self, weight, kernel_size, bias, stride, padding)
 
-torch_slow_conv3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op6, 1178L, self, weight, kernel_size, bias, stride, padding)
+torch_slow_conv3d_out <- function(out, self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op7, 1578L, out, self, weight, kernel_size, bias, stride, padding)
 
-torch_slow_conv3d_forward <- function(self, weight, kernel_size, bias, stride, padding) .Call(C_op6, 1179L, self, weight, kernel_size, bias, stride, padding)
+torch_slow_conv_dilated2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, dilation = 1L) .Call(C_op7, 1579L, self, weight, kernel_size, bias, stride, padding, dilation)
 
-torch_slow_conv_dilated2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, dilation = 1L) .Call(C_op7, 1180L, self, weight, kernel_size, bias, stride, padding, dilation)
+torch_slow_conv_dilated3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, dilation = 1L) .Call(C_op7, 1580L, self, weight, kernel_size, bias, stride, padding, dilation)
 
-torch_slow_conv_dilated3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, dilation = 1L) .Call(C_op7, 1181L, self, weight, kernel_size, bias, stride, padding, dilation)
+torch_slow_conv_transpose2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op8, 1581L, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
 
-torch_slow_conv_transpose2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op8, 1182L, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
+torch_slow_conv_transpose2d_out <- function(out, self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op9, 1582L, out, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
 
-torch_slow_conv_transpose3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op8, 1183L, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
+torch_slow_conv_transpose3d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op8, 1583L, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
 
-torch_smm <- function(self, mat2) .Call(C_op2, 1184L, self, mat2)
+torch_slow_conv_transpose3d_out <- function(out, self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L, output_padding = 0L, dilation = 1L) .Call(C_op9, 1584L, out, self, weight, kernel_size, bias, stride, padding, output_padding, dilation)
 
-torch_smooth_l1_loss <- function(self, target, reduction = 1L, beta = 1.0) .Call(C_op4, 1185L, self, target, reduction, beta)
+torch_smm <- function(self, mat2) .Call(C_op2, 1585L, self, mat2)
 
-torch_smooth_l1_loss_backward <- function(grad_output, self, target, reduction, beta) .Call(C_op5, 1186L, grad_output, self, target, reduction, beta)
+torch_smooth_l1_loss <- function(self, target, reduction = 1L, beta = 1.0) .Call(C_op4, 1586L, self, target, reduction, beta)
 
-torch_soft_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1187L, self, target, reduction)
+torch_smooth_l1_loss_backward <- function(grad_output, self, target, reduction, beta) .Call(C_op5, 1587L, grad_output, self, target, reduction, beta)
 
-torch_soft_margin_loss_backward <- function(grad_output, self, target, reduction) .Call(C_op4, 1188L, grad_output, self, target, reduction)
+torch_smooth_l1_loss_backward_out <- function(grad_input, grad_output, self, target, reduction, beta) .Call(C_op6, 1588L, grad_input, grad_output, self, target, reduction, beta)
 
-torch_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1189L, self, dim, dtype)
+torch_smooth_l1_loss_out <- function(out, self, target, reduction = 1L, beta = 1.0) .Call(C_op5, 1589L, out, self, target, reduction, beta)
 
-torch_softplus <- function(self, beta = 1L, threshold = 20L) .Call(C_op3, 1190L, self, beta, threshold)
+torch_soft_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1590L, self, target, reduction)
 
-torch_softplus_backward <- function(grad_output, self, beta, threshold) .Call(C_op4, 1191L, grad_output, self, beta, threshold)
+torch_soft_margin_loss_backward <- function(grad_output, self, target, reduction) .Call(C_op4, 1591L, grad_output, self, target, reduction)
 
-torch_softshrink <- function(self, lambd = 0.5) .Call(C_op2, 1192L, self, lambd)
+torch_soft_margin_loss_backward_out <- function(grad_input, grad_output, self, target, reduction) .Call(C_op5, 1592L, grad_input, grad_output, self, target, reduction)
 
-torch_softshrink_backward <- function(grad_output, self, lambd) .Call(C_op3, 1193L, grad_output, self, lambd)
+torch_soft_margin_loss_out <- function(out, self, target, reduction = 1L) .Call(C_op4, 1593L, out, self, target, reduction)
 
-.torch_sort <- function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 1194L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending)
+torch_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1594L, self, dim, dtype)
 
-torch_sparse_bsc_tensor <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1195L, ccol_indices, row_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+torch_softmax_out <- function(out, self, dim, dtype = NULL) .Call(C_op4, 1595L, out, self, dim, dtype)
 
-torch_sparse_bsr_tensor <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1196L, crow_indices, col_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+torch_softplus <- function(self, beta = 1L, threshold = 20L) .Call(C_op3, 1596L, self, beta, threshold)
 
-torch_sparse_compressed_tensor <- function(compressed_indices, plain_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1197L, compressed_indices, plain_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+torch_softplus_backward <- function(grad_output, self, beta, threshold) .Call(C_op4, 1597L, grad_output, self, beta, threshold)
 
-.torch_sparse_coo_tensor <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op8, 1198L, if (missing(indices)) quote(expr = ) else indices, if (missing(values)) quote(expr = ) else values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory, is_coalesced)
+torch_softplus_backward_out <- function(grad_input, grad_output, self, beta, threshold) .Call(C_op5, 1598L, grad_input, grad_output, self, beta, threshold)
 
-torch_sparse_csc_tensor <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1199L, ccol_indices, row_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+torch_softplus_out <- function(out, self, beta = 1L, threshold = 20L) .Call(C_op4, 1599L, out, self, beta, threshold)
 
-torch_sparse_csr_tensor <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1200L, crow_indices, col_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+torch_softshrink <- function(self, lambd = 0.5) .Call(C_op2, 1600L, self, lambd)
 
+torch_softshrink_backward <- function(grad_output, self, lambd) .Call(C_op3, 1601L, grad_output, self, lambd)
+
+torch_softshrink_backward_out <- function(grad_input, grad_output, self, lambd) .Call(C_op4, 1602L, grad_input, grad_output, self, lambd)
+
+torch_softshrink_out <- function(out, self, lambd = 0.5) .Call(C_op3, 1603L, out, self, lambd)
+
+.torch_sort <- function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 1604L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending)
+
+torch_sort_out <- function(values, indices, self, stable, dim = -1L, descending = FALSE) .Call(C_op6, 1605L, values, indices, self, if (missing(stable)) quote(expr = ) else stable, dim, descending)
+
+torch_sparse_bsc_tensor <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1606L, ccol_indices, row_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+
+torch_sparse_bsr_tensor <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1607L, crow_indices, col_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+
+torch_sparse_compressed_tensor <- function(compressed_indices, plain_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1608L, compressed_indices, plain_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+
+.torch_sparse_coo_tensor <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op8, 1609L, if (missing(indices)) quote(expr = ) else indices, if (missing(values)) quote(expr = ) else values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory, is_coalesced)
+
+torch_sparse_csc_tensor <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1610L, ccol_indices, row_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+
+torch_sparse_csr_tensor <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1611L, crow_indices, col_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
+
 #' @rdname torch_ops
 #' @export
-torch_sparse_sampled_addmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1201L, self, mat1, mat2, beta, alpha)
+torch_sparse_sampled_addmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1612L, self, mat1, mat2, beta, alpha)
+
+torch_sparse_sampled_addmm_out <- function(out, self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op6, 1613L, out, self, mat1, mat2, beta, alpha)
+
+torch_special_airy_ai <- function(x) .Call(C_op1, 1614L, x)
+
+torch_special_airy_ai_out <- function(out, x) .Call(C_op2, 1615L, out, x)
+
+torch_special_bessel_j0 <- function(self) .Call(C_op1, 1616L, self)
+
+torch_special_bessel_j0_out <- function(out, self) .Call(C_op2, 1617L, out, self)
+
+torch_special_bessel_j1 <- function(self) .Call(C_op1, 1618L, self)
+
+torch_special_bessel_j1_out <- function(out, self) .Call(C_op2, 1619L, out, self)
+
+torch_special_bessel_y0 <- function(self) .Call(C_op1, 1620L, self)
+
+torch_special_bessel_y0_out <- function(out, self) .Call(C_op2, 1621L, out, self)
+
+torch_special_bessel_y1 <- function(self) .Call(C_op1, 1622L, self)
+
+torch_special_bessel_y1_out <- function(out, self) .Call(C_op2, 1623L, out, self)
+
+torch_special_chebyshev_polynomial_t <- function(x, n) .Call(C_op2, 1624L, x, n)
+
+torch_special_chebyshev_polynomial_t_out <- function(out, x, n) .Call(C_op3, 1625L, out, x, n)
+
+torch_special_chebyshev_polynomial_u <- function(x, n) .Call(C_op2, 1626L, x, n)
+
+torch_special_chebyshev_polynomial_u_out <- function(out, x, n) .Call(C_op3, 1627L, out, x, n)
+
+torch_special_chebyshev_polynomial_v <- function(x, n) .Call(C_op2, 1628L, x, n)
+
+torch_special_chebyshev_polynomial_v_out <- function(out, x, n) .Call(C_op3, 1629L, out, x, n)
+
+torch_special_chebyshev_polynomial_w <- function(x, n) .Call(C_op2, 1630L, x, n)
+
+torch_special_chebyshev_polynomial_w_out <- function(out, x, n) .Call(C_op3, 1631L, out, x, n)
+
+torch_special_digamma <- function(self) .Call(C_op1, 1632L, self)
+
+torch_special_digamma_out <- function(out, self) .Call(C_op2, 1633L, out, self)
+
+torch_special_entr <- function(self) .Call(C_op1, 1634L, self)
+
+torch_special_entr_out <- function(out, self) .Call(C_op2, 1635L, out, self)
+
+torch_special_erf <- function(self) .Call(C_op1, 1636L, self)
+
+torch_special_erf_out <- function(out, self) .Call(C_op2, 1637L, out, self)
+
+torch_special_erfc <- function(self) .Call(C_op1, 1638L, self)
+
+torch_special_erfc_out <- function(out, self) .Call(C_op2, 1639L, out, self)
+
+torch_special_erfcx <- function(self) .Call(C_op1, 1640L, self)
+
+torch_special_erfcx_out <- function(out, self) .Call(C_op2, 1641L, out, self)
+
+torch_special_erfinv <- function(self) .Call(C_op1, 1642L, self)
+
+torch_special_erfinv_out <- function(out, self) .Call(C_op2, 1643L, out, self)
+
+torch_special_exp2 <- function(self) .Call(C_op1, 1644L, self)
+
+torch_special_exp2_out <- function(out, self) .Call(C_op2, 1645L, out, self)
+
+torch_special_expit <- function(self) .Call(C_op1, 1646L, self)
+
+torch_special_expit_out <- function(out, self) .Call(C_op2, 1647L, out, self)
+
+torch_special_expm1 <- function(self) .Call(C_op1, 1648L, self)
+
+torch_special_expm1_out <- function(out, self) .Call(C_op2, 1649L, out, self)
 
-torch_special_airy_ai <- function(x) .Call(C_op1, 1202L, x)
+torch_special_gammainc <- function(self, other) .Call(C_op2, 1650L, self, other)
 
-torch_special_bessel_j0 <- function(self) .Call(C_op1, 1203L, self)
+torch_special_gammainc_out <- function(out, self, other) .Call(C_op3, 1651L, out, self, other)
 
-torch_special_bessel_j1 <- function(self) .Call(C_op1, 1204L, self)
+torch_special_gammaincc <- function(self, other) .Call(C_op2, 1652L, self, other)
 
-torch_special_bessel_y0 <- function(self) .Call(C_op1, 1205L, self)
+torch_special_gammaincc_out <- function(out, self, other) .Call(C_op3, 1653L, out, self, other)
 
-torch_special_bessel_y1 <- function(self) .Call(C_op1, 1206L, self)
+torch_special_gammaln <- function(self) .Call(C_op1, 1654L, self)
 
-torch_special_chebyshev_polynomial_t <- function(x, n) .Call(C_op2, 1207L, x, n)
+torch_special_gammaln_out <- function(out, self) .Call(C_op2, 1655L, out, self)
 
-torch_special_chebyshev_polynomial_u <- function(x, n) .Call(C_op2, 1208L, x, n)
+torch_special_hermite_polynomial_h <- function(x, n) .Call(C_op2, 1656L, x, n)
 
-torch_special_chebyshev_polynomial_v <- function(x, n) .Call(C_op2, 1209L, x, n)
+torch_special_hermite_polynomial_h_out <- function(out, x, n) .Call(C_op3, 1657L, out, x, n)
 
-torch_special_chebyshev_polynomial_w <- function(x, n) .Call(C_op2, 1210L, x, n)
+torch_special_hermite_polynomial_he <- function(x, n) .Call(C_op2, 1658L, x, n)
 
-torch_special_digamma <- function(self) .Call(C_op1, 1211L, self)
+torch_special_hermite_polynomial_he_out <- function(out, x, n) .Call(C_op3, 1659L, out, x, n)
 
-torch_special_entr <- function(self) .Call(C_op1, 1212L, self)
+torch_special_i0 <- function(self) .Call(C_op1, 1660L, self)
 
-torch_special_erf <- function(self) .Call(C_op1, 1213L, self)
+torch_special_i0_out <- function(out, self) .Call(C_op2, 1661L, out, self)
 
-torch_special_erfc <- function(self) .Call(C_op1, 1214L, self)
+torch_special_i0e <- function(self) .Call(C_op1, 1662L, self)
 
-torch_special_erfcx <- function(self) .Call(C_op1, 1215L, self)
+torch_special_i0e_out <- function(out, self) .Call(C_op2, 1663L, out, self)
 
-torch_special_erfinv <- function(self) .Call(C_op1, 1216L, self)
+torch_special_i1 <- function(self) .Call(C_op1, 1664L, self)
 
-torch_special_exp2 <- function(self) .Call(C_op1, 1217L, self)
+torch_special_i1_out <- function(out, self) .Call(C_op2, 1665L, out, self)
 
-torch_special_expit <- function(self) .Call(C_op1, 1218L, self)
+torch_special_i1e <- function(self) .Call(C_op1, 1666L, self)
 
-torch_special_expm1 <- function(self) .Call(C_op1, 1219L, self)
+torch_special_i1e_out <- function(out, self) .Call(C_op2, 1667L, out, self)
 
-torch_special_gammainc <- function(self, other) .Call(C_op2, 1220L, self, other)
+torch_special_laguerre_polynomial_l <- function(x, n) .Call(C_op2, 1668L, x, n)
 
-torch_special_gammaincc <- function(self, other) .Call(C_op2, 1221L, self, other)
+torch_special_laguerre_polynomial_l_out <- function(out, x, n) .Call(C_op3, 1669L, out, x, n)
 
-torch_special_gammaln <- function(self) .Call(C_op1, 1222L, self)
+torch_special_legendre_polynomial_p <- function(x, n) .Call(C_op2, 1670L, x, n)
 
-torch_special_hermite_polynomial_h <- function(x, n) .Call(C_op2, 1223L, x, n)
+torch_special_legendre_polynomial_p_out <- function(out, x, n) .Call(C_op3, 1671L, out, x, n)
 
-torch_special_hermite_polynomial_he <- function(x, n) .Call(C_op2, 1224L, x, n)
+torch_special_log1p <- function(self) .Call(C_op1, 1672L, self)
 
-torch_special_i0 <- function(self) .Call(C_op1, 1225L, self)
+torch_special_log1p_out <- function(out, self) .Call(C_op2, 1673L, out, self)
 
-torch_special_i0e <- function(self) .Call(C_op1, 1226L, self)
+torch_special_log_ndtr <- function(self) .Call(C_op1, 1674L, self)
 
-torch_special_i1 <- function(self) .Call(C_op1, 1227L, self)
+torch_special_log_ndtr_out <- function(out, self) .Call(C_op2, 1675L, out, self)
 
-torch_special_i1e <- function(self) .Call(C_op1, 1228L, self)
+torch_special_log_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1676L, self, dim, dtype)
 
-torch_special_laguerre_polynomial_l <- function(x, n) .Call(C_op2, 1229L, x, n)
+torch_special_logit <- function(self, eps = NULL) .Call(C_op2, 1677L, self, eps)
 
-torch_special_legendre_polynomial_p <- function(x, n) .Call(C_op2, 1230L, x, n)
+torch_special_logit_out <- function(out, self, eps = NULL) .Call(C_op3, 1678L, out, self, eps)
 
-torch_special_log1p <- function(self) .Call(C_op1, 1231L, self)
+torch_special_logsumexp <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1679L, self, dim, keepdim)
 
-torch_special_log_ndtr <- function(self) .Call(C_op1, 1232L, self)
+torch_special_logsumexp_out <- function(out, self, dim, keepdim = FALSE) .Call(C_op4, 1680L, out, self, dim, keepdim)
 
-torch_special_log_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1233L, self, dim, dtype)
+torch_special_modified_bessel_i0 <- function(self) .Call(C_op1, 1681L, self)
 
-torch_special_logit <- function(self, eps = NULL) .Call(C_op2, 1234L, self, eps)
+torch_special_modified_bessel_i0_out <- function(out, self) .Call(C_op2, 1682L, out, self)
 
-torch_special_logsumexp <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1235L, self, dim, keepdim)
+torch_special_modified_bessel_i1 <- function(self) .Call(C_op1, 1683L, self)
 
-torch_special_modified_bessel_i0 <- function(self) .Call(C_op1, 1236L, self)
+torch_special_modified_bessel_i1_out <- function(out, self) .Call(C_op2, 1684L, out, self)
 
-torch_special_modified_bessel_i1 <- function(self) .Call(C_op1, 1237L, self)
+torch_special_modified_bessel_k0 <- function(self) .Call(C_op1, 1685L, self)
 
-torch_special_modified_bessel_k0 <- function(self) .Call(C_op1, 1238L, self)
+torch_special_modified_bessel_k0_out <- function(out, self) .Call(C_op2, 1686L, out, self)
 
-torch_special_modified_bessel_k1 <- function(self) .Call(C_op1, 1239L, self)
+torch_special_modified_bessel_k1 <- function(self) .Call(C_op1, 1687L, self)
 
-torch_special_multigammaln <- function(self, p) .Call(C_op2, 1240L, self, p)
+torch_special_modified_bessel_k1_out <- function(out, self) .Call(C_op2, 1688L, out, self)
 
-torch_special_ndtr <- function(self) .Call(C_op1, 1241L, self)
+torch_special_multigammaln <- function(self, p) .Call(C_op2, 1689L, self, p)
 
-torch_special_ndtri <- function(self) .Call(C_op1, 1242L, self)
+torch_special_multigammaln_out <- function(out, self, p) .Call(C_op3, 1690L, out, self, p)
 
-torch_special_psi <- function(self) .Call(C_op1, 1243L, self)
+torch_special_ndtr <- function(self) .Call(C_op1, 1691L, self)
 
-torch_special_round <- function(self, decimals = 0L) .Call(C_op2, 1244L, self, decimals)
+torch_special_ndtr_out <- function(out, self) .Call(C_op2, 1692L, out, self)
 
-torch_special_scaled_modified_bessel_k0 <- function(x) .Call(C_op1, 1245L, x)
+torch_special_ndtri <- function(self) .Call(C_op1, 1693L, self)
 
-torch_special_scaled_modified_bessel_k1 <- function(x) .Call(C_op1, 1246L, x)
+torch_special_ndtri_out <- function(out, self) .Call(C_op2, 1694L, out, self)
 
-torch_special_shifted_chebyshev_polynomial_t <- function(x, n) .Call(C_op2, 1247L, x, n)
+torch_special_psi <- function(self) .Call(C_op1, 1695L, self)
 
-torch_special_shifted_chebyshev_polynomial_u <- function(x, n) .Call(C_op2, 1248L, x, n)
+torch_special_psi_out <- function(out, self) .Call(C_op2, 1696L, out, self)
 
-torch_special_shifted_chebyshev_polynomial_v <- function(x, n) .Call(C_op2, 1249L, x, n)
+torch_special_round <- function(self, decimals = 0L) .Call(C_op2, 1697L, self, decimals)
 
-torch_special_shifted_chebyshev_polynomial_w <- function(x, n) .Call(C_op2, 1250L, x, n)
+torch_special_round_out <- function(out, self, decimals = 0L) .Call(C_op3, 1698L, out, self, decimals)
 
-torch_special_sinc <- function(self) .Call(C_op1, 1251L, self)
+torch_special_scaled_modified_bessel_k0 <- function(x) .Call(C_op1, 1699L, x)
 
-torch_special_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1252L, self, dim, dtype)
+torch_special_scaled_modified_bessel_k0_out <- function(out, x) .Call(C_op2, 1700L, out, x)
 
-torch_special_spherical_bessel_j0 <- function(x) .Call(C_op1, 1253L, x)
+torch_special_scaled_modified_bessel_k1 <- function(x) .Call(C_op1, 1701L, x)
 
-torch_special_xlog1py <- function(self, other) .Call(C_op2, 1254L, self, other)
+torch_special_scaled_modified_bessel_k1_out <- function(out, x) .Call(C_op2, 1702L, out, x)
 
-torch_special_xlogy <- function(self, other) .Call(C_op2, 1255L, self, other)
+torch_special_shifted_chebyshev_polynomial_t <- function(x, n) .Call(C_op2, 1703L, x, n)
 
-torch_special_zeta <- function(self, other) .Call(C_op2, 1256L, self, other)
+torch_special_shifted_chebyshev_polynomial_t_out <- function(out, x, n) .Call(C_op3, 1704L, out, x, n)
 
-.torch_split <- function(self, split_size, dim = 1L) .Call(C_op3, 1257L, self, split_size, dim)
+torch_special_shifted_chebyshev_polynomial_u <- function(x, n) .Call(C_op2, 1705L, x, n)
 
-torch_split_copy <- function(self, split_size, dim = 1L) .Call(C_op3, 1258L, self, split_size, dim)
+torch_special_shifted_chebyshev_polynomial_u_out <- function(out, x, n) .Call(C_op3, 1706L, out, x, n)
 
-torch_split_with_sizes <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1259L, self, split_sizes, dim)
+torch_special_shifted_chebyshev_polynomial_v <- function(x, n) .Call(C_op2, 1707L, x, n)
 
-torch_split_with_sizes_copy <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1260L, self, split_sizes, dim)
+torch_special_shifted_chebyshev_polynomial_v_out <- function(out, x, n) .Call(C_op3, 1708L, out, x, n)
 
+torch_special_shifted_chebyshev_polynomial_w <- function(x, n) .Call(C_op2, 1709L, x, n)
+
+torch_special_shifted_chebyshev_polynomial_w_out <- function(out, x, n) .Call(C_op3, 1710L, out, x, n)
+
+torch_special_sinc <- function(self) .Call(C_op1, 1711L, self)
+
+torch_special_sinc_out <- function(out, self) .Call(C_op2, 1712L, out, self)
+
+torch_special_softmax <- function(self, dim, dtype = NULL) .Call(C_op3, 1713L, self, dim, dtype)
+
+torch_special_spherical_bessel_j0 <- function(x) .Call(C_op1, 1714L, x)
+
+torch_special_spherical_bessel_j0_out <- function(out, x) .Call(C_op2, 1715L, out, x)
+
+torch_special_xlog1py <- function(self, other) .Call(C_op2, 1716L, self, other)
+
+torch_special_xlog1py_out <- function(out, self, other) .Call(C_op3, 1717L, out, self, other)
+
+torch_special_xlogy <- function(self, other) .Call(C_op2, 1718L, self, other)
+
+torch_special_xlogy_out <- function(out, self, other) .Call(C_op3, 1719L, out, self, other)
+
+torch_special_zeta <- function(self, other) .Call(C_op2, 1720L, self, other)
+
+torch_special_zeta_out <- function(out, self, other) .Call(C_op3, 1721L, out, self, other)
+
+.torch_split <- function(self, split_size, dim = 1L) .Call(C_op3, 1722L, self, split_size, dim)
+
+torch_split_copy <- function(self, split_size, dim = 1L) .Call(C_op3, 1723L, self, split_size, dim)
+
+torch_split_copy_out <- function(out, self, split_size, dim = 1L) .Call(C_op4, 1724L, out, self, split_size, dim)
+
+torch_split_with_sizes <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1725L, self, split_sizes, dim)
+
+torch_split_with_sizes_copy <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1726L, self, split_sizes, dim)
+
+torch_split_with_sizes_copy_out <- function(out, self, split_sizes, dim = 1L) .Call(C_op4, 1727L, out, self, split_sizes, dim)
+
 #' @rdname torch_ops
 #' @export
-torch_sqrt <- function(self) .Call(C_op1, 1261L, self)
+torch_sqrt <- function(self) .Call(C_op1, 1728L, self)
+
+torch_sqrt_ <- function(self) .Call(C_op1, 1729L, self)
 
-torch_sqrt_ <- function(self) .Call(C_op1, 1262L, self)
+torch_sqrt_out <- function(out, self) .Call(C_op2, 1730L, out, self)
 
 #' @rdname torch_ops
 #' @export
-torch_square <- function(self) .Call(C_op1, 1263L, self)
+torch_square <- function(self) .Call(C_op1, 1731L, self)
 
-torch_square_ <- function(self) .Call(C_op1, 1264L, self)
+torch_square_ <- function(self) .Call(C_op1, 1732L, self)
 
+torch_square_out <- function(out, self) .Call(C_op2, 1733L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_squeeze <- function(self, dim) .Call(C_op2, 1265L, self, if (missing(dim)) quote(expr = ) else dim)
+torch_squeeze <- function(self, dim) .Call(C_op2, 1734L, self, if (missing(dim)) quote(expr = ) else dim)
+
+torch_squeeze_copy <- function(self, dim) .Call(C_op2, 1735L, self, if (missing(dim)) quote(expr = ) else dim)
 
-torch_squeeze_copy <- function(self, dim) .Call(C_op2, 1266L, self, if (missing(dim)) quote(expr = ) else dim)
+torch_sspaddmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1736L, self, mat1, mat2, beta, alpha)
 
-torch_sspaddmm <- function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1267L, self, mat1, mat2, beta, alpha)
+torch_sspaddmm_out <- function(out, self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op6, 1737L, out, self, mat1, mat2, beta, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_stack <- function(tensors, dim = 1L) .Call(C_op2, 1268L, tensors, dim)
+torch_stack <- function(tensors, dim = 1L) .Call(C_op2, 1738L, tensors, dim)
 
+torch_stack_out <- function(out, tensors, dim = 1L) .Call(C_op3, 1739L, out, tensors, dim)
+
 #' @rdname torch_ops
 #' @export
-torch_std <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1269L, self, dim, correction, unbiased, keepdim)
+torch_std <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1740L, self, dim, correction, unbiased, keepdim)
 
 #' @rdname torch_ops
 #' @export
-torch_std_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1270L, self, dim, correction, unbiased, keepdim)
+torch_std_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1741L, self, dim, correction, unbiased, keepdim)
+
+torch_std_out <- function(out, self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op6, 1742L, out, self, dim, correction, unbiased, keepdim)
 
-.torch_stft <- function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 1271L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+.torch_stft <- function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 1743L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
 
-torch_stride <- function(self, dim) .Call(C_op2, 1272L, self, dim)
+torch_stride <- function(self, dim) .Call(C_op2, 1744L, self, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_sub <- function(self, other, alpha = 1L) .Call(C_op3, 1273L, self, other, alpha)
+torch_sub <- function(self, other, alpha = 1L) .Call(C_op3, 1745L, self, other, alpha)
 
+torch_sub_out <- function(out, self, other, alpha = 1L) .Call(C_op4, 1746L, out, self, other, alpha)
+
 #' @rdname torch_ops
 #' @export
-torch_subtract <- function(self, other, alpha = 1L) .Call(C_op3, 1274L, self, other, alpha)
+torch_subtract <- function(self, other, alpha = 1L) .Call(C_op3, 1747L, self, other, alpha)
+
+torch_subtract_out <- function(out, self, other, alpha = 1L) .Call(C_op4, 1748L, out, self, other, alpha)
 
 #' @rdname torch_ops
 #' @export
-torch_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1275L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1749L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
 
+torch_sum_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1750L, out, self, dim, keepdim, dtype)
+
 #' @rdname torch_ops
 #' @export
-torch_svd <- function(self, some = TRUE, compute_uv = TRUE) .Call(C_op3, 1276L, self, some, compute_uv)
+torch_svd <- function(self, some = TRUE, compute_uv = TRUE) .Call(C_op3, 1751L, self, some, compute_uv)
+
+torch_svd_out <- function(U, S, V, self, some = TRUE, compute_uv = TRUE) .Call(C_op6, 1752L, U, S, V, self, some, compute_uv)
 
-torch_swapaxes <- function(self, axis0, axis1) .Call(C_op3, 1277L, self, axis0, axis1)
+torch_swapaxes <- function(self, axis0, axis1) .Call(C_op3, 1753L, self, axis0, axis1)
 
-torch_swapdims <- function(self, dim0, dim1) .Call(C_op3, 1278L, self, dim0, dim1)
+torch_swapdims <- function(self, dim0, dim1) .Call(C_op3, 1754L, self, dim0, dim1)
 
-torch_sym_constrain_range <- function(size, min = NULL, max = NULL) .Call(C_op3, 1279L, size, min, max)
+torch_sym_constrain_range <- function(size, min = NULL, max = NULL) .Call(C_op3, 1755L, size, min, max)
 
-torch_sym_constrain_range_for_size <- function(size, min = NULL, max = NULL) .Call(C_op3, 1280L, size, min, max)
+torch_sym_constrain_range_for_size <- function(size, min = NULL, max = NULL) .Call(C_op3, 1756L, size, min, max)
 
-torch_sym_is_contiguous <- function(self, memory_format = NULL) .Call(C_op2, 1281L, self, memory_format)
+torch_sym_is_contiguous <- function(self, memory_format = NULL) .Call(C_op2, 1757L, self, memory_format)
 
 #' @rdname torch_ops
 #' @export
-torch_t <- function(self) .Call(C_op1, 1282L, self)
+torch_t <- function(self) .Call(C_op1, 1758L, self)
 
-torch_t_copy <- function(self) .Call(C_op1, 1283L, self)
+torch_t_copy <- function(self) .Call(C_op1, 1759L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_take <- function(self, index) .Call(C_op2, 1284L, self, index)
+torch_take <- function(self, index) .Call(C_op2, 1760L, self, index)
 
 #' @rdname torch_ops
 #' @export
-torch_take_along_dim <- function(self, indices, dim = NULL) .Call(C_op3, 1285L, self, indices, dim)
+torch_take_along_dim <- function(self, indices, dim = NULL) .Call(C_op3, 1761L, self, indices, dim)
 
+torch_take_along_dim_out <- function(out, self, indices, dim = NULL) .Call(C_op4, 1762L, out, self, indices, dim)
+
+torch_take_out <- function(out, self, index) .Call(C_op3, 1763L, out, self, index)
+
 #' @rdname torch_ops
 #' @export
-torch_tan <- function(self) .Call(C_op1, 1286L, self)
+torch_tan <- function(self) .Call(C_op1, 1764L, self)
 
-torch_tan_ <- function(self) .Call(C_op1, 1287L, self)
+torch_tan_ <- function(self) .Call(C_op1, 1765L, self)
 
+torch_tan_out <- function(out, self) .Call(C_op2, 1766L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_tanh <- function(self) .Call(C_op1, 1288L, self)
+torch_tanh <- function(self) .Call(C_op1, 1767L, self)
+
+torch_tanh_ <- function(self) .Call(C_op1, 1768L, self)
 
-torch_tanh_ <- function(self) .Call(C_op1, 1289L, self)
+torch_tanh_backward <- function(grad_output, output) .Call(C_op2, 1769L, grad_output, output)
 
-torch_tanh_backward <- function(grad_output, output) .Call(C_op2, 1290L, grad_output, output)
+torch_tanh_backward_out <- function(grad_input, grad_output, output) .Call(C_op3, 1770L, grad_input, grad_output, output)
 
-torch_tensor_split <- function(self, indices, sections, tensor_indices_or_sections, dim = 1L) .Call(C_op5, 1291L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections, if (missing(tensor_indices_or_sections)) quote(expr = ) else tensor_indices_or_sections, dim)
+torch_tanh_out <- function(out, self) .Call(C_op2, 1771L, out, self)
 
-.torch_tensordot <- function(self, other, dims_self, dims_other) .Call(C_op4, 1292L, self, other, dims_self, dims_other)
+torch_tensor_split <- function(self, indices, sections, tensor_indices_or_sections, dim = 1L) .Call(C_op5, 1772L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections, if (missing(tensor_indices_or_sections)) quote(expr = ) else tensor_indices_or_sections, dim)
 
-torch_thnn_conv2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op6, 1293L, self, weight, kernel_size, bias, stride, padding)
+.torch_tensordot <- function(self, other, dims_self, dims_other) .Call(C_op4, 1773L, self, other, dims_self, dims_other)
 
-torch_threshold <- function(self, threshold, value) .Call(C_op3, 1294L, self, threshold, value)
+torch_tensordot_out <- function(out, self, other, dims_self, dims_other) .Call(C_op5, 1774L, out, self, other, dims_self, dims_other)
 
+torch_thnn_conv2d <- function(self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op6, 1775L, self, weight, kernel_size, bias, stride, padding)
+
+torch_thnn_conv2d_out <- function(out, self, weight, kernel_size, bias = NULL, stride = 1L, padding = 0L) .Call(C_op7, 1776L, out, self, weight, kernel_size, bias, stride, padding)
+
+torch_threshold <- function(self, threshold, value) .Call(C_op3, 1777L, self, threshold, value)
+
 #' @rdname torch_ops
 #' @export
-torch_threshold_ <- function(self, threshold, value) .Call(C_op3, 1295L, self, threshold, value)
+torch_threshold_ <- function(self, threshold, value) .Call(C_op3, 1778L, self, threshold, value)
+
+torch_threshold_backward <- function(grad_output, self, threshold) .Call(C_op3, 1779L, grad_output, self, threshold)
 
-torch_threshold_backward <- function(grad_output, self, threshold) .Call(C_op3, 1296L, grad_output, self, threshold)
+torch_threshold_backward_out <- function(grad_input, grad_output, self, threshold) .Call(C_op4, 1780L, grad_input, grad_output, self, threshold)
 
-torch_tile <- function(self, dims) .Call(C_op2, 1297L, self, dims)
+torch_threshold_out <- function(out, self, threshold, value) .Call(C_op4, 1781L, out, self, threshold, value)
 
-torch_to_dense_backward <- function(grad, input, masked_grad = NULL) .Call(C_op3, 1298L, grad, input, masked_grad)
+torch_tile <- function(self, dims) .Call(C_op2, 1782L, self, dims)
 
-torch_to_mkldnn_backward <- function(grad, input) .Call(C_op2, 1299L, grad, input)
+torch_to_dense_backward <- function(grad, input, masked_grad = NULL) .Call(C_op3, 1783L, grad, input, masked_grad)
 
-.torch_topk <- function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) .Call(C_op5, 1300L, self, k, dim, largest, sorted)
+torch_to_mkldnn_backward <- function(grad, input) .Call(C_op2, 1784L, grad, input)
 
+.torch_topk <- function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) .Call(C_op5, 1785L, self, k, dim, largest, sorted)
+
+torch_topk_out <- function(values, indices, self, k, dim = -1L, largest = TRUE, sorted = TRUE) .Call(C_op7, 1786L, values, indices, self, k, dim, largest, sorted)
+
 #' @rdname torch_ops
 #' @export
-torch_trace <- function(self) .Call(C_op1, 1301L, self)
+torch_trace <- function(self) .Call(C_op1, 1787L, self)
 
-torch_trace_backward <- function(grad, sizes) .Call(C_op2, 1302L, grad, sizes)
+torch_trace_backward <- function(grad, sizes) .Call(C_op2, 1788L, grad, sizes)
 
 #' @rdname torch_ops
 #' @export
-torch_transpose <- function(self, dim0, dim1) .Call(C_op3, 1303L, self, dim0, dim1)
+torch_transpose <- function(self, dim0, dim1) .Call(C_op3, 1789L, self, dim0, dim1)
 
-torch_transpose_copy <- function(self, dim0, dim1) .Call(C_op3, 1304L, self, dim0, dim1)
+torch_transpose_copy <- function(self, dim0, dim1) .Call(C_op3, 1790L, self, dim0, dim1)
 
-torch_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 1305L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 1791L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_trapz <- function(y, dx = 1, x, dim = -1L) .Call(C_op4, 1306L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_trapz <- function(y, dx = 1, x, dim = -1L) .Call(C_op4, 1792L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_triangular_solve <- function(self, A, upper = TRUE, transpose = FALSE, unitriangular = FALSE) .Call(C_op5, 1307L, self, A, upper, transpose, unitriangular)
+torch_triangular_solve <- function(self, A, upper = TRUE, transpose = FALSE, unitriangular = FALSE) .Call(C_op5, 1793L, self, A, upper, transpose, unitriangular)
 
+torch_triangular_solve_out <- function(X, M, self, A, upper = TRUE, transpose = FALSE, unitriangular = FALSE) .Call(C_op7, 1794L, X, M, self, A, upper, transpose, unitriangular)
+
 #' @rdname torch_ops
 #' @export
-torch_tril <- function(self, diagonal = 0L) .Call(C_op2, 1308L, self, diagonal)
+torch_tril <- function(self, diagonal = 0L) .Call(C_op2, 1795L, self, diagonal)
+
+.torch_tril_indices <- function(row, col, offset = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1796L, row, col, offset, dtype, layout, device, pin_memory)
 
-.torch_tril_indices <- function(row, col, offset = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1309L, row, col, offset, dtype, layout, device, pin_memory)
+torch_tril_out <- function(out, self, diagonal = 0L) .Call(C_op3, 1797L, out, self, diagonal)
 
-torch_triplet_margin_loss <- function(anchor, positive, negative, margin = 1.0, p = 2, eps = 1e-06, swap = FALSE, reduction = 1L) .Call(C_op8, 1310L, anchor, positive, negative, margin, p, eps, swap, reduction)
+torch_triplet_margin_loss <- function(anchor, positive, negative, margin = 1.0, p = 2, eps = 1e-06, swap = FALSE, reduction = 1L) .Call(C_op8, 1798L, anchor, positive, negative, margin, p, eps, swap, reduction)
 
 #' @rdname torch_ops
 #' @export
-torch_triu <- function(self, diagonal = 0L) .Call(C_op2, 1311L, self, diagonal)
+torch_triu <- function(self, diagonal = 0L) .Call(C_op2, 1799L, self, diagonal)
 
-.torch_triu_indices <- function(row, col, offset = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1312L, row, col, offset, dtype, layout, device, pin_memory)
+.torch_triu_indices <- function(row, col, offset = 0L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1800L, row, col, offset, dtype, layout, device, pin_memory)
 
+torch_triu_out <- function(out, self, diagonal = 0L) .Call(C_op3, 1801L, out, self, diagonal)
+
 #' @rdname torch_ops
 #' @export
-torch_true_divide <- function(self, other) .Call(C_op2, 1313L, self, other)
+torch_true_divide <- function(self, other) .Call(C_op2, 1802L, self, other)
+
+torch_true_divide_out <- function(out, self, other) .Call(C_op3, 1803L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_trunc <- function(self) .Call(C_op1, 1314L, self)
+torch_trunc <- function(self) .Call(C_op1, 1804L, self)
 
-torch_trunc_ <- function(self) .Call(C_op1, 1315L, self)
+torch_trunc_ <- function(self) .Call(C_op1, 1805L, self)
 
+torch_trunc_out <- function(out, self) .Call(C_op2, 1806L, out, self)
+
 #' @rdname torch_ops
 #' @export
-torch_unbind <- function(self, dim = 1L) .Call(C_op2, 1316L, self, dim)
+torch_unbind <- function(self, dim = 1L) .Call(C_op2, 1807L, self, dim)
+
+torch_unbind_copy <- function(self, dim = 1L) .Call(C_op2, 1808L, self, dim)
 
-torch_unbind_copy <- function(self, dim = 1L) .Call(C_op2, 1317L, self, dim)
+torch_unbind_copy_out <- function(out, self, dim = 1L) .Call(C_op3, 1809L, out, self, dim)
 
-torch_unflatten <- function(self, dim, sizes) .Call(C_op3, 1318L, self, dim, sizes)
+torch_unflatten <- function(self, dim, sizes) .Call(C_op3, 1810L, self, dim, sizes)
 
-torch_unflatten_dense_tensors <- function(flat, tensors) .Call(C_op2, 1319L, flat, tensors)
+torch_unflatten_dense_tensors <- function(flat, tensors) .Call(C_op2, 1811L, flat, tensors)
 
-torch_unfold_backward <- function(grad_in, input_sizes, dim, size, step) .Call(C_op5, 1320L, grad_in, input_sizes, dim, size, step)
+torch_unfold_backward <- function(grad_in, input_sizes, dim, size, step) .Call(C_op5, 1812L, grad_in, input_sizes, dim, size, step)
 
-torch_unfold_copy <- function(self, dimension, size, step) .Call(C_op4, 1321L, self, dimension, size, step)
+torch_unfold_copy <- function(self, dimension, size, step) .Call(C_op4, 1813L, self, dimension, size, step)
 
 #' @rdname torch_ops
 #' @export
-torch_unique_consecutive <- function(self, return_inverse = FALSE, return_counts = FALSE, dim = NULL) .Call(C_op4, 1322L, self, return_inverse, return_counts, dim)
+torch_unique_consecutive <- function(self, return_inverse = FALSE, return_counts = FALSE, dim = NULL) .Call(C_op4, 1814L, self, return_inverse, return_counts, dim)
 
-torch_unique_dim <- function(self, dim, sorted = TRUE, return_inverse = FALSE, return_counts = FALSE) .Call(C_op5, 1323L, self, dim, sorted, return_inverse, return_counts)
+torch_unique_dim <- function(self, dim, sorted = TRUE, return_inverse = FALSE, return_counts = FALSE) .Call(C_op5, 1815L, self, dim, sorted, return_inverse, return_counts)
 
-torch_unique_dim_consecutive <- function(self, dim, return_inverse = FALSE, return_counts = FALSE) .Call(C_op4, 1324L, self, dim, return_inverse, return_counts)
+torch_unique_dim_consecutive <- function(self, dim, return_inverse = FALSE, return_counts = FALSE) .Call(C_op4, 1816L, self, dim, return_inverse, return_counts)
 
 #' @rdname torch_ops
 #' @export
-torch_unsafe_chunk <- function(self, chunks, dim = 1L) .Call(C_op3, 1325L, self, chunks, dim)
+torch_unsafe_chunk <- function(self, chunks, dim = 1L) .Call(C_op3, 1817L, self, chunks, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_unsafe_split <- function(self, split_size, dim = 1L) .Call(C_op3, 1326L, self, split_size, dim)
+torch_unsafe_split <- function(self, split_size, dim = 1L) .Call(C_op3, 1818L, self, split_size, dim)
 
-torch_unsafe_split_with_sizes <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1327L, self, split_sizes, dim)
+torch_unsafe_split_with_sizes <- function(self, split_sizes, dim = 1L) .Call(C_op3, 1819L, self, split_sizes, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_unsqueeze <- function(self, dim) .Call(C_op2, 1328L, self, dim)
+torch_unsqueeze <- function(self, dim) .Call(C_op2, 1820L, self, dim)
+
+torch_unsqueeze_copy <- function(self, dim) .Call(C_op2, 1821L, self, dim)
+
+torch_upsample_bicubic2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1822L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+
+torch_upsample_bicubic2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1823L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+torch_upsample_bicubic2d_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1824L, grad_input, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
-torch_unsqueeze_copy <- function(self, dim) .Call(C_op2, 1329L, self, dim)
+torch_upsample_bicubic2d_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1825L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch_upsample_bicubic2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1330L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch_upsample_bilinear2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1826L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
 
-torch_upsample_bicubic2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1331L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+torch_upsample_bilinear2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1827L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
-torch_upsample_bilinear2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1332L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch_upsample_bilinear2d_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1828L, grad_input, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
-torch_upsample_bilinear2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1333L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+torch_upsample_bilinear2d_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1829L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch_upsample_linear1d <- function(input, self, output_size, align_corners, scale_factors, scales = NULL) .Call(C_op6, 1334L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+torch_upsample_linear1d <- function(input, self, output_size, align_corners, scale_factors, scales = NULL) .Call(C_op6, 1830L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
 
-torch_upsample_linear1d_backward <- function(grad_output, output_size, input_size, align_corners, scales = NULL) .Call(C_op5, 1335L, grad_output, output_size, input_size, align_corners, scales)
+torch_upsample_linear1d_backward <- function(grad_output, output_size, input_size, align_corners, scales = NULL) .Call(C_op5, 1831L, grad_output, output_size, input_size, align_corners, scales)
 
-.torch_upsample_nearest1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 1336L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+torch_upsample_linear1d_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales = NULL) .Call(C_op6, 1832L, grad_input, grad_output, output_size, input_size, align_corners, scales)
 
-torch_upsample_nearest1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 1337L, grad_output, output_size, input_size, scales)
+torch_upsample_linear1d_out <- function(out, self, output_size, align_corners, scales = NULL) .Call(C_op5, 1833L, out, self, output_size, align_corners, scales)
 
-.torch_upsample_nearest2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1338L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+.torch_upsample_nearest1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 1834L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
 
-torch_upsample_nearest2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 1339L, grad_output, output_size, input_size, scales_h, scales_w)
+torch_upsample_nearest1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 1835L, grad_output, output_size, input_size, scales)
 
-.torch_upsample_nearest3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1340L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+torch_upsample_nearest1d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales = NULL) .Call(C_op5, 1836L, grad_input, grad_output, output_size, input_size, scales)
 
-torch_upsample_nearest3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1341L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+torch_upsample_nearest1d_out <- function(out, self, output_size, scales = NULL) .Call(C_op4, 1837L, out, self, output_size, scales)
 
-.torch_upsample_trilinear3d <- function(input, self, output_size, align_corners, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op8, 1342L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+.torch_upsample_nearest2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1838L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
 
-torch_upsample_trilinear3d_backward <- function(grad_output, output_size, input_size, align_corners, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1343L, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+torch_upsample_nearest2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 1839L, grad_output, output_size, input_size, scales_h, scales_w)
 
-torch_value_selecting_reduction_backward <- function(grad, dim, indices, sizes, keepdim) .Call(C_op5, 1344L, grad, dim, indices, sizes, keepdim)
+torch_upsample_nearest2d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1840L, grad_input, grad_output, output_size, input_size, scales_h, scales_w)
 
-torch_values_copy <- function(self) .Call(C_op1, 1345L, self)
+torch_upsample_nearest2d_out <- function(out, self, output_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 1841L, out, self, output_size, scales_h, scales_w)
 
-.torch_vander <- function(x, N = NULL, increasing = FALSE) .Call(C_op3, 1346L, x, N, increasing)
+.torch_upsample_nearest3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1842L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
 
+torch_upsample_nearest3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1843L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+torch_upsample_nearest3d_backward_out <- function(grad_input, grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1844L, grad_input, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+torch_upsample_nearest3d_out <- function(out, self, output_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1845L, out, self, output_size, scales_d, scales_h, scales_w)
+
+.torch_upsample_trilinear3d <- function(input, self, output_size, align_corners, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op8, 1846L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+
+torch_upsample_trilinear3d_backward <- function(grad_output, output_size, input_size, align_corners, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1847L, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+
+torch_upsample_trilinear3d_backward_out <- function(grad_input, grad_output, output_size, input_size, align_corners, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op8, 1848L, grad_input, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+
+torch_upsample_trilinear3d_out <- function(out, self, output_size, align_corners, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1849L, out, self, output_size, align_corners, scales_d, scales_h, scales_w)
+
+torch_value_selecting_reduction_backward <- function(grad, dim, indices, sizes, keepdim) .Call(C_op5, 1850L, grad, dim, indices, sizes, keepdim)
+
+torch_values_copy <- function(self) .Call(C_op1, 1851L, self)
+
+.torch_vander <- function(x, N = NULL, increasing = FALSE) .Call(C_op3, 1852L, x, N, increasing)
+
 #' @rdname torch_ops
 #' @export
-torch_var <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1347L, self, dim, correction, unbiased, keepdim)
+torch_var <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1853L, self, dim, correction, unbiased, keepdim)
 
 #' @rdname torch_ops
 #' @export
-torch_var_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1348L, self, dim, correction, unbiased, keepdim)
+torch_var_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1854L, self, dim, correction, unbiased, keepdim)
 
+torch_var_out <- function(out, self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op6, 1855L, out, self, dim, correction, unbiased, keepdim)
+
 #' @rdname torch_ops
 #' @export
-torch_vdot <- function(self, other) .Call(C_op2, 1349L, self, other)
+torch_vdot <- function(self, other) .Call(C_op2, 1856L, self, other)
+
+torch_vdot_out <- function(out, self, other) .Call(C_op3, 1857L, out, self, other)
 
 #' @rdname torch_ops
 #' @export
-torch_view_as_complex <- function(self) .Call(C_op1, 1350L, self)
+torch_view_as_complex <- function(self) .Call(C_op1, 1858L, self)
 
-torch_view_as_complex_copy <- function(self) .Call(C_op1, 1351L, self)
+torch_view_as_complex_copy <- function(self) .Call(C_op1, 1859L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_view_as_real <- function(self) .Call(C_op1, 1352L, self)
+torch_view_as_real <- function(self) .Call(C_op1, 1860L, self)
 
-torch_view_as_real_copy <- function(self) .Call(C_op1, 1353L, self)
+torch_view_as_real_copy <- function(self) .Call(C_op1, 1861L, self)
 
-torch_view_copy <- function(self, dtype, size) .Call(C_op3, 1354L, self, if (missing(dtype)) quote(expr = ) else dtype, if (missing(size)) quote(expr = ) else size)
+torch_view_copy <- function(self, dtype, size) .Call(C_op3, 1862L, self, if (missing(dtype)) quote(expr = ) else dtype, if (missing(size)) quote(expr = ) else size)
 
-torch_vsplit <- function(self, indices, sections) .Call(C_op3, 1355L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
+torch_vsplit <- function(self, indices, sections) .Call(C_op3, 1863L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections)
 
 #' @rdname torch_ops
 #' @export
-torch_vstack <- function(tensors) .Call(C_op1, 1356L, tensors)
+torch_vstack <- function(tensors) .Call(C_op1, 1864L, tensors)
+
+torch_vstack_out <- function(out, tensors) .Call(C_op2, 1865L, out, tensors)
+
+.torch_where <- function(condition, self, other) .Call(C_op3, 1866L, condition, if (missing(self)) quote(expr = ) else self, if (missing(other)) quote(expr = ) else other)
+
+torch_where_out <- function(out, condition, self, other) .Call(C_op4, 1867L, out, condition, self, other)
+
+torch_xlogy <- function(self, other) .Call(C_op2, 1868L, self, other)
 
-.torch_where <- function(condition, self, other) .Call(C_op3, 1357L, condition, if (missing(self)) quote(expr = ) else self, if (missing(other)) quote(expr = ) else other)
+torch_xlogy_ <- function(self, other) .Call(C_op2, 1869L, self, other)
 
-torch_xlogy <- function(self, other) .Call(C_op2, 1358L, self, other)
+torch_xlogy_out <- function(out, self, other) .Call(C_op3, 1870L, out, self, other)
 
-torch_xlogy_ <- function(self, other) .Call(C_op2, 1359L, self, other)
+torch_zero_ <- function(self) .Call(C_op1, 1871L, self)
 
-torch_zero_ <- function(self) .Call(C_op1, 1360L, self)
+.torch_zeros <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1872L, size, dtype, layout, device, pin_memory)
 
-.torch_zeros <- function(size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op5, 1361L, size, dtype, layout, device, pin_memory)
+.torch_zeros_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 1873L, self, dtype, layout, device, pin_memory, memory_format)
 
-.torch_zeros_like <- function(self, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, memory_format = NULL) .Call(C_op6, 1362L, self, dtype, layout, device, pin_memory, memory_format)
+torch_zeros_out <- function(out, size) .Call(C_op2, 1874L, out, size)
 
 # The tensor methods (x$name()), by name.
 tensor_methods <- list(
-  "__and__" = function(self, other) .Call(C_op2, 1363L, self, other),
-  "__iand__" = function(self, other) .Call(C_op2, 1364L, self, other),
-  "__ilshift__" = function(self, other) .Call(C_op2, 1365L, self, other),
-  "__ior__" = function(self, other) .Call(C_op2, 1366L, self, other),
-  "__irshift__" = function(self, other) .Call(C_op2, 1367L, self, other),
-  "__ixor__" = function(self, other) .Call(C_op2, 1368L, self, other),
-  "__lshift__" = function(self, other) .Call(C_op2, 1369L, self, other),
-  "__or__" = function(self, other) .Call(C_op2, 1370L, self, other),
-  "__rshift__" = function(self, other) .Call(C_op2, 1371L, self, other),
-  "__xor__" = function(self, other) .Call(C_op2, 1372L, self, other),
-  "_addmm_activation" = function(self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op6, 1373L, self, mat1, mat2, beta, alpha, use_gelu),
-  "_autocast_to_full_precision" = function(self, cuda_enabled, cpu_enabled) .Call(C_op3, 1374L, self, cuda_enabled, cpu_enabled),
-  "_autocast_to_reduced_precision" = function(self, cuda_enabled, cpu_enabled, cuda_dtype, cpu_dtype) .Call(C_op5, 1375L, self, cuda_enabled, cpu_enabled, cuda_dtype, cpu_dtype),
-  "_coalesced_" = function(self, coalesced) .Call(C_op2, 1376L, self, coalesced),
-  "_conj" = function(self) .Call(C_op1, 1377L, self),
-  "_conj_physical" = function(self) .Call(C_op1, 1378L, self),
-  "_dimI" = function(self) .Call(C_op1, 1379L, self),
-  "_dimV" = function(self) .Call(C_op1, 1380L, self),
-  "_fw_primal" = function(self, level) .Call(C_op2, 1381L, self, level),
-  "_indices" = function(self) .Call(C_op1, 1382L, self),
-  "_is_all_true" = function(self) .Call(C_op1, 1383L, self),
-  "_is_any_true" = function(self) .Call(C_op1, 1384L, self),
-  "_is_zerotensor" = function(self) .Call(C_op1, 1385L, self),
-  "_lazy_clone" = function(self) .Call(C_op1, 1386L, self),
-  "_neg_view" = function(self) .Call(C_op1, 1387L, self),
-  "_nested_tensor_size" = function(self) .Call(C_op1, 1388L, self),
-  "_nested_tensor_storage_offsets" = function(self) .Call(C_op1, 1389L, self),
-  "_nested_tensor_strides" = function(self) .Call(C_op1, 1390L, self),
-  "_nnz" = function(self) .Call(C_op1, 1391L, self),
-  "_philox_normal_" = function(self, key, mean = 0, std = 1) .Call(C_op4, 1392L, self, key, mean, std),
-  "_philox_uniform_" = function(self, key, low = 0, high = 1) .Call(C_op4, 1393L, self, key, low, high),
-  "_reshape_alias" = function(self, size, stride) .Call(C_op3, 1394L, self, size, stride),
-  "_sparse_mask_projection" = function(self, mask, accumulate_matches = FALSE) .Call(C_op3, 1395L, self, mask, accumulate_matches),
-  "_to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 1396L, self, dtype, masked_grad),
-  "_to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 1397L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
-  "_to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1398L, self, blocksize, dense_dim),
-  "_to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1399L, self, blocksize, dense_dim),
-  "_to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 1400L, self, dense_dim),
-  "_to_sparse_csr" = function(self, dense_dim = NULL) .Call(C_op2, 1401L, self, dense_dim),
-  "_values" = function(self) .Call(C_op1, 1402L, self),
-  "_version" = function(self) .Call(C_op1, 1403L, self),
-  "abs" = function(self) .Call(C_op1, 1404L, self),
-  "abs_" = function(self) .Call(C_op1, 1405L, self),
-  "absolute" = function(self) .Call(C_op1, 1406L, self),
-  "absolute_" = function(self) .Call(C_op1, 1407L, self),
-  "acos" = function(self) .Call(C_op1, 1408L, self),
-  "acos_" = function(self) .Call(C_op1, 1409L, self),
-  "acosh" = function(self) .Call(C_op1, 1410L, self),
-  "acosh_" = function(self) .Call(C_op1, 1411L, self),
-  "add" = function(self, other, alpha = 1L) .Call(C_op3, 1412L, self, other, alpha),
-  "add_" = function(self, other, alpha = 1L) .Call(C_op3, 1413L, self, other, alpha),
-  "addbmm" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1414L, self, batch1, batch2, beta, alpha),
-  "addbmm_" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1415L, self, batch1, batch2, beta, alpha),
-  "addcdiv" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1416L, self, tensor1, tensor2, value),
-  "addcdiv_" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1417L, self, tensor1, tensor2, value),
-  "addcmul" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1418L, self, tensor1, tensor2, value),
-  "addcmul_" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1419L, self, tensor1, tensor2, value),
-  "addmm" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1420L, self, mat1, mat2, beta, alpha),
-  "addmm_" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1421L, self, mat1, mat2, beta, alpha),
-  "addmv" = function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 1422L, self, mat, vec, beta, alpha),
-  "addmv_" = function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 1423L, self, mat, vec, beta, alpha),
-  "addr" = function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 1424L, self, vec1, vec2, beta, alpha),
-  "addr_" = function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 1425L, self, vec1, vec2, beta, alpha),
-  "adjoint" = function(self) .Call(C_op1, 1426L, self),
-  "alias" = function(self) .Call(C_op1, 1427L, self),
-  "all" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1428L, self, dim, keepdim),
-  "allclose" = function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 1429L, self, other, rtol, atol, equal_nan),
-  "amax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1430L, self, dim, keepdim),
-  "amin" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1431L, self, dim, keepdim),
-  "aminmax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1432L, self, dim, keepdim),
-  "angle" = function(self) .Call(C_op1, 1433L, self),
-  "any" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1434L, self, dim, keepdim),
-  "arccos" = function(self) .Call(C_op1, 1435L, self),
-  "arccos_" = function(self) .Call(C_op1, 1436L, self),
-  "arccosh" = function(self) .Call(C_op1, 1437L, self),
-  "arccosh_" = function(self) .Call(C_op1, 1438L, self),
-  "arcsin" = function(self) .Call(C_op1, 1439L, self),
-  "arcsin_" = function(self) .Call(C_op1, 1440L, self),
-  "arcsinh" = function(self) .Call(C_op1, 1441L, self),
-  "arcsinh_" = function(self) .Call(C_op1, 1442L, self),
-  "arctan" = function(self) .Call(C_op1, 1443L, self),
-  "arctan2" = function(self, other) .Call(C_op2, 1444L, self, other),
-  "arctan2_" = function(self, other) .Call(C_op2, 1445L, self, other),
-  "arctan_" = function(self) .Call(C_op1, 1446L, self),
-  "arctanh" = function(self) .Call(C_op1, 1447L, self),
-  "arctanh_" = function(self) .Call(C_op1, 1448L, self),
-  "argmax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1449L, self, dim, keepdim),
-  "argmin" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1450L, self, dim, keepdim),
-  "argsort" = function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 1451L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending),
-  "argwhere" = function(self) .Call(C_op1, 1452L, self),
-  "as_strided" = function(self, size, stride, storage_offset = NULL) .Call(C_op4, 1453L, self, size, stride, storage_offset),
-  "as_strided_" = function(self, size, stride, storage_offset = NULL) .Call(C_op4, 1454L, self, size, stride, storage_offset),
-  "as_strided_scatter" = function(self, src, size, stride, storage_offset = NULL) .Call(C_op5, 1455L, self, src, size, stride, storage_offset),
-  "asin" = function(self) .Call(C_op1, 1456L, self),
-  "asin_" = function(self) .Call(C_op1, 1457L, self),
-  "asinh" = function(self) .Call(C_op1, 1458L, self),
-  "asinh_" = function(self) .Call(C_op1, 1459L, self),
-  "atan" = function(self) .Call(C_op1, 1460L, self),
-  "atan2" = function(self, other) .Call(C_op2, 1461L, self, other),
-  "atan2_" = function(self, other) .Call(C_op2, 1462L, self, other),
-  "atan_" = function(self) .Call(C_op1, 1463L, self),
-  "atanh" = function(self) .Call(C_op1, 1464L, self),
-  "atanh_" = function(self) .Call(C_op1, 1465L, self),
-  "baddbmm" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1466L, self, batch1, batch2, beta, alpha),
-  "baddbmm_" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1467L, self, batch1, batch2, beta, alpha),
-  "bernoulli" = function(self, p, generator = NULL) .Call(C_op3, 1468L, self, if (missing(p)) quote(expr = ) else p, generator),
-  "bernoulli_" = function(self, p = 0.5, generator = NULL) .Call(C_op3, 1469L, self, p, generator),
-  "bincount" = function(self, weights = NULL, minlength = 0L) .Call(C_op3, 1470L, self, weights, minlength),
-  "bitwise_and" = function(self, other) .Call(C_op2, 1471L, self, other),
-  "bitwise_and_" = function(self, other) .Call(C_op2, 1472L, self, other),
-  "bitwise_left_shift" = function(self, other) .Call(C_op2, 1473L, self, other),
-  "bitwise_left_shift_" = function(self, other) .Call(C_op2, 1474L, self, other),
-  "bitwise_not" = function(self) .Call(C_op1, 1475L, self),
-  "bitwise_not_" = function(self) .Call(C_op1, 1476L, self),
-  "bitwise_or" = function(self, other) .Call(C_op2, 1477L, self, other),
-  "bitwise_or_" = function(self, other) .Call(C_op2, 1478L, self, other),
-  "bitwise_right_shift" = function(self, other) .Call(C_op2, 1479L, self, other),
-  "bitwise_right_shift_" = function(self, other) .Call(C_op2, 1480L, self, other),
-  "bitwise_xor" = function(self, other) .Call(C_op2, 1481L, self, other),
-  "bitwise_xor_" = function(self, other) .Call(C_op2, 1482L, self, other),
-  "bmm" = function(self, mat2) .Call(C_op2, 1483L, self, mat2),
-  "broadcast_to" = function(self, size) .Call(C_op2, 1484L, self, size),
-  "cauchy_" = function(self, median = 0, sigma = 1, generator = NULL) .Call(C_op4, 1485L, self, median, sigma, generator),
-  "ccol_indices" = function(self) .Call(C_op1, 1486L, self),
-  "ceil" = function(self) .Call(C_op1, 1487L, self),
-  "ceil_" = function(self) .Call(C_op1, 1488L, self),
-  "chalf" = function(self, memory_format = NULL) .Call(C_op2, 1489L, self, memory_format),
-  "cholesky" = function(self, upper = FALSE) .Call(C_op2, 1490L, self, upper),
-  "cholesky_inverse" = function(self, upper = FALSE) .Call(C_op2, 1491L, self, upper),
-  "cholesky_solve" = function(self, input2, upper = FALSE) .Call(C_op3, 1492L, self, input2, upper),
-  "chunk" = function(self, chunks, dim = 1L) .Call(C_op3, 1493L, self, chunks, dim),
-  "clamp" = function(self, min = NULL, max = NULL) .Call(C_op3, 1494L, self, min, max),
-  "clamp_" = function(self, min = NULL, max = NULL) .Call(C_op3, 1495L, self, min, max),
-  "clamp_max" = function(self, max) .Call(C_op2, 1496L, self, max),
-  "clamp_max_" = function(self, max) .Call(C_op2, 1497L, self, max),
-  "clamp_min" = function(self, min) .Call(C_op2, 1498L, self, min),
-  "clamp_min_" = function(self, min) .Call(C_op2, 1499L, self, min),
-  "clip" = function(self, min = NULL, max = NULL) .Call(C_op3, 1500L, self, min, max),
-  "clip_" = function(self, min = NULL, max = NULL) .Call(C_op3, 1501L, self, min, max),
-  "clone" = function(self, memory_format = NULL) .Call(C_op2, 1502L, self, memory_format),
-  "coalesce" = function(self) .Call(C_op1, 1503L, self),
-  "col_indices" = function(self) .Call(C_op1, 1504L, self),
-  "conj" = function(self) .Call(C_op1, 1505L, self),
-  "conj_physical" = function(self) .Call(C_op1, 1506L, self),
-  "conj_physical_" = function(self) .Call(C_op1, 1507L, self),
-  "contiguous" = function(self, memory_format = NULL) .Call(C_op2, 1508L, self, memory_format),
-  "copy_" = function(self, src, non_blocking = FALSE) .Call(C_op3, 1509L, self, src, non_blocking),
-  "copysign" = function(self, other) .Call(C_op2, 1510L, self, other),
-  "copysign_" = function(self, other) .Call(C_op2, 1511L, self, other),
-  "corrcoef" = function(self) .Call(C_op1, 1512L, self),
-  "cos" = function(self) .Call(C_op1, 1513L, self),
-  "cos_" = function(self) .Call(C_op1, 1514L, self),
-  "cosh" = function(self) .Call(C_op1, 1515L, self),
-  "cosh_" = function(self) .Call(C_op1, 1516L, self),
-  "count_nonzero" = function(self, dim = NULL) .Call(C_op2, 1517L, self, dim),
-  "cov" = function(self, correction = 1L, fweights = NULL, aweights = NULL) .Call(C_op4, 1518L, self, correction, fweights, aweights),
-  "cross" = function(self, other, dim = NULL) .Call(C_op3, 1519L, self, other, dim),
-  "crow_indices" = function(self) .Call(C_op1, 1520L, self),
-  "cummax" = function(self, dim) .Call(C_op2, 1521L, self, dim),
-  "cummin" = function(self, dim) .Call(C_op2, 1522L, self, dim),
-  "cumprod" = function(self, dim, dtype = NULL) .Call(C_op3, 1523L, self, dim, dtype),
-  "cumprod_" = function(self, dim, dtype = NULL) .Call(C_op3, 1524L, self, dim, dtype),
-  "cumsum" = function(self, dim, dtype = NULL) .Call(C_op3, 1525L, self, dim, dtype),
-  "cumsum_" = function(self, dim, dtype = NULL) .Call(C_op3, 1526L, self, dim, dtype),
-  "data" = function(self) .Call(C_op1, 1527L, self),
-  "deg2rad" = function(self) .Call(C_op1, 1528L, self),
-  "deg2rad_" = function(self) .Call(C_op1, 1529L, self),
-  "dense_dim" = function(self) .Call(C_op1, 1530L, self),
-  "dequantize" = function(self) .Call(C_op1, 1531L, self),
-  "det" = function(self) .Call(C_op1, 1532L, self),
-  "detach" = function(self) .Call(C_op1, 1533L, self),
-  "detach_" = function(self) .Call(C_op1, 1534L, self),
-  "diag" = function(self, diagonal = 0L) .Call(C_op2, 1535L, self, diagonal),
-  "diag_embed" = function(self, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 1536L, self, offset, dim1, dim2),
-  "diagflat" = function(self, offset = 0L) .Call(C_op2, 1537L, self, offset),
-  "diagonal" = function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 1538L, self, offset, dim1, dim2),
-  "diagonal_scatter" = function(self, src, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op5, 1539L, self, src, offset, dim1, dim2),
-  "diff" = function(self, n = 1L, dim = -1L, prepend = NULL, append = NULL) .Call(C_op5, 1540L, self, n, dim, prepend, append),
-  "digamma" = function(self) .Call(C_op1, 1541L, self),
-  "digamma_" = function(self) .Call(C_op1, 1542L, self),
-  "dim" = function(self) .Call(C_op1, 1543L, self),
-  "dist" = function(self, other, p = 2L) .Call(C_op3, 1544L, self, other, p),
-  "div" = function(self, other, rounding_mode) .Call(C_op3, 1545L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
-  "div_" = function(self, other, rounding_mode) .Call(C_op3, 1546L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
-  "divide" = function(self, other, rounding_mode) .Call(C_op3, 1547L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
-  "divide_" = function(self, other, rounding_mode) .Call(C_op3, 1548L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
-  "dot" = function(self, tensor) .Call(C_op2, 1549L, self, tensor),
-  "dsplit" = function(self, indices, sections) .Call(C_op3, 1550L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
-  "eq" = function(self, other) .Call(C_op2, 1551L, self, other),
-  "eq_" = function(self, other) .Call(C_op2, 1552L, self, other),
-  "equal" = function(self, other) .Call(C_op2, 1553L, self, other),
-  "erf" = function(self) .Call(C_op1, 1554L, self),
-  "erf_" = function(self) .Call(C_op1, 1555L, self),
-  "erfc" = function(self) .Call(C_op1, 1556L, self),
-  "erfc_" = function(self) .Call(C_op1, 1557L, self),
-  "erfinv" = function(self) .Call(C_op1, 1558L, self),
-  "erfinv_" = function(self) .Call(C_op1, 1559L, self),
-  "exp" = function(self) .Call(C_op1, 1560L, self),
-  "exp2" = function(self) .Call(C_op1, 1561L, self),
-  "exp2_" = function(self) .Call(C_op1, 1562L, self),
-  "exp_" = function(self) .Call(C_op1, 1563L, self),
-  "expand" = function(self, size, implicit = FALSE) .Call(C_op3, 1564L, self, size, implicit),
-  "expand_as" = function(self, other) .Call(C_op2, 1565L, self, other),
-  "expm1" = function(self) .Call(C_op1, 1566L, self),
-  "expm1_" = function(self) .Call(C_op1, 1567L, self),
-  "exponential_" = function(self, lambd = 1, generator = NULL) .Call(C_op3, 1568L, self, lambd, generator),
-  "fill_" = function(self, value) .Call(C_op2, 1569L, self, value),
-  "fill_diagonal_" = function(self, fill_value, wrap = FALSE) .Call(C_op3, 1570L, self, fill_value, wrap),
-  "fix" = function(self) .Call(C_op1, 1571L, self),
-  "fix_" = function(self) .Call(C_op1, 1572L, self),
-  "flatten" = function(self, start_dim = 1L, end_dim = -1L) .Call(C_op3, 1573L, self, start_dim, end_dim),
-  "flip" = function(self, dims) .Call(C_op2, 1574L, self, dims),
-  "fliplr" = function(self) .Call(C_op1, 1575L, self),
-  "flipud" = function(self) .Call(C_op1, 1576L, self),
-  "float_power" = function(self, exponent) .Call(C_op2, 1577L, self, exponent),
-  "float_power_" = function(self, exponent) .Call(C_op2, 1578L, self, exponent),
-  "floor" = function(self) .Call(C_op1, 1579L, self),
-  "floor_" = function(self) .Call(C_op1, 1580L, self),
-  "floor_divide" = function(self, other) .Call(C_op2, 1581L, self, other),
-  "floor_divide_" = function(self, other) .Call(C_op2, 1582L, self, other),
-  "fmax" = function(self, other) .Call(C_op2, 1583L, self, other),
-  "fmin" = function(self, other) .Call(C_op2, 1584L, self, other),
-  "fmod" = function(self, other) .Call(C_op2, 1585L, self, other),
-  "fmod_" = function(self, other) .Call(C_op2, 1586L, self, other),
-  "frac" = function(self) .Call(C_op1, 1587L, self),
-  "frac_" = function(self) .Call(C_op1, 1588L, self),
-  "frexp" = function(self) .Call(C_op1, 1589L, self),
-  "gather" = function(self, dim, index, sparse_grad = FALSE) .Call(C_op4, 1590L, self, dim, index, sparse_grad),
-  "gcd" = function(self, other) .Call(C_op2, 1591L, self, other),
-  "gcd_" = function(self, other) .Call(C_op2, 1592L, self, other),
-  "ge" = function(self, other) .Call(C_op2, 1593L, self, other),
-  "ge_" = function(self, other) .Call(C_op2, 1594L, self, other),
-  "geometric_" = function(self, p, generator = NULL) .Call(C_op3, 1595L, self, p, generator),
-  "geqrf" = function(self) .Call(C_op1, 1596L, self),
-  "ger" = function(self, vec2) .Call(C_op2, 1597L, self, vec2),
-  "get_device" = function(self) .Call(C_op1, 1598L, self),
-  "greater" = function(self, other) .Call(C_op2, 1599L, self, other),
-  "greater_" = function(self, other) .Call(C_op2, 1600L, self, other),
-  "greater_equal" = function(self, other) .Call(C_op2, 1601L, self, other),
-  "greater_equal_" = function(self, other) .Call(C_op2, 1602L, self, other),
-  "gt" = function(self, other) .Call(C_op2, 1603L, self, other),
-  "gt_" = function(self, other) .Call(C_op2, 1604L, self, other),
-  "hardshrink" = function(self, lambd = 0.5) .Call(C_op2, 1605L, self, lambd),
-  "hash_tensor" = function(self, dim = NULL, keepdim = FALSE, mode = 0L) .Call(C_op4, 1606L, self, dim, keepdim, mode),
-  "heaviside" = function(self, values) .Call(C_op2, 1607L, self, values),
-  "heaviside_" = function(self, values) .Call(C_op2, 1608L, self, values),
-  "histc" = function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 1609L, self, bins, min, max),
-  "histogram" = function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 1610L, self, bins, range, weight, density),
-  "hsplit" = function(self, indices, sections) .Call(C_op3, 1611L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
-  "hypot" = function(self, other) .Call(C_op2, 1612L, self, other),
-  "hypot_" = function(self, other) .Call(C_op2, 1613L, self, other),
-  "i0" = function(self) .Call(C_op1, 1614L, self),
-  "i0_" = function(self) .Call(C_op1, 1615L, self),
-  "igamma" = function(self, other) .Call(C_op2, 1616L, self, other),
-  "igamma_" = function(self, other) .Call(C_op2, 1617L, self, other),
-  "igammac" = function(self, other) .Call(C_op2, 1618L, self, other),
-  "igammac_" = function(self, other) .Call(C_op2, 1619L, self, other),
-  "index" = function(self, indices) .Call(C_op2, 1620L, self, indices),
-  "index_add" = function(self, dim, index, source, alpha = 1L) .Call(C_op5, 1621L, self, dim, index, source, alpha),
-  "index_add_" = function(self, dim, index, source, alpha = 1L) .Call(C_op5, 1622L, self, dim, index, source, alpha),
-  "index_copy" = function(self, dim, index, source) .Call(C_op4, 1623L, self, dim, index, source),
-  "index_copy_" = function(self, dim, index, source) .Call(C_op4, 1624L, self, dim, index, source),
-  "index_fill" = function(self, dim, index, value) .Call(C_op4, 1625L, self, dim, index, value),
-  "index_fill_" = function(self, dim, index, value) .Call(C_op4, 1626L, self, dim, index, value),
-  "index_put" = function(self, indices, values, accumulate = FALSE) .Call(C_op4, 1627L, self, indices, values, accumulate),
-  "index_put_" = function(self, indices, values, accumulate = FALSE) .Call(C_op4, 1628L, self, indices, values, accumulate),
-  "index_reduce" = function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 1629L, self, dim, index, source, reduce, include_self),
-  "index_reduce_" = function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 1630L, self, dim, index, source, reduce, include_self),
-  "index_select" = function(self, dim, index) .Call(C_op3, 1631L, self, dim, index),
-  "indices" = function(self) .Call(C_op1, 1632L, self),
-  "inner" = function(self, other) .Call(C_op2, 1633L, self, other),
-  "int_repr" = function(self) .Call(C_op1, 1634L, self),
-  "inverse" = function(self) .Call(C_op1, 1635L, self),
-  "is_coalesced" = function(self) .Call(C_op1, 1636L, self),
-  "is_complex" = function(self) .Call(C_op1, 1637L, self),
-  "is_conj" = function(self) .Call(C_op1, 1638L, self),
-  "is_contiguous" = function(self, memory_format) .Call(C_op2, 1639L, self, if (missing(memory_format)) quote(expr = ) else memory_format),
-  "is_distributed" = function(self) .Call(C_op1, 1640L, self),
-  "is_floating_point" = function(self) .Call(C_op1, 1641L, self),
-  "is_inference" = function(self) .Call(C_op1, 1642L, self),
-  "is_leaf" = function(self) .Call(C_op1, 1643L, self),
-  "is_neg" = function(self) .Call(C_op1, 1644L, self),
-  "is_nonzero" = function(self) .Call(C_op1, 1645L, self),
-  "is_pinned" = function(self, device = NULL) .Call(C_op2, 1646L, self, device),
-  "is_same_size" = function(self, other) .Call(C_op2, 1647L, self, other),
-  "is_set_to" = function(self, tensor) .Call(C_op2, 1648L, self, tensor),
-  "is_signed" = function(self) .Call(C_op1, 1649L, self),
-  "isclose" = function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 1650L, self, other, rtol, atol, equal_nan),
-  "isfinite" = function(self) .Call(C_op1, 1651L, self),
-  "isinf" = function(self) .Call(C_op1, 1652L, self),
-  "isnan" = function(self) .Call(C_op1, 1653L, self),
-  "isneginf" = function(self) .Call(C_op1, 1654L, self),
-  "isposinf" = function(self) .Call(C_op1, 1655L, self),
-  "isreal" = function(self) .Call(C_op1, 1656L, self),
-  "istft" = function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, normalized = FALSE, onesided = NULL, length = NULL, return_complex = FALSE) .Call(C_op10, 1657L, self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex),
-  "item" = function(self) .Call(C_op1, 1658L, self),
-  "kron" = function(self, other) .Call(C_op2, 1659L, self, other),
-  "kthvalue" = function(self, k, dim = -1L, keepdim = FALSE) .Call(C_op4, 1660L, self, k, dim, keepdim),
-  "lcm" = function(self, other) .Call(C_op2, 1661L, self, other),
-  "lcm_" = function(self, other) .Call(C_op2, 1662L, self, other),
-  "ldexp" = function(self, other) .Call(C_op2, 1663L, self, other),
-  "ldexp_" = function(self, other) .Call(C_op2, 1664L, self, other),
-  "le" = function(self, other) .Call(C_op2, 1665L, self, other),
-  "le_" = function(self, other) .Call(C_op2, 1666L, self, other),
-  "lerp" = function(self, end, weight) .Call(C_op3, 1667L, self, end, weight),
-  "lerp_" = function(self, end, weight) .Call(C_op3, 1668L, self, end, weight),
-  "less" = function(self, other) .Call(C_op2, 1669L, self, other),
-  "less_" = function(self, other) .Call(C_op2, 1670L, self, other),
-  "less_equal" = function(self, other) .Call(C_op2, 1671L, self, other),
-  "less_equal_" = function(self, other) .Call(C_op2, 1672L, self, other),
-  "lgamma" = function(self) .Call(C_op1, 1673L, self),
-  "lgamma_" = function(self) .Call(C_op1, 1674L, self),
-  "log" = function(self) .Call(C_op1, 1675L, self),
-  "log10" = function(self) .Call(C_op1, 1676L, self),
-  "log10_" = function(self) .Call(C_op1, 1677L, self),
-  "log1p" = function(self) .Call(C_op1, 1678L, self),
-  "log1p_" = function(self) .Call(C_op1, 1679L, self),
-  "log2" = function(self) .Call(C_op1, 1680L, self),
-  "log2_" = function(self) .Call(C_op1, 1681L, self),
-  "log_" = function(self) .Call(C_op1, 1682L, self),
-  "log_normal_" = function(self, mean = 1, std = 2, generator = NULL) .Call(C_op4, 1683L, self, mean, std, generator),
-  "log_softmax" = function(self, dim, dtype = NULL) .Call(C_op3, 1684L, self, dim, dtype),
-  "logaddexp" = function(self, other) .Call(C_op2, 1685L, self, other),
-  "logaddexp2" = function(self, other) .Call(C_op2, 1686L, self, other),
-  "logcumsumexp" = function(self, dim) .Call(C_op2, 1687L, self, dim),
-  "logdet" = function(self) .Call(C_op1, 1688L, self),
-  "logical_and" = function(self, other) .Call(C_op2, 1689L, self, other),
-  "logical_and_" = function(self, other) .Call(C_op2, 1690L, self, other),
-  "logical_not" = function(self) .Call(C_op1, 1691L, self),
-  "logical_not_" = function(self) .Call(C_op1, 1692L, self),
-  "logical_or" = function(self, other) .Call(C_op2, 1693L, self, other),
-  "logical_or_" = function(self, other) .Call(C_op2, 1694L, self, other),
-  "logical_xor" = function(self, other) .Call(C_op2, 1695L, self, other),
-  "logical_xor_" = function(self, other) .Call(C_op2, 1696L, self, other),
-  "logit" = function(self, eps = NULL) .Call(C_op2, 1697L, self, eps),
-  "logit_" = function(self, eps = NULL) .Call(C_op2, 1698L, self, eps),
-  "logsumexp" = function(self, dim, keepdim = FALSE) .Call(C_op3, 1699L, self, dim, keepdim),
-  "lt" = function(self, other) .Call(C_op2, 1700L, self, other),
-  "lt_" = function(self, other) .Call(C_op2, 1701L, self, other),
-  "lu_solve" = function(self, LU_data, LU_pivots) .Call(C_op3, 1702L, self, LU_data, LU_pivots),
-  "mH" = function(self) .Call(C_op1, 1703L, self),
-  "mT" = function(self) .Call(C_op1, 1704L, self),
-  "masked_fill" = function(self, mask, value) .Call(C_op3, 1705L, self, mask, value),
-  "masked_fill_" = function(self, mask, value) .Call(C_op3, 1706L, self, mask, value),
-  "masked_scatter" = function(self, mask, source) .Call(C_op3, 1707L, self, mask, source),
-  "masked_scatter_" = function(self, mask, source) .Call(C_op3, 1708L, self, mask, source),
-  "masked_select" = function(self, mask) .Call(C_op2, 1709L, self, mask),
-  "matmul" = function(self, other) .Call(C_op2, 1710L, self, other),
-  "matrix_H" = function(self) .Call(C_op1, 1711L, self),
-  "matrix_exp" = function(self) .Call(C_op1, 1712L, self),
-  "matrix_power" = function(self, n) .Call(C_op2, 1713L, self, n),
-  "max" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1714L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
-  "maximum" = function(self, other) .Call(C_op2, 1715L, self, other),
-  "mean" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1716L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
-  "median" = function(self, dim, keepdim = FALSE) .Call(C_op3, 1717L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
-  "min" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1718L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
-  "minimum" = function(self, other) .Call(C_op2, 1719L, self, other),
-  "mm" = function(self, mat2) .Call(C_op2, 1720L, self, mat2),
-  "mode" = function(self, dim = -1L, keepdim = FALSE) .Call(C_op3, 1721L, self, dim, keepdim),
-  "moveaxis" = function(self, source, destination) .Call(C_op3, 1722L, self, source, destination),
-  "movedim" = function(self, source, destination) .Call(C_op3, 1723L, self, source, destination),
-  "msort" = function(self) .Call(C_op1, 1724L, self),
-  "mul" = function(self, other) .Call(C_op2, 1725L, self, other),
-  "mul_" = function(self, other) .Call(C_op2, 1726L, self, other),
-  "multinomial" = function(self, num_samples, replacement = FALSE, generator = NULL) .Call(C_op4, 1727L, self, num_samples, replacement, generator),
-  "multiply" = function(self, other) .Call(C_op2, 1728L, self, other),
-  "multiply_" = function(self, other) .Call(C_op2, 1729L, self, other),
-  "mv" = function(self, vec) .Call(C_op2, 1730L, self, vec),
-  "mvlgamma" = function(self, p) .Call(C_op2, 1731L, self, p),
-  "mvlgamma_" = function(self, p) .Call(C_op2, 1732L, self, p),
-  "nan_to_num" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1733L, self, nan, posinf, neginf),
-  "nan_to_num_" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 1734L, self, nan, posinf, neginf),
-  "nanmean" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1735L, self, dim, keepdim, dtype),
-  "nanmedian" = function(self, dim, keepdim = FALSE) .Call(C_op3, 1736L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
-  "nanquantile" = function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1737L, self, q, dim, keepdim, interpolation),
-  "nansum" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1738L, self, dim, keepdim, dtype),
-  "narrow" = function(self, dim, start, length) .Call(C_op4, 1739L, self, dim, start, length),
-  "narrow_copy" = function(self, dim, start, length) .Call(C_op4, 1740L, self, dim, start, length),
-  "ne" = function(self, other) .Call(C_op2, 1741L, self, other),
-  "ne_" = function(self, other) .Call(C_op2, 1742L, self, other),
-  "neg" = function(self) .Call(C_op1, 1743L, self),
-  "neg_" = function(self) .Call(C_op1, 1744L, self),
-  "negative" = function(self) .Call(C_op1, 1745L, self),
-  "negative_" = function(self) .Call(C_op1, 1746L, self),
-  "new_empty" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1747L, self, size, dtype, layout, device, pin_memory),
-  "new_empty_strided" = function(self, size, stride, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1748L, self, size, stride, dtype, layout, device, pin_memory),
-  "new_full" = function(self, size, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1749L, self, size, fill_value, dtype, layout, device, pin_memory),
-  "new_ones" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1750L, self, size, dtype, layout, device, pin_memory),
-  "new_zeros" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 1751L, self, size, dtype, layout, device, pin_memory),
-  "nextafter" = function(self, other) .Call(C_op2, 1752L, self, other),
-  "nextafter_" = function(self, other) .Call(C_op2, 1753L, self, other),
-  "nonzero" = function(self) .Call(C_op1, 1754L, self),
-  "nonzero_numpy" = function(self) .Call(C_op1, 1755L, self),
-  "nonzero_static" = function(self, size, fill_value = -1L) .Call(C_op3, 1756L, self, size, fill_value),
-  "norm" = function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 1757L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype),
-  "normal_" = function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 1758L, self, mean, std, generator),
-  "not_equal" = function(self, other) .Call(C_op2, 1759L, self, other),
-  "not_equal_" = function(self, other) .Call(C_op2, 1760L, self, other),
-  "numel" = function(self) .Call(C_op1, 1761L, self),
-  "numpy_T" = function(self) .Call(C_op1, 1762L, self),
-  "orgqr" = function(self, input2) .Call(C_op2, 1763L, self, input2),
-  "ormqr" = function(self, input2, input3, left = TRUE, transpose = FALSE) .Call(C_op5, 1764L, self, input2, input3, left, transpose),
-  "outer" = function(self, vec2) .Call(C_op2, 1765L, self, vec2),
-  "output_nr" = function(self) .Call(C_op1, 1766L, self),
-  "permute" = function(self, dims) .Call(C_op2, 1767L, self, dims),
-  "pin_memory" = function(self, device = NULL) .Call(C_op2, 1768L, self, device),
-  "pinverse" = function(self, rcond = 1e-15) .Call(C_op2, 1769L, self, rcond),
-  "polygamma_" = function(self, n) .Call(C_op2, 1770L, self, n),
-  "positive" = function(self) .Call(C_op1, 1771L, self),
-  "pow" = function(self, exponent) .Call(C_op2, 1772L, self, exponent),
-  "pow_" = function(self, exponent) .Call(C_op2, 1773L, self, exponent),
-  "prelu" = function(self, weight) .Call(C_op2, 1774L, self, weight),
-  "prod" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1775L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
-  "put" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 1776L, self, index, source, accumulate),
-  "put_" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 1777L, self, index, source, accumulate),
-  "q_per_channel_axis" = function(self) .Call(C_op1, 1778L, self),
-  "q_per_channel_scales" = function(self) .Call(C_op1, 1779L, self),
-  "q_per_channel_zero_points" = function(self) .Call(C_op1, 1780L, self),
-  "q_scale" = function(self) .Call(C_op1, 1781L, self),
-  "q_zero_point" = function(self) .Call(C_op1, 1782L, self),
-  "qr" = function(self, some = TRUE) .Call(C_op2, 1783L, self, some),
-  "qscheme" = function(self) .Call(C_op1, 1784L, self),
-  "quantile" = function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 1785L, self, q, dim, keepdim, interpolation),
-  "rad2deg" = function(self) .Call(C_op1, 1786L, self),
-  "rad2deg_" = function(self) .Call(C_op1, 1787L, self),
-  "random_" = function(self, from, to, generator = NULL) .Call(C_op4, 1788L, self, if (missing(from)) quote(expr = ) else from, if (missing(to)) quote(expr = ) else to, generator),
-  "ravel" = function(self) .Call(C_op1, 1789L, self),
-  "reciprocal" = function(self) .Call(C_op1, 1790L, self),
-  "reciprocal_" = function(self) .Call(C_op1, 1791L, self),
-  "relu" = function(self) .Call(C_op1, 1792L, self),
-  "relu_" = function(self) .Call(C_op1, 1793L, self),
-  "remainder" = function(self, other) .Call(C_op2, 1794L, self, other),
-  "remainder_" = function(self, other) .Call(C_op2, 1795L, self, other),
-  "renorm" = function(self, p, dim, maxnorm) .Call(C_op4, 1796L, self, p, dim, maxnorm),
-  "renorm_" = function(self, p, dim, maxnorm) .Call(C_op4, 1797L, self, p, dim, maxnorm),
-  "repeat" = function(self, repeats) .Call(C_op2, 1798L, self, repeats),
-  "repeat_interleave" = function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 1799L, self, repeats, dim, output_size),
-  "requires_grad_" = function(self, requires_grad = TRUE) .Call(C_op2, 1800L, self, requires_grad),
-  "reshape" = function(self, shape) .Call(C_op2, 1801L, self, shape),
-  "reshape_as" = function(self, other) .Call(C_op2, 1802L, self, other),
-  "resize_" = function(self, size, memory_format = NULL) .Call(C_op3, 1803L, self, size, memory_format),
-  "resize_as_" = function(self, the_template, memory_format = NULL) .Call(C_op3, 1804L, self, the_template, memory_format),
-  "resize_as_sparse_" = function(self, the_template) .Call(C_op2, 1805L, self, the_template),
-  "resolve_conj" = function(self) .Call(C_op1, 1806L, self),
-  "resolve_neg" = function(self) .Call(C_op1, 1807L, self),
-  "retain_grad" = function(self) .Call(C_op1, 1808L, self),
-  "retains_grad" = function(self) .Call(C_op1, 1809L, self),
-  "roll" = function(self, shifts, dims = NULL) .Call(C_op3, 1810L, self, shifts, dims),
-  "rot90" = function(self, k = 1L, dims = c(1L, 2L)) .Call(C_op3, 1811L, self, k, dims),
-  "round" = function(self, decimals) .Call(C_op2, 1812L, self, if (missing(decimals)) quote(expr = ) else decimals),
-  "round_" = function(self, decimals) .Call(C_op2, 1813L, self, if (missing(decimals)) quote(expr = ) else decimals),
-  "row_indices" = function(self) .Call(C_op1, 1814L, self),
-  "rsqrt" = function(self) .Call(C_op1, 1815L, self),
-  "rsqrt_" = function(self) .Call(C_op1, 1816L, self),
-  "scatter" = function(self, dim, index, src, value, reduce) .Call(C_op6, 1817L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce),
-  "scatter_" = function(self, dim, index, src, value, reduce) .Call(C_op6, 1818L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce),
-  "scatter_add" = function(self, dim, index, src) .Call(C_op4, 1819L, self, dim, index, src),
-  "scatter_add_" = function(self, dim, index, src) .Call(C_op4, 1820L, self, dim, index, src),
-  "scatter_reduce" = function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 1821L, self, dim, index, src, reduce, include_self),
-  "scatter_reduce_" = function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 1822L, self, dim, index, src, reduce, include_self),
-  "select" = function(self, dim, index) .Call(C_op3, 1823L, self, dim, index),
-  "select_scatter" = function(self, src, dim, index) .Call(C_op4, 1824L, self, src, dim, index),
-  "set_" = function(self, source, storage_offset, size, stride = NULL) .Call(C_op5, 1825L, self, if (missing(source)) quote(expr = ) else source, if (missing(storage_offset)) quote(expr = ) else storage_offset, if (missing(size)) quote(expr = ) else size, stride),
-  "set_data" = function(self, new_data) .Call(C_op2, 1826L, self, new_data),
-  "sgn" = function(self) .Call(C_op1, 1827L, self),
-  "sgn_" = function(self) .Call(C_op1, 1828L, self),
-  "sigmoid" = function(self) .Call(C_op1, 1829L, self),
-  "sigmoid_" = function(self) .Call(C_op1, 1830L, self),
-  "sign" = function(self) .Call(C_op1, 1831L, self),
-  "sign_" = function(self) .Call(C_op1, 1832L, self),
-  "signbit" = function(self) .Call(C_op1, 1833L, self),
-  "sin" = function(self) .Call(C_op1, 1834L, self),
-  "sin_" = function(self) .Call(C_op1, 1835L, self),
-  "sinc" = function(self) .Call(C_op1, 1836L, self),
-  "sinc_" = function(self) .Call(C_op1, 1837L, self),
-  "sinh" = function(self) .Call(C_op1, 1838L, self),
-  "sinh_" = function(self) .Call(C_op1, 1839L, self),
-  "slice" = function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 1840L, self, dim, start, end, step),
-  "slice_inverse" = function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1841L, self, src, dim, start, end, step),
-  "slice_scatter" = function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 1842L, self, src, dim, start, end, step),
-  "slogdet" = function(self) .Call(C_op1, 1843L, self),
-  "smm" = function(self, mat2) .Call(C_op2, 1844L, self, mat2),
-  "softmax" = function(self, dim, dtype = NULL) .Call(C_op3, 1845L, self, dim, dtype),
-  "sort" = function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 1846L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending),
-  "sparse_dim" = function(self) .Call(C_op1, 1847L, self),
-  "sparse_mask" = function(self, mask) .Call(C_op2, 1848L, self, mask),
-  "sparse_resize_" = function(self, size, sparse_dim, dense_dim) .Call(C_op4, 1849L, self, size, sparse_dim, dense_dim),
-  "sparse_resize_and_clear_" = function(self, size, sparse_dim, dense_dim) .Call(C_op4, 1850L, self, size, sparse_dim, dense_dim),
-  "split" = function(self, split_size, dim = 1L) .Call(C_op3, 1851L, self, split_size, dim),
-  "split_with_sizes" = function(self, split_sizes, dim = 1L) .Call(C_op3, 1852L, self, split_sizes, dim),
-  "sqrt" = function(self) .Call(C_op1, 1853L, self),
-  "sqrt_" = function(self) .Call(C_op1, 1854L, self),
-  "square" = function(self) .Call(C_op1, 1855L, self),
-  "square_" = function(self) .Call(C_op1, 1856L, self),
-  "squeeze" = function(self, dim) .Call(C_op2, 1857L, self, if (missing(dim)) quote(expr = ) else dim),
-  "squeeze_" = function(self, dim) .Call(C_op2, 1858L, self, if (missing(dim)) quote(expr = ) else dim),
-  "sspaddmm" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1859L, self, mat1, mat2, beta, alpha),
-  "std" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1860L, self, dim, correction, unbiased, keepdim),
-  "stft" = function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 1861L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window),
-  "storage_offset" = function(self) .Call(C_op1, 1862L, self),
-  "sub" = function(self, other, alpha = 1L) .Call(C_op3, 1863L, self, other, alpha),
-  "sub_" = function(self, other, alpha = 1L) .Call(C_op3, 1864L, self, other, alpha),
-  "subtract" = function(self, other, alpha = 1L) .Call(C_op3, 1865L, self, other, alpha),
-  "subtract_" = function(self, other, alpha = 1L) .Call(C_op3, 1866L, self, other, alpha),
-  "sum" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1867L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
-  "sum_to_size" = function(self, size) .Call(C_op2, 1868L, self, size),
-  "svd" = function(self, some = TRUE, compute_uv = TRUE) .Call(C_op3, 1869L, self, some, compute_uv),
-  "swapaxes" = function(self, axis0, axis1) .Call(C_op3, 1870L, self, axis0, axis1),
-  "swapaxes_" = function(self, axis0, axis1) .Call(C_op3, 1871L, self, axis0, axis1),
-  "swapdims" = function(self, dim0, dim1) .Call(C_op3, 1872L, self, dim0, dim1),
-  "swapdims_" = function(self, dim0, dim1) .Call(C_op3, 1873L, self, dim0, dim1),
-  "t" = function(self) .Call(C_op1, 1874L, self),
-  "t_" = function(self) .Call(C_op1, 1875L, self),
-  "take" = function(self, index) .Call(C_op2, 1876L, self, index),
-  "take_along_dim" = function(self, indices, dim = NULL) .Call(C_op3, 1877L, self, indices, dim),
-  "tan" = function(self) .Call(C_op1, 1878L, self),
-  "tan_" = function(self) .Call(C_op1, 1879L, self),
-  "tanh" = function(self) .Call(C_op1, 1880L, self),
-  "tanh_" = function(self) .Call(C_op1, 1881L, self),
-  "tensor_split" = function(self, indices, sections, tensor_indices_or_sections, dim = 1L) .Call(C_op5, 1882L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections, if (missing(tensor_indices_or_sections)) quote(expr = ) else tensor_indices_or_sections, dim),
-  "tile" = function(self, dims) .Call(C_op2, 1883L, self, dims),
-  "to" = function(self, other, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, copy = FALSE, memory_format = NULL) .Call(C_op9, 1884L, self, if (missing(other)) quote(expr = ) else other, dtype, layout, device, pin_memory, non_blocking, copy, memory_format),
-  "to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 1885L, self, dtype, masked_grad),
-  "to_mkldnn" = function(self, dtype = NULL) .Call(C_op2, 1886L, self, dtype),
-  "to_padded_tensor" = function(self, padding, output_size = NULL) .Call(C_op3, 1887L, self, padding, output_size),
-  "to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 1888L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
-  "to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1889L, self, blocksize, dense_dim),
-  "to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1890L, self, blocksize, dense_dim),
-  "to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 1891L, self, dense_dim),
-  "to_sparse_csr" = function(self, dense_dim = NULL) .Call(C_op2, 1892L, self, dense_dim),
-  "topk" = function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) .Call(C_op5, 1893L, self, k, dim, largest, sorted),
-  "trace" = function(self) .Call(C_op1, 1894L, self),
-  "transpose" = function(self, dim0, dim1) .Call(C_op3, 1895L, self, dim0, dim1),
-  "transpose_" = function(self, dim0, dim1) .Call(C_op3, 1896L, self, dim0, dim1),
-  "triangular_solve" = function(self, A, upper = TRUE, transpose = FALSE, unitriangular = FALSE) .Call(C_op5, 1897L, self, A, upper, transpose, unitriangular),
-  "tril" = function(self, diagonal = 0L) .Call(C_op2, 1898L, self, diagonal),
-  "tril_" = function(self, diagonal = 0L) .Call(C_op2, 1899L, self, diagonal),
-  "triu" = function(self, diagonal = 0L) .Call(C_op2, 1900L, self, diagonal),
-  "triu_" = function(self, diagonal = 0L) .Call(C_op2, 1901L, self, diagonal),
-  "true_divide" = function(self, other) .Call(C_op2, 1902L, self, other),
-  "true_divide_" = function(self, other) .Call(C_op2, 1903L, self, other),
-  "trunc" = function(self) .Call(C_op1, 1904L, self),
-  "trunc_" = function(self) .Call(C_op1, 1905L, self),
-  "type_as" = function(self, other) .Call(C_op2, 1906L, self, other),
-  "unbind" = function(self, dim = 1L) .Call(C_op2, 1907L, self, dim),
-  "unflatten" = function(self, dim, sizes) .Call(C_op3, 1908L, self, dim, sizes),
-  "unfold" = function(self, dimension, size, step) .Call(C_op4, 1909L, self, dimension, size, step),
-  "uniform_" = function(self, from = 0, to = 1, generator = NULL) .Call(C_op4, 1910L, self, from, to, generator),
-  "unsafe_chunk" = function(self, chunks, dim = 1L) .Call(C_op3, 1911L, self, chunks, dim),
-  "unsafe_split" = function(self, split_size, dim = 1L) .Call(C_op3, 1912L, self, split_size, dim),
-  "unsafe_split_with_sizes" = function(self, split_sizes, dim = 1L) .Call(C_op3, 1913L, self, split_sizes, dim),
-  "unsqueeze" = function(self, dim) .Call(C_op2, 1914L, self, dim),
-  "unsqueeze_" = function(self, dim) .Call(C_op2, 1915L, self, dim),
-  "values" = function(self) .Call(C_op1, 1916L, self),
-  "var" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1917L, self, dim, correction, unbiased, keepdim),
-  "vdot" = function(self, other) .Call(C_op2, 1918L, self, other),
-  "view" = function(self, dtype, size) .Call(C_op3, 1919L, self, if (missing(dtype)) quote(expr = ) else dtype, if (missing(size)) quote(expr = ) else size),
-  "view_as" = function(self, other) .Call(C_op2, 1920L, self, other),
-  "vsplit" = function(self, indices, sections) .Call(C_op3, 1921L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
-  "xlogy" = function(self, other) .Call(C_op2, 1922L, self, other),
-  "xlogy_" = function(self, other) .Call(C_op2, 1923L, self, other),
-  "zero_" = function(self) .Call(C_op1, 1924L, self)
+  "__and__" = function(self, other) .Call(C_op2, 1875L, self, other),
+  "__iand__" = function(self, other) .Call(C_op2, 1876L, self, other),
+  "__ilshift__" = function(self, other) .Call(C_op2, 1877L, self, other),
+  "__ior__" = function(self, other) .Call(C_op2, 1878L, self, other),
+  "__irshift__" = function(self, other) .Call(C_op2, 1879L, self, other),
+  "__ixor__" = function(self, other) .Call(C_op2, 1880L, self, other),
+  "__lshift__" = function(self, other) .Call(C_op2, 1881L, self, other),
+  "__or__" = function(self, other) .Call(C_op2, 1882L, self, other),
+  "__rshift__" = function(self, other) .Call(C_op2, 1883L, self, other),
+  "__xor__" = function(self, other) .Call(C_op2, 1884L, self, other),
+  "_addmm_activation" = function(self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op6, 1885L, self, mat1, mat2, beta, alpha, use_gelu),
+  "_autocast_to_full_precision" = function(self, cuda_enabled, cpu_enabled) .Call(C_op3, 1886L, self, cuda_enabled, cpu_enabled),
+  "_autocast_to_reduced_precision" = function(self, cuda_enabled, cpu_enabled, cuda_dtype, cpu_dtype) .Call(C_op5, 1887L, self, cuda_enabled, cpu_enabled, cuda_dtype, cpu_dtype),
+  "_coalesced_" = function(self, coalesced) .Call(C_op2, 1888L, self, coalesced),
+  "_conj" = function(self) .Call(C_op1, 1889L, self),
+  "_conj_physical" = function(self) .Call(C_op1, 1890L, self),
+  "_dimI" = function(self) .Call(C_op1, 1891L, self),
+  "_dimV" = function(self) .Call(C_op1, 1892L, self),
+  "_fw_primal" = function(self, level) .Call(C_op2, 1893L, self, level),
+  "_indices" = function(self) .Call(C_op1, 1894L, self),
+  "_is_all_true" = function(self) .Call(C_op1, 1895L, self),
+  "_is_any_true" = function(self) .Call(C_op1, 1896L, self),
+  "_is_zerotensor" = function(self) .Call(C_op1, 1897L, self),
+  "_lazy_clone" = function(self) .Call(C_op1, 1898L, self),
+  "_neg_view" = function(self) .Call(C_op1, 1899L, self),
+  "_nested_tensor_size" = function(self) .Call(C_op1, 1900L, self),
+  "_nested_tensor_storage_offsets" = function(self) .Call(C_op1, 1901L, self),
+  "_nested_tensor_strides" = function(self) .Call(C_op1, 1902L, self),
+  "_nnz" = function(self) .Call(C_op1, 1903L, self),
+  "_philox_normal_" = function(self, key, mean = 0, std = 1) .Call(C_op4, 1904L, self, key, mean, std),
+  "_philox_uniform_" = function(self, key, low = 0, high = 1) .Call(C_op4, 1905L, self, key, low, high),
+  "_reshape_alias" = function(self, size, stride) .Call(C_op3, 1906L, self, size, stride),
+  "_sparse_mask_projection" = function(self, mask, accumulate_matches = FALSE) .Call(C_op3, 1907L, self, mask, accumulate_matches),
+  "_to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 1908L, self, dtype, masked_grad),
+  "_to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 1909L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
+  "_to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1910L, self, blocksize, dense_dim),
+  "_to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1911L, self, blocksize, dense_dim),
+  "_to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 1912L, self, dense_dim),
+  "_to_sparse_csr" = function(self, dense_dim = NULL) .Call(C_op2, 1913L, self, dense_dim),
+  "_values" = function(self) .Call(C_op1, 1914L, self),
+  "_version" = function(self) .Call(C_op1, 1915L, self),
+  "abs" = function(self) .Call(C_op1, 1916L, self),
+  "abs_" = function(self) .Call(C_op1, 1917L, self),
+  "absolute" = function(self) .Call(C_op1, 1918L, self),
+  "absolute_" = function(self) .Call(C_op1, 1919L, self),
+  "acos" = function(self) .Call(C_op1, 1920L, self),
+  "acos_" = function(self) .Call(C_op1, 1921L, self),
+  "acosh" = function(self) .Call(C_op1, 1922L, self),
+  "acosh_" = function(self) .Call(C_op1, 1923L, self),
+  "add" = function(self, other, alpha = 1L) .Call(C_op3, 1924L, self, other, alpha),
+  "add_" = function(self, other, alpha = 1L) .Call(C_op3, 1925L, self, other, alpha),
+  "addbmm" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1926L, self, batch1, batch2, beta, alpha),
+  "addbmm_" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1927L, self, batch1, batch2, beta, alpha),
+  "addcdiv" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1928L, self, tensor1, tensor2, value),
+  "addcdiv_" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1929L, self, tensor1, tensor2, value),
+  "addcmul" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1930L, self, tensor1, tensor2, value),
+  "addcmul_" = function(self, tensor1, tensor2, value = 1L) .Call(C_op4, 1931L, self, tensor1, tensor2, value),
+  "addmm" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1932L, self, mat1, mat2, beta, alpha),
+  "addmm_" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 1933L, self, mat1, mat2, beta, alpha),
+  "addmv" = function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 1934L, self, mat, vec, beta, alpha),
+  "addmv_" = function(self, mat, vec, beta = 1L, alpha = 1L) .Call(C_op5, 1935L, self, mat, vec, beta, alpha),
+  "addr" = function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 1936L, self, vec1, vec2, beta, alpha),
+  "addr_" = function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 1937L, self, vec1, vec2, beta, alpha),
+  "adjoint" = function(self) .Call(C_op1, 1938L, self),
+  "alias" = function(self) .Call(C_op1, 1939L, self),
+  "all" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1940L, self, dim, keepdim),
+  "allclose" = function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 1941L, self, other, rtol, atol, equal_nan),
+  "amax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1942L, self, dim, keepdim),
+  "amin" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1943L, self, dim, keepdim),
+  "aminmax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1944L, self, dim, keepdim),
+  "angle" = function(self) .Call(C_op1, 1945L, self),
+  "any" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1946L, self, dim, keepdim),
+  "arccos" = function(self) .Call(C_op1, 1947L, self),
+  "arccos_" = function(self) .Call(C_op1, 1948L, self),
+  "arccosh" = function(self) .Call(C_op1, 1949L, self),
+  "arccosh_" = function(self) .Call(C_op1, 1950L, self),
+  "arcsin" = function(self) .Call(C_op1, 1951L, self),
+  "arcsin_" = function(self) .Call(C_op1, 1952L, self),
+  "arcsinh" = function(self) .Call(C_op1, 1953L, self),
+  "arcsinh_" = function(self) .Call(C_op1, 1954L, self),
+  "arctan" = function(self) .Call(C_op1, 1955L, self),
+  "arctan2" = function(self, other) .Call(C_op2, 1956L, self, other),
+  "arctan2_" = function(self, other) .Call(C_op2, 1957L, self, other),
+  "arctan_" = function(self) .Call(C_op1, 1958L, self),
+  "arctanh" = function(self) .Call(C_op1, 1959L, self),
+  "arctanh_" = function(self) .Call(C_op1, 1960L, self),
+  "argmax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1961L, self, dim, keepdim),
+  "argmin" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1962L, self, dim, keepdim),
+  "argsort" = function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 1963L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending),
+  "argwhere" = function(self) .Call(C_op1, 1964L, self),
+  "as_strided" = function(self, size, stride, storage_offset = NULL) .Call(C_op4, 1965L, self, size, stride, storage_offset),
+  "as_strided_" = function(self, size, stride, storage_offset = NULL) .Call(C_op4, 1966L, self, size, stride, storage_offset),
+  "as_strided_scatter" = function(self, src, size, stride, storage_offset = NULL) .Call(C_op5, 1967L, self, src, size, stride, storage_offset),
+  "asin" = function(self) .Call(C_op1, 1968L, self),
+  "asin_" = function(self) .Call(C_op1, 1969L, self),
+  "asinh" = function(self) .Call(C_op1, 1970L, self),
+  "asinh_" = function(self) .Call(C_op1, 1971L, self),
+  "atan" = function(self) .Call(C_op1, 1972L, self),
+  "atan2" = function(self, other) .Call(C_op2, 1973L, self, other),
+  "atan2_" = function(self, other) .Call(C_op2, 1974L, self, other),
+  "atan_" = function(self) .Call(C_op1, 1975L, self),
+  "atanh" = function(self) .Call(C_op1, 1976L, self),
+  "atanh_" = function(self) .Call(C_op1, 1977L, self),
+  "baddbmm" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1978L, self, batch1, batch2, beta, alpha),
+  "baddbmm_" = function(self, batch1, batch2, beta = 1L, alpha = 1L) .Call(C_op5, 1979L, self, batch1, batch2, beta, alpha),
+  "bernoulli" = function(self, p, generator = NULL) .Call(C_op3, 1980L, self, if (missing(p)) quote(expr = ) else p, generator),
+  "bernoulli_" = function(self, p = 0.5, generator = NULL) .Call(C_op3, 1981L, self, p, generator),
+  "bincount" = function(self, weights = NULL, minlength = 0L) .Call(C_op3, 1982L, self, weights, minlength),
+  "bitwise_and" = function(self, other) .Call(C_op2, 1983L, self, other),
+  "bitwise_and_" = function(self, other) .Call(C_op2, 1984L, self, other),
+  "bitwise_left_shift" = function(self, other) .Call(C_op2, 1985L, self, other),
+  "bitwise_left_shift_" = function(self, other) .Call(C_op2, 1986L, self, other),
+  "bitwise_not" = function(self) .Call(C_op1, 1987L, self),
+  "bitwise_not_" = function(self) .Call(C_op1, 1988L, self),
+  "bitwise_or" = function(self, other) .Call(C_op2, 1989L, self, other),
+  "bitwise_or_" = function(self, other) .Call(C_op2, 1990L, self, other),
+  "bitwise_right_shift" = function(self, other) .Call(C_op2, 1991L, self, other),
+  "bitwise_right_shift_" = function(self, other) .Call(C_op2, 1992L, self, other),
+  "bitwise_xor" = function(self, other) .Call(C_op2, 1993L, self, other),
+  "bitwise_xor_" = function(self, other) .Call(C_op2, 1994L, self, other),
+  "bmm" = function(self, mat2) .Call(C_op2, 1995L, self, mat2),
+  "broadcast_to" = function(self, size) .Call(C_op2, 1996L, self, size),
+  "cauchy_" = function(self, median = 0, sigma = 1, generator = NULL) .Call(C_op4, 1997L, self, median, sigma, generator),
+  "ccol_indices" = function(self) .Call(C_op1, 1998L, self),
+  "ceil" = function(self) .Call(C_op1, 1999L, self),
+  "ceil_" = function(self) .Call(C_op1, 2000L, self),
+  "chalf" = function(self, memory_format = NULL) .Call(C_op2, 2001L, self, memory_format),
+  "cholesky" = function(self, upper = FALSE) .Call(C_op2, 2002L, self, upper),
+  "cholesky_inverse" = function(self, upper = FALSE) .Call(C_op2, 2003L, self, upper),
+  "cholesky_solve" = function(self, input2, upper = FALSE) .Call(C_op3, 2004L, self, input2, upper),
+  "chunk" = function(self, chunks, dim = 1L) .Call(C_op3, 2005L, self, chunks, dim),
+  "clamp" = function(self, min = NULL, max = NULL) .Call(C_op3, 2006L, self, min, max),
+  "clamp_" = function(self, min = NULL, max = NULL) .Call(C_op3, 2007L, self, min, max),
+  "clamp_max" = function(self, max) .Call(C_op2, 2008L, self, max),
+  "clamp_max_" = function(self, max) .Call(C_op2, 2009L, self, max),
+  "clamp_min" = function(self, min) .Call(C_op2, 2010L, self, min),
+  "clamp_min_" = function(self, min) .Call(C_op2, 2011L, self, min),
+  "clip" = function(self, min = NULL, max = NULL) .Call(C_op3, 2012L, self, min, max),
+  "clip_" = function(self, min = NULL, max = NULL) .Call(C_op3, 2013L, self, min, max),
+  "clone" = function(self, memory_format = NULL) .Call(C_op2, 2014L, self, memory_format),
+  "coalesce" = function(self) .Call(C_op1, 2015L, self),
+  "col_indices" = function(self) .Call(C_op1, 2016L, self),
+  "conj" = function(self) .Call(C_op1, 2017L, self),
+  "conj_physical" = function(self) .Call(C_op1, 2018L, self),
+  "conj_physical_" = function(self) .Call(C_op1, 2019L, self),
+  "contiguous" = function(self, memory_format = NULL) .Call(C_op2, 2020L, self, memory_format),
+  "copy_" = function(self, src, non_blocking = FALSE) .Call(C_op3, 2021L, self, src, non_blocking),
+  "copysign" = function(self, other) .Call(C_op2, 2022L, self, other),
+  "copysign_" = function(self, other) .Call(C_op2, 2023L, self, other),
+  "corrcoef" = function(self) .Call(C_op1, 2024L, self),
+  "cos" = function(self) .Call(C_op1, 2025L, self),
+  "cos_" = function(self) .Call(C_op1, 2026L, self),
+  "cosh" = function(self) .Call(C_op1, 2027L, self),
+  "cosh_" = function(self) .Call(C_op1, 2028L, self),
+  "count_nonzero" = function(self, dim = NULL) .Call(C_op2, 2029L, self, dim),
+  "cov" = function(self, correction = 1L, fweights = NULL, aweights = NULL) .Call(C_op4, 2030L, self, correction, fweights, aweights),
+  "cross" = function(self, other, dim = NULL) .Call(C_op3, 2031L, self, other, dim),
+  "crow_indices" = function(self) .Call(C_op1, 2032L, self),
+  "cummax" = function(self, dim) .Call(C_op2, 2033L, self, dim),
+  "cummin" = function(self, dim) .Call(C_op2, 2034L, self, dim),
+  "cumprod" = function(self, dim, dtype = NULL) .Call(C_op3, 2035L, self, dim, dtype),
+  "cumprod_" = function(self, dim, dtype = NULL) .Call(C_op3, 2036L, self, dim, dtype),
+  "cumsum" = function(self, dim, dtype = NULL) .Call(C_op3, 2037L, self, dim, dtype),
+  "cumsum_" = function(self, dim, dtype = NULL) .Call(C_op3, 2038L, self, dim, dtype),
+  "data" = function(self) .Call(C_op1, 2039L, self),
+  "deg2rad" = function(self) .Call(C_op1, 2040L, self),
+  "deg2rad_" = function(self) .Call(C_op1, 2041L, self),
+  "dense_dim" = function(self) .Call(C_op1, 2042L, self),
+  "dequantize" = function(self) .Call(C_op1, 2043L, self),
+  "det" = function(self) .Call(C_op1, 2044L, self),
+  "detach" = function(self) .Call(C_op1, 2045L, self),
+  "detach_" = function(self) .Call(C_op1, 2046L, self),
+  "diag" = function(self, diagonal = 0L) .Call(C_op2, 2047L, self, diagonal),
+  "diag_embed" = function(self, offset = 0L, dim1 = -2L, dim2 = -1L) .Call(C_op4, 2048L, self, offset, dim1, dim2),
+  "diagflat" = function(self, offset = 0L) .Call(C_op2, 2049L, self, offset),
+  "diagonal" = function(self, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op4, 2050L, self, offset, dim1, dim2),
+  "diagonal_scatter" = function(self, src, offset = 0L, dim1 = 1L, dim2 = 2L) .Call(C_op5, 2051L, self, src, offset, dim1, dim2),
+  "diff" = function(self, n = 1L, dim = -1L, prepend = NULL, append = NULL) .Call(C_op5, 2052L, self, n, dim, prepend, append),
+  "digamma" = function(self) .Call(C_op1, 2053L, self),
+  "digamma_" = function(self) .Call(C_op1, 2054L, self),
+  "dim" = function(self) .Call(C_op1, 2055L, self),
+  "dist" = function(self, other, p = 2L) .Call(C_op3, 2056L, self, other, p),
+  "div" = function(self, other, rounding_mode) .Call(C_op3, 2057L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
+  "div_" = function(self, other, rounding_mode) .Call(C_op3, 2058L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
+  "divide" = function(self, other, rounding_mode) .Call(C_op3, 2059L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
+  "divide_" = function(self, other, rounding_mode) .Call(C_op3, 2060L, self, other, if (missing(rounding_mode)) quote(expr = ) else rounding_mode),
+  "dot" = function(self, tensor) .Call(C_op2, 2061L, self, tensor),
+  "dsplit" = function(self, indices, sections) .Call(C_op3, 2062L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
+  "eq" = function(self, other) .Call(C_op2, 2063L, self, other),
+  "eq_" = function(self, other) .Call(C_op2, 2064L, self, other),
+  "equal" = function(self, other) .Call(C_op2, 2065L, self, other),
+  "erf" = function(self) .Call(C_op1, 2066L, self),
+  "erf_" = function(self) .Call(C_op1, 2067L, self),
+  "erfc" = function(self) .Call(C_op1, 2068L, self),
+  "erfc_" = function(self) .Call(C_op1, 2069L, self),
+  "erfinv" = function(self) .Call(C_op1, 2070L, self),
+  "erfinv_" = function(self) .Call(C_op1, 2071L, self),
+  "exp" = function(self) .Call(C_op1, 2072L, self),
+  "exp2" = function(self) .Call(C_op1, 2073L, self),
+  "exp2_" = function(self) .Call(C_op1, 2074L, self),
+  "exp_" = function(self) .Call(C_op1, 2075L, self),
+  "expand" = function(self, size, implicit = FALSE) .Call(C_op3, 2076L, self, size, implicit),
+  "expand_as" = function(self, other) .Call(C_op2, 2077L, self, other),
+  "expm1" = function(self) .Call(C_op1, 2078L, self),
+  "expm1_" = function(self) .Call(C_op1, 2079L, self),
+  "exponential_" = function(self, lambd = 1, generator = NULL) .Call(C_op3, 2080L, self, lambd, generator),
+  "fill_" = function(self, value) .Call(C_op2, 2081L, self, value),
+  "fill_diagonal_" = function(self, fill_value, wrap = FALSE) .Call(C_op3, 2082L, self, fill_value, wrap),
+  "fix" = function(self) .Call(C_op1, 2083L, self),
+  "fix_" = function(self) .Call(C_op1, 2084L, self),
+  "flatten" = function(self, start_dim = 1L, end_dim = -1L) .Call(C_op3, 2085L, self, start_dim, end_dim),
+  "flip" = function(self, dims) .Call(C_op2, 2086L, self, dims),
+  "fliplr" = function(self) .Call(C_op1, 2087L, self),
+  "flipud" = function(self) .Call(C_op1, 2088L, self),
+  "float_power" = function(self, exponent) .Call(C_op2, 2089L, self, exponent),
+  "float_power_" = function(self, exponent) .Call(C_op2, 2090L, self, exponent),
+  "floor" = function(self) .Call(C_op1, 2091L, self),
+  "floor_" = function(self) .Call(C_op1, 2092L, self),
+  "floor_divide" = function(self, other) .Call(C_op2, 2093L, self, other),
+  "floor_divide_" = function(self, other) .Call(C_op2, 2094L, self, other),
+  "fmax" = function(self, other) .Call(C_op2, 2095L, self, other),
+  "fmin" = function(self, other) .Call(C_op2, 2096L, self, other),
+  "fmod" = function(self, other) .Call(C_op2, 2097L, self, other),
+  "fmod_" = function(self, other) .Call(C_op2, 2098L, self, other),
+  "frac" = function(self) .Call(C_op1, 2099L, self),
+  "frac_" = function(self) .Call(C_op1, 2100L, self),
+  "frexp" = function(self) .Call(C_op1, 2101L, self),
+  "gather" = function(self, dim, index, sparse_grad = FALSE) .Call(C_op4, 2102L, self, dim, index, sparse_grad),
+  "gcd" = function(self, other) .Call(C_op2, 2103L, self, other),
+  "gcd_" = function(self, other) .Call(C_op2, 2104L, self, other),
+  "ge" = function(self, other) .Call(C_op2, 2105L, self, other),
+  "ge_" = function(self, other) .Call(C_op2, 2106L, self, other),
+  "geometric_" = function(self, p, generator = NULL) .Call(C_op3, 2107L, self, p, generator),
+  "geqrf" = function(self) .Call(C_op1, 2108L, self),
+  "ger" = function(self, vec2) .Call(C_op2, 2109L, self, vec2),
+  "get_device" = function(self) .Call(C_op1, 2110L, self),
+  "greater" = function(self, other) .Call(C_op2, 2111L, self, other),
+  "greater_" = function(self, other) .Call(C_op2, 2112L, self, other),
+  "greater_equal" = function(self, other) .Call(C_op2, 2113L, self, other),
+  "greater_equal_" = function(self, other) .Call(C_op2, 2114L, self, other),
+  "gt" = function(self, other) .Call(C_op2, 2115L, self, other),
+  "gt_" = function(self, other) .Call(C_op2, 2116L, self, other),
+  "hardshrink" = function(self, lambd = 0.5) .Call(C_op2, 2117L, self, lambd),
+  "hash_tensor" = function(self, dim = NULL, keepdim = FALSE, mode = 0L) .Call(C_op4, 2118L, self, dim, keepdim, mode),
+  "heaviside" = function(self, values) .Call(C_op2, 2119L, self, values),
+  "heaviside_" = function(self, values) .Call(C_op2, 2120L, self, values),
+  "histc" = function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 2121L, self, bins, min, max),
+  "histogram" = function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 2122L, self, bins, range, weight, density),
+  "hsplit" = function(self, indices, sections) .Call(C_op3, 2123L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
+  "hypot" = function(self, other) .Call(C_op2, 2124L, self, other),
+  "hypot_" = function(self, other) .Call(C_op2, 2125L, self, other),
+  "i0" = function(self) .Call(C_op1, 2126L, self),
+  "i0_" = function(self) .Call(C_op1, 2127L, self),
+  "igamma" = function(self, other) .Call(C_op2, 2128L, self, other),
+  "igamma_" = function(self, other) .Call(C_op2, 2129L, self, other),
+  "igammac" = function(self, other) .Call(C_op2, 2130L, self, other),
+  "igammac_" = function(self, other) .Call(C_op2, 2131L, self, other),
+  "index" = function(self, indices) .Call(C_op2, 2132L, self, indices),
+  "index_add" = function(self, dim, index, source, alpha = 1L) .Call(C_op5, 2133L, self, dim, index, source, alpha),
+  "index_add_" = function(self, dim, index, source, alpha = 1L) .Call(C_op5, 2134L, self, dim, index, source, alpha),
+  "index_copy" = function(self, dim, index, source) .Call(C_op4, 2135L, self, dim, index, source),
+  "index_copy_" = function(self, dim, index, source) .Call(C_op4, 2136L, self, dim, index, source),
+  "index_fill" = function(self, dim, index, value) .Call(C_op4, 2137L, self, dim, index, value),
+  "index_fill_" = function(self, dim, index, value) .Call(C_op4, 2138L, self, dim, index, value),
+  "index_put" = function(self, indices, values, accumulate = FALSE) .Call(C_op4, 2139L, self, indices, values, accumulate),
+  "index_put_" = function(self, indices, values, accumulate = FALSE) .Call(C_op4, 2140L, self, indices, values, accumulate),
+  "index_reduce" = function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 2141L, self, dim, index, source, reduce, include_self),
+  "index_reduce_" = function(self, dim, index, source, reduce, include_self = TRUE) .Call(C_op6, 2142L, self, dim, index, source, reduce, include_self),
+  "index_select" = function(self, dim, index) .Call(C_op3, 2143L, self, dim, index),
+  "indices" = function(self) .Call(C_op1, 2144L, self),
+  "inner" = function(self, other) .Call(C_op2, 2145L, self, other),
+  "int_repr" = function(self) .Call(C_op1, 2146L, self),
+  "inverse" = function(self) .Call(C_op1, 2147L, self),
+  "is_coalesced" = function(self) .Call(C_op1, 2148L, self),
+  "is_complex" = function(self) .Call(C_op1, 2149L, self),
+  "is_conj" = function(self) .Call(C_op1, 2150L, self),
+  "is_contiguous" = function(self, memory_format) .Call(C_op2, 2151L, self, if (missing(memory_format)) quote(expr = ) else memory_format),
+  "is_distributed" = function(self) .Call(C_op1, 2152L, self),
+  "is_floating_point" = function(self) .Call(C_op1, 2153L, self),
+  "is_inference" = function(self) .Call(C_op1, 2154L, self),
+  "is_leaf" = function(self) .Call(C_op1, 2155L, self),
+  "is_neg" = function(self) .Call(C_op1, 2156L, self),
+  "is_nonzero" = function(self) .Call(C_op1, 2157L, self),
+  "is_pinned" = function(self, device = NULL) .Call(C_op2, 2158L, self, device),
+  "is_same_size" = function(self, other) .Call(C_op2, 2159L, self, other),
+  "is_set_to" = function(self, tensor) .Call(C_op2, 2160L, self, tensor),
+  "is_signed" = function(self) .Call(C_op1, 2161L, self),
+  "isclose" = function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 2162L, self, other, rtol, atol, equal_nan),
+  "isfinite" = function(self) .Call(C_op1, 2163L, self),
+  "isinf" = function(self) .Call(C_op1, 2164L, self),
+  "isnan" = function(self) .Call(C_op1, 2165L, self),
+  "isneginf" = function(self) .Call(C_op1, 2166L, self),
+  "isposinf" = function(self) .Call(C_op1, 2167L, self),
+  "isreal" = function(self) .Call(C_op1, 2168L, self),
+  "istft" = function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, normalized = FALSE, onesided = NULL, length = NULL, return_complex = FALSE) .Call(C_op10, 2169L, self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex),
+  "item" = function(self) .Call(C_op1, 2170L, self),
+  "kron" = function(self, other) .Call(C_op2, 2171L, self, other),
+  "kthvalue" = function(self, k, dim = -1L, keepdim = FALSE) .Call(C_op4, 2172L, self, k, dim, keepdim),
+  "lcm" = function(self, other) .Call(C_op2, 2173L, self, other),
+  "lcm_" = function(self, other) .Call(C_op2, 2174L, self, other),
+  "ldexp" = function(self, other) .Call(C_op2, 2175L, self, other),
+  "ldexp_" = function(self, other) .Call(C_op2, 2176L, self, other),
+  "le" = function(self, other) .Call(C_op2, 2177L, self, other),
+  "le_" = function(self, other) .Call(C_op2, 2178L, self, other),
+  "lerp" = function(self, end, weight) .Call(C_op3, 2179L, self, end, weight),
+  "lerp_" = function(self, end, weight) .Call(C_op3, 2180L, self, end, weight),
+  "less" = function(self, other) .Call(C_op2, 2181L, self, other),
+  "less_" = function(self, other) .Call(C_op2, 2182L, self, other),
+  "less_equal" = function(self, other) .Call(C_op2, 2183L, self, other),
+  "less_equal_" = function(self, other) .Call(C_op2, 2184L, self, other),
+  "lgamma" = function(self) .Call(C_op1, 2185L, self),
+  "lgamma_" = function(self) .Call(C_op1, 2186L, self),
+  "log" = function(self) .Call(C_op1, 2187L, self),
+  "log10" = function(self) .Call(C_op1, 2188L, self),
+  "log10_" = function(self) .Call(C_op1, 2189L, self),
+  "log1p" = function(self) .Call(C_op1, 2190L, self),
+  "log1p_" = function(self) .Call(C_op1, 2191L, self),
+  "log2" = function(self) .Call(C_op1, 2192L, self),
+  "log2_" = function(self) .Call(C_op1, 2193L, self),
+  "log_" = function(self) .Call(C_op1, 2194L, self),
+  "log_normal_" = function(self, mean = 1, std = 2, generator = NULL) .Call(C_op4, 2195L, self, mean, std, generator),
+  "log_softmax" = function(self, dim, dtype = NULL) .Call(C_op3, 2196L, self, dim, dtype),
+  "logaddexp" = function(self, other) .Call(C_op2, 2197L, self, other),
+  "logaddexp2" = function(self, other) .Call(C_op2, 2198L, self, other),
+  "logcumsumexp" = function(self, dim) .Call(C_op2, 2199L, self, dim),
+  "logdet" = function(self) .Call(C_op1, 2200L, self),
+  "logical_and" = function(self, other) .Call(C_op2, 2201L, self, other),
+  "logical_and_" = function(self, other) .Call(C_op2, 2202L, self, other),
+  "logical_not" = function(self) .Call(C_op1, 2203L, self),
+  "logical_not_" = function(self) .Call(C_op1, 2204L, self),
+  "logical_or" = function(self, other) .Call(C_op2, 2205L, self, other),
+  "logical_or_" = function(self, other) .Call(C_op2, 2206L, self, other),
+  "logical_xor" = function(self, other) .Call(C_op2, 2207L, self, other),
+  "logical_xor_" = function(self, other) .Call(C_op2, 2208L, self, other),
+  "logit" = function(self, eps = NULL) .Call(C_op2, 2209L, self, eps),
+  "logit_" = function(self, eps = NULL) .Call(C_op2, 2210L, self, eps),
+  "logsumexp" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2211L, self, dim, keepdim),
+  "lt" = function(self, other) .Call(C_op2, 2212L, self, other),
+  "lt_" = function(self, other) .Call(C_op2, 2213L, self, other),
+  "lu_solve" = function(self, LU_data, LU_pivots) .Call(C_op3, 2214L, self, LU_data, LU_pivots),
+  "mH" = function(self) .Call(C_op1, 2215L, self),
+  "mT" = function(self) .Call(C_op1, 2216L, self),
+  "masked_fill" = function(self, mask, value) .Call(C_op3, 2217L, self, mask, value),
+  "masked_fill_" = function(self, mask, value) .Call(C_op3, 2218L, self, mask, value),
+  "masked_scatter" = function(self, mask, source) .Call(C_op3, 2219L, self, mask, source),
+  "masked_scatter_" = function(self, mask, source) .Call(C_op3, 2220L, self, mask, source),
+  "masked_select" = function(self, mask) .Call(C_op2, 2221L, self, mask),
+  "matmul" = function(self, other) .Call(C_op2, 2222L, self, other),
+  "matrix_H" = function(self) .Call(C_op1, 2223L, self),
+  "matrix_exp" = function(self) .Call(C_op1, 2224L, self),
+  "matrix_power" = function(self, n) .Call(C_op2, 2225L, self, n),
+  "max" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2226L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
+  "maximum" = function(self, other) .Call(C_op2, 2227L, self, other),
+  "mean" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2228L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
+  "median" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2229L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
+  "min" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2230L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
+  "minimum" = function(self, other) .Call(C_op2, 2231L, self, other),
+  "mm" = function(self, mat2) .Call(C_op2, 2232L, self, mat2),
+  "mode" = function(self, dim = -1L, keepdim = FALSE) .Call(C_op3, 2233L, self, dim, keepdim),
+  "moveaxis" = function(self, source, destination) .Call(C_op3, 2234L, self, source, destination),
+  "movedim" = function(self, source, destination) .Call(C_op3, 2235L, self, source, destination),
+  "msort" = function(self) .Call(C_op1, 2236L, self),
+  "mul" = function(self, other) .Call(C_op2, 2237L, self, other),
+  "mul_" = function(self, other) .Call(C_op2, 2238L, self, other),
+  "multinomial" = function(self, num_samples, replacement = FALSE, generator = NULL) .Call(C_op4, 2239L, self, num_samples, replacement, generator),
+  "multiply" = function(self, other) .Call(C_op2, 2240L, self, other),
+  "multiply_" = function(self, other) .Call(C_op2, 2241L, self, other),
+  "mv" = function(self, vec) .Call(C_op2, 2242L, self, vec),
+  "mvlgamma" = function(self, p) .Call(C_op2, 2243L, self, p),
+  "mvlgamma_" = function(self, p) .Call(C_op2, 2244L, self, p),
+  "nan_to_num" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 2245L, self, nan, posinf, neginf),
+  "nan_to_num_" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 2246L, self, nan, posinf, neginf),
+  "nanmean" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2247L, self, dim, keepdim, dtype),
+  "nanmedian" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2248L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
+  "nanquantile" = function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 2249L, self, q, dim, keepdim, interpolation),
+  "nansum" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2250L, self, dim, keepdim, dtype),
+  "narrow" = function(self, dim, start, length) .Call(C_op4, 2251L, self, dim, start, length),
+  "narrow_copy" = function(self, dim, start, length) .Call(C_op4, 2252L, self, dim, start, length),
+  "ne" = function(self, other) .Call(C_op2, 2253L, self, other),
+  "ne_" = function(self, other) .Call(C_op2, 2254L, self, other),
+  "neg" = function(self) .Call(C_op1, 2255L, self),
+  "neg_" = function(self) .Call(C_op1, 2256L, self),
+  "negative" = function(self) .Call(C_op1, 2257L, self),
+  "negative_" = function(self) .Call(C_op1, 2258L, self),
+  "new_empty" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 2259L, self, size, dtype, layout, device, pin_memory),
+  "new_empty_strided" = function(self, size, stride, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 2260L, self, size, stride, dtype, layout, device, pin_memory),
+  "new_full" = function(self, size, fill_value, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 2261L, self, size, fill_value, dtype, layout, device, pin_memory),
+  "new_ones" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 2262L, self, size, dtype, layout, device, pin_memory),
+  "new_zeros" = function(self, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op6, 2263L, self, size, dtype, layout, device, pin_memory),
+  "nextafter" = function(self, other) .Call(C_op2, 2264L, self, other),
+  "nextafter_" = function(self, other) .Call(C_op2, 2265L, self, other),
+  "nonzero" = function(self) .Call(C_op1, 2266L, self),
+  "nonzero_numpy" = function(self) .Call(C_op1, 2267L, self),
+  "nonzero_static" = function(self, size, fill_value = -1L) .Call(C_op3, 2268L, self, size, fill_value),
+  "norm" = function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 2269L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype),
+  "normal_" = function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 2270L, self, mean, std, generator),
+  "not_equal" = function(self, other) .Call(C_op2, 2271L, self, other),
+  "not_equal_" = function(self, other) .Call(C_op2, 2272L, self, other),
+  "numel" = function(self) .Call(C_op1, 2273L, self),
+  "numpy_T" = function(self) .Call(C_op1, 2274L, self),
+  "orgqr" = function(self, input2) .Call(C_op2, 2275L, self, input2),
+  "ormqr" = function(self, input2, input3, left = TRUE, transpose = FALSE) .Call(C_op5, 2276L, self, input2, input3, left, transpose),
+  "outer" = function(self, vec2) .Call(C_op2, 2277L, self, vec2),
+  "output_nr" = function(self) .Call(C_op1, 2278L, self),
+  "permute" = function(self, dims) .Call(C_op2, 2279L, self, dims),
+  "pin_memory" = function(self, device = NULL) .Call(C_op2, 2280L, self, device),
+  "pinverse" = function(self, rcond = 1e-15) .Call(C_op2, 2281L, self, rcond),
+  "polygamma_" = function(self, n) .Call(C_op2, 2282L, self, n),
+  "positive" = function(self) .Call(C_op1, 2283L, self),
+  "pow" = function(self, exponent) .Call(C_op2, 2284L, self, exponent),
+  "pow_" = function(self, exponent) .Call(C_op2, 2285L, self, exponent),
+  "prelu" = function(self, weight) .Call(C_op2, 2286L, self, weight),
+  "prod" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2287L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
+  "put" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 2288L, self, index, source, accumulate),
+  "put_" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 2289L, self, index, source, accumulate),
+  "q_per_channel_axis" = function(self) .Call(C_op1, 2290L, self),
+  "q_per_channel_scales" = function(self) .Call(C_op1, 2291L, self),
+  "q_per_channel_zero_points" = function(self) .Call(C_op1, 2292L, self),
+  "q_scale" = function(self) .Call(C_op1, 2293L, self),
+  "q_zero_point" = function(self) .Call(C_op1, 2294L, self),
+  "qr" = function(self, some = TRUE) .Call(C_op2, 2295L, self, some),
+  "qscheme" = function(self) .Call(C_op1, 2296L, self),
+  "quantile" = function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 2297L, self, q, dim, keepdim, interpolation),
+  "rad2deg" = function(self) .Call(C_op1, 2298L, self),
+  "rad2deg_" = function(self) .Call(C_op1, 2299L, self),
+  "random_" = function(self, from, to, generator = NULL) .Call(C_op4, 2300L, self, if (missing(from)) quote(expr = ) else from, if (missing(to)) quote(expr = ) else to, generator),
+  "ravel" = function(self) .Call(C_op1, 2301L, self),
+  "reciprocal" = function(self) .Call(C_op1, 2302L, self),
+  "reciprocal_" = function(self) .Call(C_op1, 2303L, self),
+  "relu" = function(self) .Call(C_op1, 2304L, self),
+  "relu_" = function(self) .Call(C_op1, 2305L, self),
+  "remainder" = function(self, other) .Call(C_op2, 2306L, self, other),
+  "remainder_" = function(self, other) .Call(C_op2, 2307L, self, other),
+  "renorm" = function(self, p, dim, maxnorm) .Call(C_op4, 2308L, self, p, dim, maxnorm),
+  "renorm_" = function(self, p, dim, maxnorm) .Call(C_op4, 2309L, self, p, dim, maxnorm),
+  "repeat" = function(self, repeats) .Call(C_op2, 2310L, self, repeats),
+  "repeat_interleave" = function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 2311L, self, repeats, dim, output_size),
+  "requires_grad_" = function(self, requires_grad = TRUE) .Call(C_op2, 2312L, self, requires_grad),
+  "reshape" = function(self, shape) .Call(C_op2, 2313L, self, shape),
+  "reshape_as" = function(self, other) .Call(C_op2, 2314L, self, other),
+  "resize_" = function(self, size, memory_format = NULL) .Call(C_op3, 2315L, self, size, memory_format),
+  "resize_as_" = function(self, the_template, memory_format = NULL) .Call(C_op3, 2316L, self, the_template, memory_format),
+  "resize_as_sparse_" = function(self, the_template) .Call(C_op2, 2317L, self, the_template),
+  "resolve_conj" = function(self) .Call(C_op1, 2318L, self),
+  "resolve_neg" = function(self) .Call(C_op1, 2319L, self),
+  "retain_grad" = function(self) .Call(C_op1, 2320L, self),
+  "retains_grad" = function(self) .Call(C_op1, 2321L, self),
+  "roll" = function(self, shifts, dims = NULL) .Call(C_op3, 2322L, self, shifts, dims),
+  "rot90" = function(self, k = 1L, dims = c(1L, 2L)) .Call(C_op3, 2323L, self, k, dims),
+  "round" = function(self, decimals) .Call(C_op2, 2324L, self, if (missing(decimals)) quote(expr = ) else decimals),
+  "round_" = function(self, decimals) .Call(C_op2, 2325L, self, if (missing(decimals)) quote(expr = ) else decimals),
+  "row_indices" = function(self) .Call(C_op1, 2326L, self),
+  "rsqrt" = function(self) .Call(C_op1, 2327L, self),
+  "rsqrt_" = function(self) .Call(C_op1, 2328L, self),
+  "scatter" = function(self, dim, index, src, value, reduce) .Call(C_op6, 2329L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce),
+  "scatter_" = function(self, dim, index, src, value, reduce) .Call(C_op6, 2330L, self, dim, index, if (missing(src)) quote(expr = ) else src, if (missing(value)) quote(expr = ) else value, if (missing(reduce)) quote(expr = ) else reduce),
+  "scatter_add" = function(self, dim, index, src) .Call(C_op4, 2331L, self, dim, index, src),
+  "scatter_add_" = function(self, dim, index, src) .Call(C_op4, 2332L, self, dim, index, src),
+  "scatter_reduce" = function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 2333L, self, dim, index, src, reduce, include_self),
+  "scatter_reduce_" = function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 2334L, self, dim, index, src, reduce, include_self),
+  "select" = function(self, dim, index) .Call(C_op3, 2335L, self, dim, index),
+  "select_scatter" = function(self, src, dim, index) .Call(C_op4, 2336L, self, src, dim, index),
+  "set_" = function(self, source, storage_offset, size, stride = NULL) .Call(C_op5, 2337L, self, if (missing(source)) quote(expr = ) else source, if (missing(storage_offset)) quote(expr = ) else storage_offset, if (missing(size)) quote(expr = ) else size, stride),
+  "set_data" = function(self, new_data) .Call(C_op2, 2338L, self, new_data),
+  "sgn" = function(self) .Call(C_op1, 2339L, self),
+  "sgn_" = function(self) .Call(C_op1, 2340L, self),
+  "sigmoid" = function(self) .Call(C_op1, 2341L, self),
+  "sigmoid_" = function(self) .Call(C_op1, 2342L, self),
+  "sign" = function(self) .Call(C_op1, 2343L, self),
+  "sign_" = function(self) .Call(C_op1, 2344L, self),
+  "signbit" = function(self) .Call(C_op1, 2345L, self),
+  "sin" = function(self) .Call(C_op1, 2346L, self),
+  "sin_" = function(self) .Call(C_op1, 2347L, self),
+  "sinc" = function(self) .Call(C_op1, 2348L, self),
+  "sinc_" = function(self) .Call(C_op1, 2349L, self),
+  "sinh" = function(self) .Call(C_op1, 2350L, self),
+  "sinh_" = function(self) .Call(C_op1, 2351L, self),
+  "slice" = function(self, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op5, 2352L, self, dim, start, end, step),
+  "slice_inverse" = function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 2353L, self, src, dim, start, end, step),
+  "slice_scatter" = function(self, src, dim = 1L, start = NULL, end = NULL, step = 1L) .Call(C_op6, 2354L, self, src, dim, start, end, step),
+  "slogdet" = function(self) .Call(C_op1, 2355L, self),
+  "smm" = function(self, mat2) .Call(C_op2, 2356L, self, mat2),
+  "softmax" = function(self, dim, dtype = NULL) .Call(C_op3, 2357L, self, dim, dtype),
+  "sort" = function(self, stable, dim = -1L, descending = FALSE) .Call(C_op4, 2358L, self, if (missing(stable)) quote(expr = ) else stable, dim, descending),
+  "sparse_dim" = function(self) .Call(C_op1, 2359L, self),
+  "sparse_mask" = function(self, mask) .Call(C_op2, 2360L, self, mask),
+  "sparse_resize_" = function(self, size, sparse_dim, dense_dim) .Call(C_op4, 2361L, self, size, sparse_dim, dense_dim),
+  "sparse_resize_and_clear_" = function(self, size, sparse_dim, dense_dim) .Call(C_op4, 2362L, self, size, sparse_dim, dense_dim),
+  "split" = function(self, split_size, dim = 1L) .Call(C_op3, 2363L, self, split_size, dim),
+  "split_with_sizes" = function(self, split_sizes, dim = 1L) .Call(C_op3, 2364L, self, split_sizes, dim),
+  "sqrt" = function(self) .Call(C_op1, 2365L, self),
+  "sqrt_" = function(self) .Call(C_op1, 2366L, self),
+  "square" = function(self) .Call(C_op1, 2367L, self),
+  "square_" = function(self) .Call(C_op1, 2368L, self),
+  "squeeze" = function(self, dim) .Call(C_op2, 2369L, self, if (missing(dim)) quote(expr = ) else dim),
+  "squeeze_" = function(self, dim) .Call(C_op2, 2370L, self, if (missing(dim)) quote(expr = ) else dim),
+  "sspaddmm" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 2371L, self, mat1, mat2, beta, alpha),
+  "std" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 2372L, self, dim, correction, unbiased, keepdim),
+  "stft" = function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 2373L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window),
+  "storage_offset" = function(self) .Call(C_op1, 2374L, self),
+  "sub" = function(self, other, alpha = 1L) .Call(C_op3, 2375L, self, other, alpha),
+  "sub_" = function(self, other, alpha = 1L) .Call(C_op3, 2376L, self, other, alpha),
+  "subtract" = function(self, other, alpha = 1L) .Call(C_op3, 2377L, self, other, alpha),
+  "subtract_" = function(self, other, alpha = 1L) .Call(C_op3, 2378L, self, other, alpha),
+  "sum" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2379L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
+  "sum_to_size" = function(self, size) .Call(C_op2, 2380L, self, size),
+  "svd" = function(self, some = TRUE, compute_uv = TRUE) .Call(C_op3, 2381L, self, some, compute_uv),
+  "swapaxes" = function(self, axis0, axis1) .Call(C_op3, 2382L, self, axis0, axis1),
+  "swapaxes_" = function(self, axis0, axis1) .Call(C_op3, 2383L, self, axis0, axis1),
+  "swapdims" = function(self, dim0, dim1) .Call(C_op3, 2384L, self, dim0, dim1),
+  "swapdims_" = function(self, dim0, dim1) .Call(C_op3, 2385L, self, dim0, dim1),
+  "t" = function(self) .Call(C_op1, 2386L, self),
+  "t_" = function(self) .Call(C_op1, 2387L, self),
+  "take" = function(self, index) .Call(C_op2, 2388L, self, index),
+  "take_along_dim" = function(self, indices, dim = NULL) .Call(C_op3, 2389L, self, indices, dim),
+  "tan" = function(self) .Call(C_op1, 2390L, self),
+  "tan_" = function(self) .Call(C_op1, 2391L, self),
+  "tanh" = function(self) .Call(C_op1, 2392L, self),
+  "tanh_" = function(self) .Call(C_op1, 2393L, self),
+  "tensor_split" = function(self, indices, sections, tensor_indices_or_sections, dim = 1L) .Call(C_op5, 2394L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections, if (missing(tensor_indices_or_sections)) quote(expr = ) else tensor_indices_or_sections, dim),
+  "tile" = function(self, dims) .Call(C_op2, 2395L, self, dims),
+  "to" = function(self, other, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, copy = FALSE, memory_format = NULL) .Call(C_op9, 2396L, self, if (missing(other)) quote(expr = ) else other, dtype, layout, device, pin_memory, non_blocking, copy, memory_format),
+  "to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 2397L, self, dtype, masked_grad),
+  "to_mkldnn" = function(self, dtype = NULL) .Call(C_op2, 2398L, self, dtype),
+  "to_padded_tensor" = function(self, padding, output_size = NULL) .Call(C_op3, 2399L, self, padding, output_size),
+  "to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 2400L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
+  "to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 2401L, self, blocksize, dense_dim),
+  "to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 2402L, self, blocksize, dense_dim),
+  "to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 2403L, self, dense_dim),
+  "to_sparse_csr" = function(self, dense_dim = NULL) .Call(C_op2, 2404L, self, dense_dim),
+  "topk" = function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) .Call(C_op5, 2405L, self, k, dim, largest, sorted),
+  "trace" = function(self) .Call(C_op1, 2406L, self),
+  "transpose" = function(self, dim0, dim1) .Call(C_op3, 2407L, self, dim0, dim1),
+  "transpose_" = function(self, dim0, dim1) .Call(C_op3, 2408L, self, dim0, dim1),
+  "triangular_solve" = function(self, A, upper = TRUE, transpose = FALSE, unitriangular = FALSE) .Call(C_op5, 2409L, self, A, upper, transpose, unitriangular),
+  "tril" = function(self, diagonal = 0L) .Call(C_op2, 2410L, self, diagonal),
+  "tril_" = function(self, diagonal = 0L) .Call(C_op2, 2411L, self, diagonal),
+  "triu" = function(self, diagonal = 0L) .Call(C_op2, 2412L, self, diagonal),
+  "triu_" = function(self, diagonal = 0L) .Call(C_op2, 2413L, self, diagonal),
+  "true_divide" = function(self, other) .Call(C_op2, 2414L, self, other),
+  "true_divide_" = function(self, other) .Call(C_op2, 2415L, self, other),
+  "trunc" = function(self) .Call(C_op1, 2416L, self),
+  "trunc_" = function(self) .Call(C_op1, 2417L, self),
+  "type_as" = function(self, other) .Call(C_op2, 2418L, self, other),
+  "unbind" = function(self, dim = 1L) .Call(C_op2, 2419L, self, dim),
+  "unflatten" = function(self, dim, sizes) .Call(C_op3, 2420L, self, dim, sizes),
+  "unfold" = function(self, dimension, size, step) .Call(C_op4, 2421L, self, dimension, size, step),
+  "uniform_" = function(self, from = 0, to = 1, generator = NULL) .Call(C_op4, 2422L, self, from, to, generator),
+  "unsafe_chunk" = function(self, chunks, dim = 1L) .Call(C_op3, 2423L, self, chunks, dim),
+  "unsafe_split" = function(self, split_size, dim = 1L) .Call(C_op3, 2424L, self, split_size, dim),
+  "unsafe_split_with_sizes" = function(self, split_sizes, dim = 1L) .Call(C_op3, 2425L, self, split_sizes, dim),
+  "unsqueeze" = function(self, dim) .Call(C_op2, 2426L, self, dim),
+  "unsqueeze_" = function(self, dim) .Call(C_op2, 2427L, self, dim),
+  "values" = function(self) .Call(C_op1, 2428L, self),
+  "var" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 2429L, self, dim, correction, unbiased, keepdim),
+  "vdot" = function(self, other) .Call(C_op2, 2430L, self, other),
+  "view" = function(self, dtype, size) .Call(C_op3, 2431L, self, if (missing(dtype)) quote(expr = ) else dtype, if (missing(size)) quote(expr = ) else size),
+  "view_as" = function(self, other) .Call(C_op2, 2432L, self, other),
+  "vsplit" = function(self, indices, sections) .Call(C_op3, 2433L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
+  "xlogy" = function(self, other) .Call(C_op2, 2434L, self, other),
+  "xlogy_" = function(self, other) .Call(C_op2, 2435L, self, other),
+  "zero_" = function(self) .Call(C_op1, 2436L, self)
 )

@@ -231,7 +231,9 @@ option_value <- function(value, name, default, call) {
 #'
 #' @param config A DeepSpeed config as a named list (`list(fp16 = list(...))`)
 #'   or its `fp16` section.
-#' @param device The device type of the scale: `"cuda"` or `"cpu"`.
+#' @param device The device type of the scale: `"cuda"` or `"cpu"`; `NULL`
+#'   (the default): `"cuda"` where a CUDA device is available, else `"cpu"`
+#'   (the peers' scalers have no device: they scale where the model is).
 #' @param initial_scale,min_scale,growth_factor,backoff_factor,growth_interval,hysteresis
 #'   Megatron-LM's `DynamicGradScaler` arguments.
 #' @return An `AmpGradScaler`, as [amp_grad_scaler()] returns.
@@ -243,13 +245,13 @@ option_value <- function(value, name, default, call) {
 #'   mg <- amp_grad_scaler_from_megatron(initial_scale = 1024, device = "cpu")
 #'   mg$state_dict()$hysteresis
 #' }
-amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
+amp_grad_scaler_from_deepspeed <- function(config, device = NULL) {
   call <- sys.call()
   if (!is.list(config)) {
     abort(sprintf("`config` must be a DeepSpeed config as a named list, got %s.",
                   describe(config)), call)
   }
-  device <- arg_string(device, "device", call)
+  device <- preset_device(device, call)
   options <- with_python_warnings(call_python(
     python_modules()$glue$deepspeed_options(config), call), call)
   scaler <- new_core_scaler(device, options)  # here, so that its errors name the user's call
@@ -260,17 +262,25 @@ amp_grad_scaler_from_deepspeed <- function(config, device = "cuda") {
 #' @export
 amp_grad_scaler_from_megatron <- function(initial_scale = 2^32, min_scale = 1, growth_factor = 2,
                                           backoff_factor = 0.5, growth_interval = 1000,
-                                          hysteresis = 2, device = "cuda") {
+                                          hysteresis = 2, device = NULL) {
   call <- sys.call()
   numbers <- list(initial_scale = initial_scale, min_scale = min_scale,
                   growth_factor = growth_factor, backoff_factor = backoff_factor,
                   growth_interval = growth_interval, hysteresis = hysteresis)
   numbers <- Map(function(value, name) arg_number(value, name, call), numbers, names(numbers))
-  device <- arg_string(device, "device", call)
+  device <- preset_device(device, call)
   options <- with_python_warnings(call_python(
     do.call(python_modules()$glue$megatron_options, numbers), call), call)
   scaler <- new_core_scaler(device, options)  # here, so that its errors name the user's call
   grad_scaler_class$new(scaler, call)
+}
+
+# The presets' device: the one given, else CUDA where there is one (as Python's presets).
+preset_device <- function(device, call) {
+  if (is.null(device)) {
+    return(if (cuda_is_available()) "cuda" else "cpu")
+  }
+  arg_string(device, "device", call)
 }
 
 # An optimizer's parameters as the core's ParamList, made once per optimizer and refreshed when

@@ -103,6 +103,14 @@ index_args <- function(exprs, parent) { # nolint: cyclocomp_linter.
   if (is.atomic(value) && length(value) > 1L) {
     value <- torch_tensor(value, device = meta(x, "device"))
   }
-  .Call(C_tensor_index_put, x, index_args(exprs, parent.frame()), value)
+  index <- index_args(exprs, parent.frame())
+  # R torch's rule: in an assignment at most one index is a tensor (two would pair their
+  # entries, PyTorch's advanced indexing, where R would take the grid of rows and columns).
+  if (sum(vapply(index, function(i) is_torch_tensor(i) && length(dim(i)) > 0L, NA)) > 1L) {
+    abort(paste0("Only one tensor is allowed in the index of an assignment: index the rows and ",
+                 "columns with R vectors, or use `$index_put_()` for pairs of positions."),
+          class = "index_error")
+  }
+  .Call(C_tensor_index_put, x, index, value)
   invisible(x)
 }

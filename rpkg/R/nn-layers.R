@@ -169,7 +169,11 @@ reset_linear_like <- function(self) {
 #' @param num_embeddings,embedding_dim,padding_idx,max_norm,norm_type
 #'   Embedding (`padding_idx` 1-based, as in R torch).
 #' @param scale_grad_by_freq,sparse,.weight Embedding.
-#' @param p,inplace Dropout.
+#' @param mode,include_last_offset `nn_embedding_bag()`: how a bag's rows
+#'   are reduced (`"sum"`, `"mean"` or `"max"`), and whether its `offsets`
+#'   (given to the module's forward) end with the input's length.
+#' @param p,inplace Dropout (`inplace`: activations too, which then write into
+#'   their input); `p`: `nn_multi_margin_loss()`'s exponent (1 or 2).
 #' @param start_dim,end_dim Flatten.
 #' @param dim A dimension (1-based).
 #' @param negative_slope,alpha,beta,threshold,approximate Activations.
@@ -185,6 +189,8 @@ reset_linear_like <- function(self) {
 #' conv <- nn_conv2d(3, 8, kernel_size = 3, padding = 1)
 #' dim(conv(torch_randn(1, 3, 16, 16)))
 #' nn_cross_entropy_loss()(torch_randn(2, 5), torch_tensor(c(1L, 5L)))
+#' nn_embedding_bag(10, 3, mode = "sum")(torch_tensor(rbind(c(1L, 2L), c(10L, 3L))))
+#' nn_aum_loss()(torch_randn(6), torch_tensor(c(1L, 2L, 1L, 1L, 2L, 2L)))
 NULL
 
 #' @rdname nn_layers
@@ -276,7 +282,7 @@ nn_max_pool2d <- nn_module(
     self$stride <- stride %||% kernel_size
     self$padding <- padding
     self$dilation <- dilation
-    self$return_indices <- arg_flag(return_indices, "return_indices")
+    self$return_indices <- flag_arg(return_indices, "return_indices")
     self$ceil_mode <- ceil_mode
   },
   forward = function(input) {
@@ -389,16 +395,7 @@ nn_embedding <- nn_module(
     self$num_embeddings <- whole_number(num_embeddings, "num_embeddings")
     self$embedding_dim <- whole_number(embedding_dim, "embedding_dim")
     # R torch's padding_idx is 1-based (a negative one counts from the end: -1 is the last).
-    if (!is.null(padding_idx)) {
-      padding_idx <- whole_number(padding_idx, "padding_idx")
-      n <- self$num_embeddings
-      if (padding_idx == 0L || padding_idx > n || padding_idx < -n) {
-        abort(sprintf(paste0("`padding_idx` must be within num_embeddings (1 to %d, or -%d to -1, ",
-                             "1-based), got %d."), n, n, padding_idx), class = "value_error")
-      }
-      if (padding_idx < 0L) padding_idx <- n + padding_idx + 1L
-    }
-    self$padding_idx <- padding_idx
+    self$padding_idx <- embedding_row(padding_idx, self$num_embeddings)
     self$max_norm <- max_norm
     self$norm_type <- norm_type
     self$scale_grad_by_freq <- scale_grad_by_freq
@@ -422,12 +419,64 @@ nn_embedding <- nn_module(
 
 #' @rdname nn_layers
 #' @export
+nn_embedding_bag <- nn_module(
+  "nn_embedding_bag",
+  initialize = function(num_embeddings, embedding_dim, max_norm = NULL, norm_type = 2,
+                        scale_grad_by_freq = FALSE, mode = "mean", sparse = FALSE,
+                        include_last_offset = FALSE, padding_idx = NULL, .weight = NULL) {
+    self$num_embeddings <- whole_number(num_embeddings, "num_embeddings")
+    self$embedding_dim <- whole_number(embedding_dim, "embedding_dim")
+    # 1-based, as nn_embedding's (a negative one counts from the end: -1 is the last row).
+    self$padding_idx <- embedding_row(padding_idx, self$num_embeddings)
+    self$max_norm <- max_norm
+    self$norm_type <- norm_type
+    self$scale_grad_by_freq <- flag_arg(scale_grad_by_freq, "scale_grad_by_freq")
+    self$mode <- arg_choice(mode, "mode", c("sum", "mean", "max"))
+    self$sparse <- flag_arg(sparse, "sparse")
+    self$include_last_offset <- flag_arg(include_last_offset, "include_last_offset")
+    if (is.null(.weight)) {
+      self$weight <- nn_parameter(torch_empty(self$num_embeddings, self$embedding_dim))
+      self$reset_parameters()
+    } else {
+      if (!identical(dim(.weight), c(self$num_embeddings, self$embedding_dim))) {
+        abort(sprintf("`.weight` must have the shape (num_embeddings, embedding_dim) = (%d, %d).",
+                      self$num_embeddings, self$embedding_dim), class = "value_error")
+      }
+      self$weight <- nn_parameter(.weight)
+    }
+  },
+  reset_parameters = function() {
+    nn_init_normal_(self$weight)
+    if (!is.null(self$padding_idx)) with_no_grad(self$weight[self$padding_idx, ]$fill_(0))
+  },
+  forward = function(input, offsets = NULL, per_sample_weights = NULL) {
+    nnf_embedding_bag(input, self$weight, offsets, self$max_norm, self$norm_type,
+                      self$scale_grad_by_freq, self$mode, self$sparse, per_sample_weights,
+                      self$include_last_offset, self$padding_idx)
+  }
+)
+
+# A 1-based row of an embedding table of `n` rows (negative: from the end), as a positive number.
+embedding_row <- function(padding_idx, n) {
+  if (is.null(padding_idx)) {
+    return(NULL)
+  }
+  padding_idx <- whole_number(padding_idx, "padding_idx")
+  if (padding_idx == 0L || padding_idx > n || padding_idx < -n) {
+    abort(sprintf(paste0("`padding_idx` must be within num_embeddings (1 to %d, or -%d to -1, ",
+                         "1-based), got %d."), n, n, padding_idx), class = "value_error")
+  }
+  if (padding_idx < 0L) n + padding_idx + 1L else padding_idx
+}
+
+#' @rdname nn_layers
+#' @export
 nn_dropout <- nn_module(
   "nn_dropout",
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
-    self$inplace <- arg_flag(inplace, "inplace")
+    self$inplace <- flag_arg(inplace, "inplace")
   },
   forward = function(input) nnf_dropout(input, self$p, self$training, self$inplace)
 )
@@ -439,7 +488,7 @@ nn_dropout2d <- nn_module(
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
-    self$inplace <- arg_flag(inplace, "inplace")
+    self$inplace <- flag_arg(inplace, "inplace")
   },
   forward = function(input) nnf_dropout2d(input, self$p, self$training, self$inplace)
 )
@@ -473,20 +522,25 @@ nn_identity <- nn_module(
   forward = function(input) input
 )
 
-# An activation without parameters of its own: `f(input, <the module's arguments>)`.
+# An activation without parameters of its own: `f(input, <the module's arguments>)`. Where `f`
+# takes `inplace`, the module's `inplace` is passed on (R torch's nn_relu(inplace = TRUE) writes
+# into its input); elsewhere it is accepted and ignored, as R torch's modules do.
 # nolint start: object_usage_linter. (R6 methods, written as expressions)
 activation_module <- function(classname, f, arguments = list()) {
+  passed <- names(arguments)
+  if ("inplace" %in% names(formals(f))) passed <- c(passed, "inplace")
   nn_module(
     classname,
     initialize = rlang::new_function(
       args = c(arguments, alist(inplace = FALSE)),
       body = rlang::expr({
+        self$inplace <- flag_arg(inplace, "inplace")
         for (name in !!names(arguments)) self[[name]] <- get(name)
       })
     ),
     forward = rlang::new_function(
       args = formals(function(input) NULL),
-      body = rlang::expr((!!f)(input, !!!lapply(names(arguments), function(n) {
+      body = rlang::expr((!!f)(input, !!!lapply(passed, function(n) {
         rlang::expr(self[[!!n]])
       })))
     )
@@ -497,10 +551,10 @@ activation_module <- function(classname, f, arguments = list()) {
 
 #' @rdname nn_layers
 #' @export
-nn_relu <- activation_module("nn_relu", function(input) torch_relu(input))
+nn_relu <- activation_module("nn_relu", function(input, inplace) nnf_relu(input, inplace))
 #' @rdname nn_layers
 #' @export
-nn_relu6 <- activation_module("nn_relu6", function(input) nnf_relu6(input))
+nn_relu6 <- activation_module("nn_relu6", function(input, inplace) nnf_relu6(input, inplace))
 #' @rdname nn_layers
 #' @export
 nn_sigmoid <- activation_module("nn_sigmoid", function(input) torch_sigmoid(input))
@@ -509,21 +563,24 @@ nn_sigmoid <- activation_module("nn_sigmoid", function(input) torch_sigmoid(inpu
 nn_tanh <- activation_module("nn_tanh", function(input) torch_tanh(input))
 #' @rdname nn_layers
 #' @export
-nn_silu <- activation_module("nn_silu", function(input) torch_silu(input))
+nn_silu <- activation_module("nn_silu", function(input, inplace) nnf_silu(input, inplace))
 #' @rdname nn_layers
 #' @export
 nn_gelu <- activation_module("nn_gelu", function(input, approximate) nnf_gelu(input, approximate),
                              list(approximate = "none"))
 #' @rdname nn_layers
 #' @export
-nn_leaky_relu <- activation_module("nn_leaky_relu", function(input, s) nnf_leaky_relu(input, s),
+nn_leaky_relu <- activation_module("nn_leaky_relu",
+                                   function(input, s, inplace) nnf_leaky_relu(input, s, inplace),
                                    list(negative_slope = 0.01))
 #' @rdname nn_layers
 #' @export
-nn_elu <- activation_module("nn_elu", function(input, a) nnf_elu(input, a), list(alpha = 1))
+nn_elu <- activation_module("nn_elu", function(input, a, inplace) nnf_elu(input, a, inplace),
+                            list(alpha = 1))
 #' @rdname nn_layers
 #' @export
-nn_celu <- activation_module("nn_celu", function(input, a) nnf_celu(input, a), list(alpha = 1))
+nn_celu <- activation_module("nn_celu", function(input, a, inplace) nnf_celu(input, a, inplace),
+                             list(alpha = 1))
 #' @rdname nn_layers
 #' @export
 nn_softplus <- activation_module("nn_softplus", function(input, b, t) nnf_softplus(input, b, t),
@@ -538,10 +595,20 @@ nn_log_softmax <- activation_module("nn_log_softmax",
                                     function(input, dim) nnf_log_softmax(input, dim),
                                     formals(function(dim) NULL))
 
+# R torch's base of the losses (not exported, as in R torch): every loss module is an "nn_loss"
+# and holds its `reduction`.
+nn_loss <- nn_module(
+  "nn_loss",
+  initialize = function(reduction = "mean") {
+    self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
+  }
+)
+
 # nolint start: object_usage_linter. (R6 methods, written as expressions)
 loss_module <- function(classname, f, arguments = list()) {
   nn_module(
     classname,
+    inherit = nn_loss,
     initialize = rlang::new_function(
       args = c(arguments, alist(reduction = "mean")),
       body = rlang::expr({
@@ -594,7 +661,15 @@ nn_huber_loss <- loss_module("nn_huber_loss", function(i, t, d, r) nnf_huber_los
                              list(delta = 1))
 #' @rdname nn_layers
 #' @export
-nn_kl_div_loss <- loss_module("nn_kl_div_loss", function(i, t, r) nnf_kl_div(i, t, r))
+nn_kl_div_loss <- nn_module(
+  "nn_kl_div_loss",
+  inherit = nn_loss,
+  # R torch's reductions and "batchmean" (the sum over the batch size, KL divergence's definition).
+  initialize = function(reduction = "mean") {
+    self$reduction <- arg_choice(reduction, "reduction", c("mean", "batchmean", "sum", "none"))
+  },
+  forward = function(input, target) nnf_kl_div(input, target, self$reduction)
+)
 #' @rdname nn_layers
 #' @export
 nn_hinge_embedding_loss <- loss_module(
@@ -743,4 +818,119 @@ nn_utils_clip_grad_value_ <- function(parameters, clip_value) {
   grads <- unname(grads_of(parameters))
   with_no_grad(for (g in grads) g$clamp_(-clip_value, clip_value))
   invisible(NULL)
+}
+
+#' Weight normalization
+#'
+#' R torch's `nn_utils_weight_norm` class (R6): it reparameterizes a module's
+#' parameter `name` (e.g. `"weight"`) as a magnitude `<name>_g` and a direction
+#' `<name>_v`, `w = g * v / ||v||` (the norm taken over every dimension but
+#' `dim`), as PyTorch's `torch.nn.utils.weight_norm()`. Without hooks, the
+#' weight is recomputed from `g` and `v` when `$recompute()` (or `$call()`) is
+#' called: call it at the start of the module's `forward()`.
+#'
+#' @section Methods:
+#' - `$new(name, dim)`: `name` the parameter's name; `dim` the dimension
+#'   (1-based; negative from the end) whose slices each get their own norm
+#'   (for a linear layer's weight, `1` per output, `2` per input), or `NULL`
+#'   for one norm over the whole tensor.
+#' - `$apply(module, name = NULL, dim = NULL)`: replaces the parameter by the
+#'   parameters `<name>_g` and `<name>_v`, and the weight by the one computed
+#'   from them; returns the module, invisibly.
+#' - `$compute_weight(module, name = NULL, dim = NULL)`: the weight
+#'   `g * v / ||v||` (a tensor).
+#' - `$call(module)`, `$recompute(module)`: recompute the module's weight.
+#' - `$remove(module, name = NULL)`: undoes `$apply()`, the computed weight
+#'   becoming the parameter `name` again.
+#' @return `nn_utils_weight_norm$new()`: a weight normalization object.
+#' @name nn_utils_weight_norm
+#' @examples
+#' lin <- nn_linear(in_features = 20, out_features = 40)
+#' weight_norm <- nn_utils_weight_norm$new(name = "weight", dim = 2)
+#' weight_norm$apply(lin)
+#' lin$weight_g$shape
+#' lin$weight_v$shape
+#' weight_norm$recompute(lin)
+#' weight_norm$remove(lin)
+#' @export nn_utils_weight_norm
+NULL
+
+# An R6 class, as R torch's (documented above, so that roxygen does not read it as R6 source).
+nn_utils_weight_norm <- R6::R6Class(
+  "nn_utils_weight_norm",
+  lock_objects = FALSE,
+  public = list(
+    name = NULL,
+    dim = NULL,
+    initialize = function(name, dim) {
+      if (!is.character(name) || length(name) != 1L || is.na(name)) {
+        abort(sprintf("`name` must be a parameter's name, such as \"weight\", got %s.",
+                      describe(name)), class = "value_error")
+      }
+      self$name <- name
+      self$dim <- if (is.null(dim)) NULL else one_based_dim(dim, "dim")
+    },
+    compute_weight = function(module, name = NULL, dim = NULL) {
+      name <- name %||% self$name
+      g <- module[[paste0(name, "_g")]]
+      v <- module[[paste0(name, "_v")]]
+      torch__weight_norm(v, g, weight_norm_dim(dim %||% self$dim, v))
+    },
+    apply = function(module, name = NULL, dim = NULL) {
+      name <- name %||% self$name
+      dim <- dim %||% self$dim
+      weight <- module[[name]]
+      if (!is_torch_tensor(weight)) {
+        abort(sprintf("The module has no parameter `%s` to normalize.", name),
+              class = "value_error")
+      }
+      drop_parameter(module, name)
+      norms <- torch_norm_except_dim(weight, 2, weight_norm_dim(dim, weight))
+      module$register_parameter(paste0(name, "_g"), nn_parameter(norms$detach()))
+      module$register_parameter(paste0(name, "_v"), nn_parameter(weight$detach()))
+      module[[name]] <- self$compute_weight(module, name, dim)
+      invisible(module)
+    },
+    call = function(module) {
+      module[[self$name]] <- self$compute_weight(module)
+      invisible(module)
+    },
+    recompute = function(module) self$call(module),
+    remove = function(module, name = NULL) {
+      name <- name %||% self$name
+      weight <- self$compute_weight(module, name)
+      drop_parameter(module, paste0(name, "_g"))
+      drop_parameter(module, paste0(name, "_v"))
+      drop_attribute(module, name)
+      module[[name]] <- nn_parameter(weight$detach())
+      invisible(module)
+    }
+  )
+)
+
+# The dim given to libtorch's norm_except_dim and _weight_norm (1-based, as the generated ops take
+# it): a negative one counted from the end of `x`; NULL is libtorch's -1, one norm over all.
+weight_norm_dim <- function(dim, x) {
+  if (is.null(dim)) {
+    return(-1L)
+  }
+  if (dim < 0L) x$dim() + dim + 1L else dim
+}
+
+# A module's R6 instance (a module as its user holds it, or `self` in its methods).
+module_instance <- function(module) {
+  if (is_nn_module(module)) attr(module, "module", exact = TRUE) else module
+}
+
+# Removes the parameter `name` altogether (register_parameter(name, NULL) keeps the name, as
+# PyTorch's does; weight normalization deletes it, as PyTorch's `del module._parameters[name]`).
+drop_parameter <- function(module, name) {
+  private <- .subset2(module_instance(module), ".__enclos_env__")$private
+  private$parameters_[[name]] <- NULL
+}
+
+# Removes a plain field (not a parameter, buffer or submodule) from a module.
+drop_attribute <- function(module, name) {
+  instance <- module_instance(module)
+  if (exists(name, envir = instance, inherits = FALSE)) rm(list = name, envir = instance)
 }

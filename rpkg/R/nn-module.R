@@ -66,8 +66,9 @@ nn_Module <- R6::R6Class(
                              "`nn_linear(10, 1)`."), name), class = "value_error")
       }
       if (!is_nn_module(module)) {
-        abort(sprintf("`module` must be an nn_module, got %s.", describe(module)),
-              class = "value_error")
+        # R torch's words ("but got object of type"), which its users' code may match.
+        abort(sprintf("`module` must be an nn_module, but got object of type %s.",
+                      describe(module)), class = "value_error")
       }
       private$modules_[[name]] <- module
       invisible(self)
@@ -167,16 +168,18 @@ nn_Module <- R6::R6Class(
     },
     # Parameters and persistent buffers, the module's own first, then its submodules' (R torch's
     # and PyTorch's order). Without `keepvars`, each is detached: a plain tensor sharing the
-    # storage, outside autograd, no longer marked as a parameter or buffer.
+    # storage, outside the graph, no longer marked as a parameter or buffer, that keeps the
+    # requires_grad flag (R torch's rule: a saved and reloaded state dict knows which were
+    # trained).
     state_dict = function(prefix = "", keepvars = FALSE) {
       out <- list()
       for (name in names(private$parameters_)) {
         p <- private$parameters_[[name]]
-        if (!is.null(p)) out[[paste0(prefix, name)]] <- if (keepvars) p else torch_detach(p)
+        if (!is.null(p)) out[[paste0(prefix, name)]] <- if (keepvars) p else detached_entry(p)
       }
       for (name in setdiff(names(private$buffers_), private$non_persistent_buffers_)) {
         b <- private$buffers_[[name]]
-        if (!is.null(b)) out[[paste0(prefix, name)]] <- if (keepvars) b else torch_detach(b)
+        if (!is.null(b)) out[[paste0(prefix, name)]] <- if (keepvars) b else detached_entry(b)
       }
       for (name in names(private$modules_)) {
         out <- c(out, module_of(private$modules_[[name]])$state_dict(
@@ -245,9 +248,15 @@ nn_Module <- R6::R6Class(
         if (!is_torch_tensor(value)) value <- torch_tensor(value)
         is_param <- name %in% names(private$parameters_)
         target <- if (is_param) private$parameters_[[name]] else private$buffers_[[name]]
-        if (refer) {
+        if (is.null(target)) next # registered as NULL (a missing bias): nothing to load
+        # A module restored by readRDS() has tensors that no longer exist: loading a state dict
+        # gives it new ones (R torch's way to repair such a module).
+        lost <- !is.null(target) && !isTRUE(meta(target, "defined"))
+        if (refer || lost) {
           if (is_param) {
-            private$parameters_[[name]] <- nn_parameter(value, target$requires_grad)
+            trained <- if (lost) TRUE else target$requires_grad
+            private$parameters_[[name]] <- nn_parameter(if (lost) value$clone() else value,
+                                                        trained)
           } else {
             private$buffers_[[name]] <- value
           }
@@ -335,6 +344,68 @@ unique_tensors <- function(tensors) {
 
 format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
 
+# A state dict's entry: the tensor detached (sharing its storage), with its requires_grad flag.
+detached_entry <- function(x) {
+  out <- torch_detach(x)
+  if (isTRUE(x$requires_grad)) out$requires_grad_(TRUE)
+  out
+}
+
+# ---- cloning -------------------------------------------------------------------------------------
+#
+# `module$clone(deep = TRUE)` (R torch's): a module with its own parameters and buffers (detached
+# copies, with requires_grad and classes kept) and its own submodules, where whatever the original
+# shared (a tied weight, a submodule under two names) is shared again in the copy. R6's own
+# clone copies the fields; `memo` maps each original tensor and module to its one copy.
+clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE, memo = NULL) {
+  instance <- module_of(module)
+  r6_clone <- .subset2(instance, ".__enclos_env__")$private$.r6_clone
+  if (!isTRUE(deep)) return(create_nn_module_callable(r6_clone(deep = FALSE)))
+  memo <- memo %||% new.env(parent = emptyenv())
+  key <- paste0("m", rlang::obj_address(instance))
+  if (!is.null(memo[[key]])) return(memo[[key]])
+  copy <- r6_clone(deep = TRUE)
+  callable <- create_nn_module_callable(copy)
+  memo[[key]] <- callable
+  priv <- .subset2(copy, ".__enclos_env__")$private
+  if (isTRUE(replace_values)) {
+    priv$parameters_ <- lapply(priv$parameters_, clone_tensor, memo = memo)
+    priv$buffers_ <- lapply(priv$buffers_, clone_tensor, memo = memo)
+  }
+  priv$modules_ <- lapply(priv$modules_, clone_module, deep = TRUE,
+                          replace_values = replace_values, memo = memo)
+  if (is.function(priv$finalize_deep_clone)) priv$finalize_deep_clone()
+  callable
+}
+
+clone_tensor <- function(x, memo) {
+  if (is.null(x)) return(NULL)
+  key <- paste0("t", xptr_address(x))
+  if (is.null(memo[[key]])) {
+    # detached first: a clone of a module's weight is a new leaf, not a CloneBackward output
+    copy <- torch_detach(x)$clone()
+    if (isTRUE(x$requires_grad)) copy$requires_grad_(TRUE)
+    attributes(copy) <- attributes(x)
+    memo[[key]] <- copy
+  }
+  memo[[key]]
+}
+
+# Installs R torch's `$clone()` on a module class: R6's own clone is kept as the private
+# `.r6_clone`, which clone_module() calls. The function is inlined in the method's body, since the
+# method runs in the user's environment, where ampkit's internals are not visible.
+# nolint start: object_usage_linter. (`self`, `deep`: the method's, where it runs)
+set_module_clone <- function(module_class) {
+  module_class$set("private", ".r6_clone", nn_Module$public_methods$clone, overwrite = TRUE)
+  clone <- rlang::new_function(
+    rlang::pairlist2(deep = FALSE, ... = , replace_values = TRUE),
+    rlang::expr((!!clone_module)(self, deep = deep, ..., replace_values = replace_values))
+  )
+  module_class$set("public", "clone", clone, overwrite = TRUE)
+}
+# nolint end
+
+
 parameter_count <- function(module) sum(vapply(module$parameters, length, 0))
 
 format_tensor_type <- function(x) {
@@ -417,6 +488,7 @@ nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL
   module_class <- rlang::inject(R6::R6Class(
     classname = classname, inherit = !!inherit, lock_objects = FALSE, public = methods,
     private = private, active = active, parent_env = parent_env))
+  set_module_clone(module_class)
   init <- module_class$public_methods$initialize %||% function(...) NULL
   # The generator has initialize's arguments and passes them on as they came (`...` unevaluated,
   # so that initialize may splice with rlang::list2, as nn_sequential(!!!layers) does).

@@ -16,6 +16,22 @@ arg_choice <- function(x, name, choices) {
   x
 }
 
+# A flag and a number checked as R torch's layer arguments are: an error of class value_error
+# naming the argument.
+flag_arg <- function(x, name) {
+  if (!is.logical(x) || length(x) != 1L || is.na(x)) {
+    abort(sprintf("`%s` must be TRUE or FALSE, got %s.", name, describe(x)), class = "value_error")
+  }
+  x
+}
+
+number_arg <- function(x, name) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x)) {
+    abort(sprintf("`%s` must be a number, got %s.", name, describe(x)), class = "value_error")
+  }
+  as.double(x)
+}
+
 # R torch's ignore_index: a 1-based class (>= 1 loses 1); negative ones (the default -100) stay.
 ignore_index_arg <- function(ignore_index) {
   ignore_index <- whole_number(ignore_index, "ignore_index")
@@ -41,7 +57,8 @@ ignore_index_arg <- function(ignore_index) {
 #' @param ignore_index A (1-based) class to ignore; negative: none.
 #' @param label_smoothing Label smoothing, in `[0, 1]`.
 #' @param pos_weight Weight of positive examples.
-#' @param p,training,inplace Dropout's probability, mode and in-place flag.
+#' @param p,training,inplace Dropout's probability, mode and in-place flag;
+#'   `p`: `nnf_multi_margin_loss()`'s exponent (1 or 2).
 #' @param approximate `"none"` or `"tanh"` (gelu).
 #' @param negative_slope,alpha,beta,threshold,min_val,max_val Activation parameters.
 #' @param stride,padding,dilation,groups,kernel_size,ceil_mode Convolution and
@@ -49,6 +66,14 @@ ignore_index_arg <- function(ignore_index) {
 #' @param count_include_pad,divisor_override,output_size Pooling parameters.
 #' @param normalized_shape,eps,momentum,running_mean,running_var Normalization parameters.
 #' @param padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse Embedding parameters.
+#' @param offsets `nnf_embedding_bag()` with a 1-D `input`: where each bag
+#'   starts in `input`, counted from 0 as in R torch (a 2-D `input` is one bag
+#'   per row, and takes no offsets).
+#' @param mode `nnf_embedding_bag()`: `"sum"`, `"mean"` or `"max"`.
+#' @param per_sample_weights `nnf_embedding_bag()`: a weight per entry of
+#'   `input` (mode `"sum"` only), or `NULL`.
+#' @param include_last_offset `nnf_embedding_bag()`: `offsets` ends with the
+#'   length of `input` (one more entry than bags).
 #' @param start_dim,end_dim `nnf_flatten()`'s dims.
 #' @param tensor `nnf_one_hot()`: (1-based) classes, an integer tensor.
 #' @param num_classes `nnf_one_hot()`: the number of classes (`-1`: the largest).
@@ -63,6 +88,8 @@ ignore_index_arg <- function(ignore_index) {
 #' nnf_softmax(x, dim = 2)
 #' nnf_cross_entropy(x, torch_tensor(c(1L, 3L, 2L, 1L)))
 #' nnf_mse_loss(x, torch_zeros(4, 3))
+#' nnf_multi_margin_loss(x, torch_tensor(c(1L, 3L, 2L, 1L)))
+#' nnf_embedding_bag(torch_tensor(rbind(c(1L, 2L), c(4L, 3L))), torch_randn(5, 2))
 NULL
 
 #' @rdname nnf
@@ -189,6 +216,25 @@ nnf_dropout <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
 #' @export
 nnf_dropout2d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   check_probability(p)
+  check_tensor(input, "input")
+  # PyTorch's and R torch's warnings: dropout2d drops channels of (N, C, H, W) or (C, H, W).
+  rank <- input$dim()
+  if (!rank %in% c(3L, 4L)) {
+    rlang::warn(paste0(
+      "dropout2d: Received a ", rank, "-D input to dropout2d, which is deprecated and will ",
+      "result in an error in a future release. To retain the behavior and silence this warning, ",
+      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on ",
+      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension ",
+      "(i.e. 3D or 4D inputs)."), class = "ampkit_warning")
+  }
+  if (rank == 3L) {
+    rlang::warn(paste0(
+      "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout ",
+      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel ",
+      "dim. This behavior will change in a future release to interpret the input as one without ",
+      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout ",
+      "behavior, please switch to using dropout1d instead."), class = "ampkit_warning")
+  }
   if (isTRUE(inplace)) {
     torch_feature_dropout_(input, p, training)
   } else {
@@ -272,6 +318,71 @@ nnf_embedding <- function(input, weight, padding_idx = NULL, max_norm = NULL, no
     with_no_grad(torch_embedding_renorm_(weight, input, max_norm, norm_type))
   }
   torch_embedding(weight, input, padding, scale_grad_by_freq, sparse)
+}
+
+#' @rdname nnf
+#' @export
+nnf_embedding_bag <- function(input, weight, offsets = NULL, max_norm = NULL, norm_type = 2,
+                              scale_grad_by_freq = FALSE, mode = "mean", sparse = FALSE,
+                              per_sample_weights = NULL, include_last_offset = FALSE,
+                              padding_idx = NULL) {
+  check_tensor(input, "input")
+  check_tensor(weight, "weight")
+  mode_enum <- switch(arg_choice(mode, "mode", c("sum", "mean", "max")),
+                      sum = 0L, mean = 1L, max = 2L)
+  check_bag_options(input, weight, mode, scale_grad_by_freq, sparse, per_sample_weights)
+  if (input$dim() == 2L) {
+    # Each row is a bag of the same length: the offsets are where the rows start.
+    if (!is.null(offsets)) {
+      abort("`offsets` must be NULL when `input` is 2-D (each row is a bag).",
+            class = "value_error")
+    }
+    offsets <- torch_arange(0, input$numel() - 1L, input$size(2L), dtype = torch_long(),
+                            device = input$device)
+    include_last_offset <- FALSE
+    input <- input$reshape(-1L)
+    if (!is.null(per_sample_weights)) per_sample_weights <- per_sample_weights$reshape(-1L)
+  } else if (is.null(offsets) || !is_torch_tensor(offsets) || offsets$dim() != 1L) {
+    abort("`offsets` must be a 1-D tensor when `input` is 1-D.", class = "value_error")
+  }
+  if (!is.null(max_norm)) {
+    with_no_grad(torch_embedding_renorm_(weight, input, max_norm, norm_type))
+  }
+  # `input` is 1-based (the generated op makes it libtorch's); offsets are positions in `input`
+  # counted from 0, as R torch passes them (its 2-D case computes them so); padding_idx 1-based.
+  args <- list(weight, input, offsets, scale_grad_by_freq, mode_enum, sparse, per_sample_weights,
+               include_last_offset)
+  if (!is.null(padding_idx)) args <- c(args, list(one_based_row(padding_idx, weight)))
+  do.call(torch_embedding_bag, args)[[1L]]
+}
+
+# PyTorch's checks of F.embedding_bag's arguments, in R's words.
+check_bag_options <- function(input, weight, mode, scale_grad_by_freq, sparse,
+                              per_sample_weights) {
+  if (!input$dim() %in% c(1L, 2L)) {
+    abort(sprintf("`input` must be a 1-D or 2-D tensor, got %d-D.", input$dim()),
+          class = "value_error")
+  }
+  if (weight$dim() != 2L) {
+    abort(sprintf("`weight` must be a 2-D tensor (num_embeddings, embedding_dim), got %d-D.",
+                  weight$dim()), class = "value_error")
+  }
+  if (mode == "max" && (isTRUE(scale_grad_by_freq) || isTRUE(sparse))) {
+    abort("mode \"max\" supports neither `scale_grad_by_freq` nor `sparse`.",
+          class = "value_error")
+  }
+  if (is.null(per_sample_weights)) {
+    return(invisible())
+  }
+  if (!identical(dim(per_sample_weights), dim(input))) {
+    abort(sprintf("`per_sample_weights` (%s) must have the shape of `input` (%s).",
+                  paste(dim(per_sample_weights), collapse = ", "),
+                  paste(dim(input), collapse = ", ")), class = "value_error")
+  }
+  if (mode != "sum") {
+    abort(sprintf("`per_sample_weights` is only supported with mode \"sum\", got \"%s\".",
+                  mode), class = "value_error")
+  }
 }
 
 one_based_row <- function(index, weight) {
@@ -369,7 +480,21 @@ nnf_nll_loss <- function(input, target, weight = NULL, ignore_index = -100,
 #' @rdname nnf
 #' @export
 nnf_kl_div <- function(input, target, reduction = "mean") {
-  torch_kl_div(input, target, reduction_enum(reduction))
+  reduction <- arg_choice(reduction, "reduction", c("mean", "batchmean", "sum", "none"))
+  if (reduction == "mean") {
+    # PyTorch's and R torch's warning: "mean" is not the KL divergence's own average.
+    rlang::warn(paste0(
+      "reduction: 'mean' divides the total loss by both the batch size and the support size. ",
+      "'batchmean' divides only by the batch size, and aligns with the KL div math definition. ",
+      "'mean' will be changed to behave the same as 'batchmean' in the next major release."),
+      class = "ampkit_warning")
+  }
+  if (reduction != "batchmean") {
+    return(torch_kl_div(input, target, reduction_enum(reduction)))
+  }
+  # PyTorch's batchmean: the sum divided by the first dimension (the whole sum for a scalar).
+  total <- torch_kl_div(input, target, reduction_enum("sum"))
+  if (input$dim() == 0L) total else total / input$size(1L)
 }
 
 #' @rdname nnf

@@ -155,13 +155,14 @@ torch_narrow <- function(self, dim, start, length) {
   .torch_narrow(self, dim, if (start > 0) start - 1L else start, length)
 }
 
-# Not exported (as in R torch), but 1-based as `$narrow_copy()` and torch_narrow().
-torch_narrow_copy <- function(self, dim, start, length) {
+# `$narrow_copy()`: 1-based `start`, as torch_narrow() (the generated torch_narrow_copy() takes
+# it 0-based, as R torch's does).
+narrow_copy_one_based <- function(self, dim, start, length) {
   start <- whole_number(start, "start")
-  if (start == 0) {
-    abort("start indexing starts at 1", class = "value_error")
+  if (start == 0L) {
+    abort("`start` is 1-based (the first is 1, the last -1), but found 0.", class = "index_error")
   }
-  .torch_narrow_copy(self, dim, if (start > 0) start - 1L else start, length)
+  torch_narrow_copy(self, dim, if (start > 0) start - 1L else start, length)
 }
 
 #' @rdname torch_index_ops
@@ -173,10 +174,14 @@ torch_movedim <- function(self, source, destination) {
 #' @rdname torch_index_ops
 #' @export
 torch_norm <- function(self, p = 2, dim = NULL, keepdim = FALSE, dtype = NULL) {
-  if (is.null(dim)) {
-    return(.torch_norm(self, p = p))
+  dtype <- as_torch_dtype(dtype)
+  if (identical(p, "nuc")) {
+    return(torch_linalg_matrix_norm(self, "nuc", dim %||% c(-2L, -1L), keepdim, dtype = dtype))
   }
-  .torch_norm(self, p = p, dim = dim, keepdim = keepdim, dtype = as_torch_dtype(dtype))
+  if (identical(p, "fro")) p <- 2 # over the given dims, as a vector norm (PyTorch's rule)
+  # PyTorch's torch.norm with a numeric p is linalg.vector_norm (over every dimension when `dim`
+  # is NULL): libtorch's norm overloads without a dim take no keepdim.
+  torch_linalg_vector_norm(self, p, dim, keepdim, dtype = dtype)
 }
 
 #' @rdname torch_index_ops
@@ -701,4 +706,46 @@ torch_tensor_from_buffer <- function(buffer, shape, dtype = "float") {
 #' @export
 buffer_from_torch_tensor <- function(tensor) {
   as_array(tensor$contiguous()$view(dtype = torch_uint8())$flatten())
+}
+
+# ---- upsampling (internal, as in R torch) --------------------------------------------------------
+
+# libtorch's upsample ops take either `input` with `output_size`/`scale_factors` (the .vec
+# overloads) or `self` with `output_size` and per-dimension scales: R torch's wrappers pass `self`
+# only when given, so that the call picks the overload the arguments name.
+upsample_call <- function(op, args, self) {
+  if (!missing(self)) args$self <- self
+  do.call(op, args)
+}
+
+torch_upsample_nearest1d <- function(input, self, output_size = NULL, scale_factors = NULL,
+                                     scales = NULL) {
+  upsample_call(.torch_upsample_nearest1d, list(input = input, output_size = output_size,
+                                                scale_factors = scale_factors, scales = scales),
+                self)
+}
+
+torch_upsample_nearest2d <- function(input, self, output_size = NULL, scale_factors = NULL,
+                                     scales_h = NULL, scales_w = NULL) {
+  upsample_call(.torch_upsample_nearest2d, list(input = input, output_size = output_size,
+                                                scale_factors = scale_factors,
+                                                scales_h = scales_h, scales_w = scales_w),
+                self)
+}
+
+torch_upsample_nearest3d <- function(input, self, output_size = NULL, scale_factors = NULL,
+                                     scales_d = NULL, scales_h = NULL, scales_w = NULL) {
+  upsample_call(.torch_upsample_nearest3d, list(input = input, output_size = output_size,
+                                                scale_factors = scale_factors, scales_d = scales_d,
+                                                scales_h = scales_h, scales_w = scales_w),
+                self)
+}
+
+torch_upsample_trilinear3d <- function(input, self, output_size = NULL, align_corners,
+                                       scale_factors = NULL, scales_d = NULL, scales_h = NULL,
+                                       scales_w = NULL) {
+  args <- list(input = input, output_size = output_size, scale_factors = scale_factors,
+               scales_d = scales_d, scales_h = scales_h, scales_w = scales_w)
+  if (!missing(align_corners)) args$align_corners <- align_corners
+  upsample_call(.torch_upsample_trilinear3d, args, self)
 }

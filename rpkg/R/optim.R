@@ -8,7 +8,10 @@
 #' Optimizers
 #'
 #' R torch's optimizers: `optim_sgd()`, `optim_adam()`, `optim_adamw()`,
-#' `optim_rmsprop()`, `optim_adagrad()`. `params` is a list of tensors (a
+#' `optim_rmsprop()`, `optim_adagrad()` (and [optim_asgd()], [optim_rprop()],
+#' [optim_adadelta()], [optim_lbfgs()]). Each is an optimizer generator (class
+#' `c("optim_<name>", "torch_optimizer_generator")`, its R6 class in the
+#' attribute `"Optimizer"`): calling it makes an optimizer. `params` is a list of tensors (a
 #' module's `$parameters`, or `$named_parameters()`), or a list of parameter
 #' groups (lists with `params` and options of their own). `$step()` updates
 #' the parameters from their gradients (`$step(closure)` re-evaluates the loss
@@ -16,7 +19,8 @@
 #' them); `$param_groups` holds the groups and their options (assignable:
 #' `opt$param_groups[[1]]$lr <- 0.01`); `$state_dict()` and
 #' `$load_state_dict()` save and restore the state in R torch's layout (a
-#' state saved by PyTorch loads too). The updates are PyTorch's, bit for bit.
+#' state saved by PyTorch loads too); `$state` holds each parameter's state
+#' (`opt$state$get(param)`, as in R torch). The updates are PyTorch's, bit for bit.
 #'
 #' @param params Parameters or parameter groups.
 #' @param lr Learning rate.
@@ -26,8 +30,9 @@
 #' @param lr_decay,initial_accumulator_value Adagrad's options.
 #' @param fused Use libtorch's fused kernel (Adam, AdamW, SGD).
 #' @param x An object.
+#' @param ... Unused.
 #' @return An optimizer (class `c("optim_<name>", "torch_optimizer", "R6")`).
-#'   `is_optimizer()`: `TRUE` or `FALSE`.
+#'   `is_optimizer()`: `TRUE` or `FALSE`. `print()`: `x`, invisibly.
 #' @name optimizers
 #' @examples
 #' torch_manual_seed(1)
@@ -48,11 +53,12 @@ Optimizer <- R6::R6Class(
   public = list(
     param_groups = NULL,
     defaults = NULL,
+    state = NULL,
     .fused = FALSE,
     initialize = function(params, defaults) {
       self$defaults <- defaults
       self$param_groups <- list()
-      private$state <- new.env(parent = emptyenv())
+      self$state <- OptimizerState$new()
       groups <- param_group_list(params)
       for (g in groups) self$add_param_group(g)
     },
@@ -111,7 +117,7 @@ Optimizer <- R6::R6Class(
       keys <- vapply(params, param_key, "")
       state <- list()
       for (i in seq_along(params)) {
-        s <- private$state[[keys[[i]]]]
+        s <- self$state$map[[keys[[i]]]]
         if (!is.null(s)) state[[as.character(i)]] <- s
       }
       start <- 0L
@@ -149,7 +155,7 @@ Optimizer <- R6::R6Class(
       params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
       # PyTorch's state dicts count parameters from 0, R torch's from 1.
       offset <- if (any(unlist(lapply(groups, function(g) g$params)) == 0)) 1L else 0L
-      private$state <- new.env(parent = emptyenv())
+      self$state <- OptimizerState$new()
       for (key in names(state_dict$state)) {
         p <- params[[as.integer(key) + offset]]
         group <- self$param_groups[[group_of(self$param_groups, as.integer(key) + offset)]]
@@ -158,7 +164,7 @@ Optimizer <- R6::R6Class(
           value[name] <- list(optim_state_value(value[[name]], name, p, isTRUE(group$fused),
                                           copy = !.refer_to_state_dict))
         }
-        private$state[[param_key(p)]] <- value
+        self$state$set(p, value)
       }
       for (i in seq_along(groups)) {
         for (name in setdiff(names(groups[[i]]), c("params", "param_names"))) {
@@ -177,7 +183,24 @@ Optimizer <- R6::R6Class(
     }
   ),
   private = list(
-    state = NULL,
+    state_of = function(p) self$state$get(p),
+    # R torch's helper for custom optimizers' step(): the closure (if any) with grad on, then
+    # loop_fun(group, param, g, p) for each parameter with a gradient (group g, parameter p),
+    # grad off. Returns the closure's loss.
+    step_helper = function(closure, loop_fun) {
+      loss <- if (is.null(closure)) NULL else with_enable_grad(closure())
+      with_no_grad({
+        for (g in seq_along(self$param_groups)) {
+          group <- self$param_groups[[g]]
+          for (p in seq_along(group$params)) {
+            param <- group$params[[p]]
+            if (is.null(param$grad) || is_undefined_tensor(param$grad)) next
+            loop_fun(group, param, g, p)
+          }
+        }
+      })
+      loss
+    },
     all_params = function() {
       unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
     },
@@ -187,21 +210,37 @@ Optimizer <- R6::R6Class(
     # The state of `params` (keyed by tensor), made with `init(p)` where there is none.
     states = function(params, init) {
       lapply(params, function(p) {
-        key <- param_key(p)
-        s <- private$state[[key]]
+        s <- self$state$get(p)
         if (is.null(s)) {
           s <- init(p)
-          private$state[[key]] <- s
+          self$state$set(p, s)
         }
         s
       })
     },
     set_states = function(params, states) {
-      for (i in seq_along(params)) private$state[[param_key(params[[i]])]] <- states[[i]]
+      for (i in seq_along(params)) self$state$set(params[[i]], states[[i]])
     }
   )
 )
 # nolint end
+
+# Each parameter's state, keyed by the parameter (its tensor), as R torch's optimizers keep it:
+# `$get(param)`, `$set(param, value)`, `$keys()` and the named list `$map`.
+OptimizerState <- R6::R6Class( # nolint: object_name_linter. (an R6 class)
+  "torch_optimizer_state",
+  lock_objects = FALSE,
+  public = list(
+    map = NULL,
+    initialize = function() self$map <- list(),
+    get = function(param) self$map[[param_key(param)]],
+    set = function(param, value) {
+      self$map[param_key(param)] <- list(value)
+      invisible(self)
+    },
+    keys = function() names(self$map)
+  )
+)
 
 param_key <- function(p) format(meta(p, "impl"), scientific = FALSE)
 
@@ -226,6 +265,8 @@ optim_state_value <- function(value, name, param, fused, copy) {
     }
   }
   if (copy && is_torch_tensor(value)) value <- with_no_grad(torch_clone(value))
+  # LBFGS keeps lists of tensors (its history): each is moved and copied as a tensor entry.
+  if (is.list(value)) value <- lapply(value, optim_state_value, "", param, fused, copy)
   value
 }
 
@@ -268,6 +309,16 @@ param_group_list <- function(params) {
   list(list(params = params))
 }
 
+#' A required option of an optimizer
+#'
+#' `optim_required()` marks an option of a custom [optimizer()] (or of
+#' [optim_sgd()]'s `lr`) as required: each parameter group must give it.
+#'
+#' @return An object of class `"optim_required"`.
+#' @export
+#' @examples
+#' opt <- optim_sgd(list(torch_ones(1, requires_grad = TRUE)), lr = 0.1)
+#' inherits(optim_required(), "optim_required")
 optim_required <- function() structure(list(), class = "optim_required")
 
 check_lr <- function(lr) {
@@ -289,10 +340,96 @@ check_betas <- function(betas) {
   betas
 }
 
-new_optimizer <- function(classname, update, fused = FALSE, decoupled = FALSE) {
+new_optimizer <- function(classname, update, decoupled = FALSE) {
   R6::R6Class(classname, inherit = Optimizer, lock_objects = FALSE,
-              public = list(.fused = fused),
               private = list(update = update, decoupled = decoupled))
+}
+
+# R torch's optimizer generator: `fun` makes the optimizer; the function is classed
+# c("optim_<name>", "torch_optimizer_generator") and carries its R6 class as "Optimizer".
+optimizer_generator <- function(fun, class) {
+  structure(fun, Optimizer = class, class = c(class$classname, "torch_optimizer_generator"))
+}
+
+#' Define a custom optimizer
+#'
+#' R torch's `optimizer()`: a new optimizer generator from the methods given
+#' in `...` (at least `initialize`, which calls `super$initialize(params,
+#' defaults)`, and `step`). The optimizer has the base class's `$param_groups`,
+#' `$state` (`$get(param)`, `$set(param, value)`), `$zero_grad()`,
+#' `$state_dict()` and `$load_state_dict()`.
+#'
+#' @param name The optimizer's class name.
+#' @param inherit The class (or an optimizer generator) to inherit from.
+#' @param ... Public fields and methods.
+#' @param private,active Private and active members (lists), as in [R6::R6Class()].
+#' @param parent_env The environment the methods are defined in.
+#' @return An optimizer generator (class `c(name, "torch_optimizer_generator")`):
+#'   a function with `initialize`'s arguments that returns the optimizer.
+#' @export
+#' @examples
+#' optim_sgd2 <- optimizer(
+#'   "optim_sgd2",
+#'   initialize = function(params, learning_rate) {
+#'     super$initialize(params, list(learning_rate = learning_rate))
+#'   },
+#'   step = function() {
+#'     with_no_grad({
+#'       for (group in self$param_groups) {
+#'         for (p in group$params) {
+#'           if (!is.null(p$grad)) p$add_(p$grad, alpha = -group$learning_rate)
+#'         }
+#'       }
+#'     })
+#'   }
+#' )
+#' x <- torch_tensor(1, requires_grad = TRUE)
+#' opt <- optim_sgd2(x, learning_rate = 0.1)
+#' for (i in 1:50) {
+#'   opt$zero_grad()
+#'   (x^2)$backward()
+#'   opt$step()
+#' }
+#' x$item()
+optimizer <- function(name = NULL, inherit = Optimizer, ..., private = NULL, active = NULL,
+                      parent_env = parent.frame()) {
+  if (!is.null(attr(inherit, "Optimizer"))) inherit <- attr(inherit, "Optimizer")
+  if (!inherits(inherit, "R6ClassGenerator")) {
+    abort(sprintf("`inherit` must be an optimizer class or generator, got %s.",
+                  describe(inherit)), class = "value_error")
+  }
+  # R6 looks `inherit` up by name in parent_env: an environment of its own holds it.
+  env <- new.env(parent = parent_env)
+  env$inherit <- inherit
+  cls <- R6::R6Class(classname = name, inherit = inherit, lock_objects = FALSE,
+                     public = list(...), private = private, active = active, parent_env = env)
+  init <- cls
+  while (is.null(init$public_methods$initialize)) init <- init$get_inherit()
+  init <- init$public_methods$initialize
+  fun_env <- new.env(parent = parent_env)
+  fun_env$.__class__ <- cls
+  fun <- rlang::new_function(rlang::fn_fmls(init),
+                             rlang::expr(.__class__$new(!!!rlang::fn_fmls_syms(init))), # nolint
+                             env = fun_env)
+  structure(fun, Optimizer = cls, class = c(name, "torch_optimizer_generator"))
+}
+
+#' @rdname optimizers
+#' @export
+print.torch_optimizer_generator <- function(x, ...) {
+  args <- names(formals(unclass(x)))
+  cat(sprintf("<%s> optimizer generator: %s(%s)\n", class(x)[[1L]], class(x)[[1L]],
+              paste(args, collapse = ", ")))
+  invisible(x)
+}
+
+# Non-negative option (weight decay, eps, ...): R torch's and PyTorch's rule, as a value_error.
+check_nonneg <- function(x, name) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x) || x < 0) {
+    abort(sprintf("`%s` must be a non-negative number, got %s.", name, describe(x)),
+          class = "value_error")
+  }
+  x
 }
 
 on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
@@ -310,7 +447,7 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
     grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
   }
   if (group$momentum != 0) {
-    bufs <- lapply(params, function(p) private$state[[param_key(p)]]$momentum_buffer)
+    bufs <- lapply(params, function(p) self$state$get(p)$momentum_buffer)
     fresh <- vapply(bufs, is.null, NA)
     if (any(!fresh)) {
       old <- bufs[!fresh]
@@ -334,7 +471,7 @@ fused_sgd <- function(private, group, params, grads, grad_scale, found_inf) {
   bufs <- list()
   first <- FALSE
   if (momentum != 0) {
-    bufs <- lapply(params, function(p) private$state[[param_key(p)]]$momentum_buffer)
+    bufs <- lapply(params, function(p) private$state_of(p)$momentum_buffer)
     fresh <- vapply(bufs, is.null, NA)
     first <- all(fresh)
     bufs[fresh] <- lapply(grads[fresh], torch_zeros_like)
@@ -349,15 +486,23 @@ fused_sgd <- function(private, group, params, grads, grad_scale, found_inf) {
   invisible()
 }
 
+OptimSgd <- new_optimizer("optim_sgd", sgd_update) # nolint: object_name_linter. (an R6 class)
+
 #' @rdname optimizers
 #' @export
-optim_sgd <- function(params, lr = optim_required(), momentum = 0, dampening = 0,
-                      weight_decay = 0, nesterov = FALSE, maximize = FALSE, fused = FALSE) {
-  defaults <- list(lr = check_lr(lr), momentum = momentum, dampening = dampening,
-                   weight_decay = weight_decay, nesterov = nesterov, maximize = maximize,
-                   fused = fused)
-  new_optimizer("optim_sgd", sgd_update, fused)$new(params, defaults)
-}
+optim_sgd <- optimizer_generator(function(params, lr = optim_required(), momentum = 0,
+                                          dampening = 0, weight_decay = 0, nesterov = FALSE,
+                                          maximize = FALSE, fused = FALSE) {
+  defaults <- list(lr = check_lr(lr), momentum = check_nonneg(momentum, "momentum"),
+                   dampening = dampening, weight_decay = check_nonneg(weight_decay, "weight_decay"),
+                   nesterov = arg_flag(nesterov, "nesterov"), maximize = maximize, fused = fused)
+  if (nesterov && (momentum <= 0 || dampening != 0)) {
+    abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
+  }
+  opt <- OptimSgd$new(params, defaults)
+  opt$.fused <- fused
+  opt
+}, OptimSgd)
 
 # ---- Adam and AdamW ------------------------------------------------------------------------------
 
@@ -439,27 +584,35 @@ fused_adam <- function(group, params, grads, tensors, decoupled, grad_scale, fou
   invisible()
 }
 
-adam_like <- function(classname, decoupled, params, lr, betas, eps, weight_decay, amsgrad,
-                      maximize, fused) {
-  defaults <- list(lr = check_lr(lr), betas = check_betas(betas), eps = eps,
-                   weight_decay = weight_decay, amsgrad = amsgrad, maximize = maximize,
-                   fused = fused)
-  new_optimizer(classname, adam_update, fused, decoupled)$new(params, defaults)
+adam_like <- function(class, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused) {
+  defaults <- list(lr = check_lr(lr), betas = check_betas(betas), eps = check_nonneg(eps, "eps"),
+                   weight_decay = check_nonneg(weight_decay, "weight_decay"),
+                   amsgrad = arg_flag(amsgrad, "amsgrad"), maximize = maximize, fused = fused)
+  opt <- class$new(params, defaults)
+  opt$.fused <- fused
+  opt
 }
+
+OptimAdam <- new_optimizer("optim_adam", adam_update) # nolint: object_name_linter. (an R6 class)
+# nolint start: object_name_linter. (an R6 class, named as R torch names them)
+OptimAdamw <- new_optimizer("optim_adamw", adam_update, decoupled = TRUE)
+# nolint end
 
 #' @rdname optimizers
 #' @export
-optim_adam <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8, weight_decay = 0,
-                       amsgrad = FALSE, maximize = FALSE, fused = FALSE) {
-  adam_like("optim_adam", FALSE, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
-}
+optim_adam <- optimizer_generator(function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
+                                           weight_decay = 0, amsgrad = FALSE, maximize = FALSE,
+                                           fused = FALSE) {
+  adam_like(OptimAdam, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
+}, OptimAdam)
 
 #' @rdname optimizers
 #' @export
-optim_adamw <- function(params, lr = 0.001, betas = c(0.9, 0.999), eps = 1e-8,
-                        weight_decay = 0.01, amsgrad = FALSE, maximize = FALSE, fused = FALSE) {
-  adam_like("optim_adamw", TRUE, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
-}
+optim_adamw <- optimizer_generator(function(params, lr = 0.001, betas = c(0.9, 0.999),
+                                            eps = 1e-8, weight_decay = 0.01, amsgrad = FALSE,
+                                            maximize = FALSE, fused = FALSE) {
+  adam_like(OptimAdamw, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
+}, OptimAdamw)
 
 # ---- RMSprop and Adagrad (per tensor, as PyTorch's CPU default) ----------------------------------
 
@@ -495,14 +648,21 @@ rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
 }
 # nolint end
 
+# nolint start: object_name_linter. (an R6 class, named as R torch names them)
+OptimRmsprop <- new_optimizer("optim_rmsprop", rmsprop_update)
+# nolint end
+
 #' @rdname optimizers
 #' @export
-optim_rmsprop <- function(params, lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
-                          momentum = 0, centered = FALSE) {
-  defaults <- list(lr = check_lr(lr), alpha = alpha, eps = eps, weight_decay = weight_decay,
-                   momentum = momentum, centered = centered)
-  new_optimizer("optim_rmsprop", rmsprop_update)$new(params, defaults)
-}
+optim_rmsprop <- optimizer_generator(function(params, lr = 0.01, alpha = 0.99, eps = 1e-8,
+                                              weight_decay = 0, momentum = 0, centered = FALSE) {
+  defaults <- list(lr = check_lr(lr), alpha = check_nonneg(alpha, "alpha"),
+                   eps = check_nonneg(eps, "eps"),
+                   weight_decay = check_nonneg(weight_decay, "weight_decay"),
+                   momentum = check_nonneg(momentum, "momentum"),
+                   centered = arg_flag(centered, "centered"))
+  OptimRmsprop$new(params, defaults)
+}, OptimRmsprop)
 
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
@@ -525,14 +685,21 @@ adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
 }
 # nolint end
 
+# nolint start: object_name_linter. (an R6 class, named as R torch names them)
+OptimAdagrad <- new_optimizer("optim_adagrad", adagrad_update)
+# nolint end
+
 #' @rdname optimizers
 #' @export
-optim_adagrad <- function(params, lr = 0.01, lr_decay = 0, weight_decay = 0,
-                          initial_accumulator_value = 0, eps = 1e-10) {
-  defaults <- list(lr = check_lr(lr), lr_decay = lr_decay, weight_decay = weight_decay,
-                   initial_accumulator_value = initial_accumulator_value, eps = eps)
-  new_optimizer("optim_adagrad", adagrad_update)$new(params, defaults)
-}
+optim_adagrad <- optimizer_generator(function(params, lr = 0.01, lr_decay = 0, weight_decay = 0,
+                                              initial_accumulator_value = 0, eps = 1e-10) {
+  defaults <- list(lr = check_lr(lr), lr_decay = check_nonneg(lr_decay, "lr_decay"),
+                   weight_decay = check_nonneg(weight_decay, "weight_decay"),
+                   initial_accumulator_value = check_nonneg(initial_accumulator_value,
+                                                            "initial_accumulator_value"),
+                   eps = check_nonneg(eps, "eps"))
+  OptimAdagrad$new(params, defaults)
+}, OptimAdagrad)
 
 #' @rdname optimizers
 #' @export

@@ -12,13 +12,19 @@
 #' named list an unnamed element's key is its position (an int), which
 #' `torch_load()` reads back as no name. Tensors that shared memory still
 #' share it, and `requires_grad` is kept.
-#' Modules and optimizers are saved through their state dicts. `torch_serialize()`
-#' gives the same bytes as a raw vector, which `torch_load()` also takes.
+#' Any other R object (an [nn_module()], a dataset, a list holding functions)
+#' is saved whole, as R torch saves it: R's serialization of the object, its
+#' tensors kept as tensors in the same file, so that `torch_load()` gives back
+#' a module that runs, with its parameters (a tensor reached twice comes back
+#' as one). Optimizers are saved through their state dicts.
+#' `torch_serialize()` gives the same bytes as a raw vector, which
+#' `torch_load()` also takes.
 #' `load_state_dict(path)` reads a state dict saved by Python (R torch's
 #' reader).
 #'
-#' @param obj A tensor, or a list of tensors, numbers, flags, strings and lists.
-#' @param path A file path (`torch_load()`: or a raw vector).
+#' @param obj A tensor, a list of tensors, numbers, flags, strings and lists, or
+#'   any R object holding tensors (a module, a dataset).
+#' @param path A file path or a connection (`torch_load()`: or a raw vector).
 #' @param device Where `torch_load()` puts tensors (`NULL`: where they were).
 #' @param ... Unused.
 #' @param legacy_stream Unused (R torch's argument).
@@ -29,6 +35,9 @@
 #' path <- tempfile(fileext = ".pt")
 #' torch_save(list(a = torch_ones(2), b = torch_tensor(1:3)), path)
 #' torch_load(path)
+#' model <- nn_linear(3, 1)
+#' torch_save(model, path)
+#' torch_load(path)(torch_ones(2, 3))
 NULL
 
 #' @rdname torch_save
@@ -40,17 +49,17 @@ torch_save <- function(obj, path, ...) {
 #' @rdname torch_save
 #' @export
 torch_save.default <- function(obj, path, ...) {
-  writeBin(torch_serialize(obj), path)
+  bytes <- .Call(C_pickle_save, if (is_plain_value(obj)) obj else r_object_archive(obj))
+  if (inherits(path, "connection")) {
+    writeBin(bytes, path)
+    return(invisible(path))
+  }
+  if (!is.character(path) || length(path) != 1L || is.na(path)) {
+    abort(sprintf("`path` must be a file path or a connection, got %s.", describe(path)),
+          class = "value_error")
+  }
+  writeBin(bytes, path)
   invisible(path)
-}
-
-#' @rdname torch_save
-#' @export
-torch_save.nn_module <- function(obj, path, ...) { # nolint: object_name_linter.
-  abort(paste0("`obj` is an nn_module, whose R code cannot be saved in PyTorch's format: ",
-               "save its state dict, `torch_save(model$state_dict(), path)`, and load it into a ",
-               "new module with `model$load_state_dict(torch_load(path))`."),
-        class = "value_error")
 }
 
 #' @rdname torch_save
@@ -63,30 +72,132 @@ torch_save.torch_optimizer <- function(obj, path, ...) { # nolint: object_name_l
 
 #' @rdname torch_save
 #' @export
-torch_serialize <- function(obj, ...) .Call(C_pickle_save, obj)
+torch_serialize <- function(obj, ...) {
+  # Through torch_save() with `path` taken: a `path` in `...` is R's "matched by multiple
+  # actual arguments" error, as in R torch.
+  con <- rawConnection(raw(0), "wb")
+  on.exit(close(con))
+  torch_save(obj, path = con, ...)
+  rawConnectionValue(con)
+}
 
 #' @rdname torch_save
 #' @export
 torch_load <- function(path, device = NULL) {
-  if (!is.raw(path)) {
-    if (!is.character(path) || length(path) != 1L || is.na(path)) {
-      abort(sprintf("`path` must be a file path or a raw vector, got %s.", describe(path)),
-            class = "value_error")
-    }
-    if (!file.exists(path) || dir.exists(path)) {
-      abort(sprintf(paste0("`path` must be a file saved by torch_save() or torch.save(), but ",
-                           "there is no file %s."), encodeString(path, quote = "\"")),
-            class = "value_error")
-    }
-  }
-  bytes <- if (is.raw(path)) path else readBin(path, "raw", file.size(path))
+  bytes <- read_saved_bytes(path)
   out <- .Call(C_pickle_load, bytes)
-  if (!is.null(device)) {
-    device <- as_torch_device(device)
-    out <- rapply(list(out), function(t) t$to(device = device), classes = "torch_tensor",
-                  how = "replace")[[1L]]
+  if (is_r_object_archive(out)) {
+    out <- r_object_restore(out, device)
+  } else if (!is.null(device)) {
+    out <- tensors_to_device(out, device)
   }
   out
+}
+
+read_saved_bytes <- function(path) {
+  if (is.raw(path)) return(path)
+  if (inherits(path, "connection")) return(read_connection(path))
+  if (!is.character(path) || length(path) != 1L || is.na(path)) {
+    abort(sprintf("`path` must be a file path, a connection or a raw vector, got %s.",
+                  describe(path)), class = "value_error")
+  }
+  if (!file.exists(path) || dir.exists(path)) {
+    abort(sprintf(paste0("`path` must be a file saved by torch_save() or torch.save(), but ",
+                         "there is no file %s."), encodeString(path, quote = "\"")),
+          class = "value_error")
+  }
+  readBin(path, "raw", file.size(path))
+}
+
+read_connection <- function(con) {
+  chunks <- list()
+  repeat {
+    chunk <- readBin(con, "raw", 1048576L)
+    if (!length(chunk)) break
+    chunks[[length(chunks) + 1L]] <- chunk
+  }
+  unlist(chunks, use.names = FALSE)
+}
+
+tensors_to_device <- function(x, device) {
+  device <- as_torch_device(device)
+  rapply(list(x), function(t) t$to(device = device), classes = "torch_tensor",
+         how = "replace")[[1L]]
+}
+
+# ---- R objects that hold tensors: modules, datasets, anything R can serialize -------------------
+#
+# A tensor, or a list of tensors, numbers, flags and strings, is written as PyTorch writes it.
+# Anything else (an nn_module, a dataset, a list holding functions or environments) is written as
+# R's own serialization of the object with each tensor replaced by a reference (serialize()'s
+# refhook), next to the tensors themselves, in the same PyTorch file: a dict
+# {"__ampkit_r_object__": the bytes, "tensors": [...], "classes": [...]}. A tensor reached twice
+# (a parameter also held elsewhere) is written once and comes back as one tensor, shared again.
+
+archive_key <- "__ampkit_r_object__"
+
+is_plain_value <- function(x) {
+  if (is_torch_tensor(x) || is.null(x)) return(TRUE)
+  if (is.atomic(x)) return(is.null(attributes(x)) || identical(names(attributes(x)), "names"))
+  if (is.list(x) && !is.object(x)) {
+    extra <- setdiff(names(attributes(x)), "names")
+    return(length(extra) == 0L && all(vapply(x, is_plain_value, TRUE)))
+  }
+  FALSE
+}
+
+r_object_archive <- function(obj) {
+  tensors <- list()
+  classes <- list()
+  index_of <- new.env(parent = emptyenv()) # a tensor's address -> its index in `tensors`
+  refhook <- function(x) {
+    if (!is_torch_tensor(x) || !isTRUE(meta(x, "defined"))) return(NULL)
+    address <- xptr_address(x)
+    index <- index_of[[address]]
+    if (is.null(index)) {
+      index <- length(tensors) + 1L
+      assign(address, index, envir = index_of)
+      tensors[[index]] <<- x
+      classes[[index]] <<- as.list(class(x))
+    }
+    c("ampkit_tensor", as.character(index))
+  }
+  bytes <- serialize(obj, connection = NULL, refhook = refhook)
+  out <- list(torch_tensor(bytes), tensors, classes)
+  names(out) <- c(archive_key, "tensors", "classes")
+  out
+}
+
+is_r_object_archive <- function(x) is.list(x) && identical(names(x)[1L], archive_key)
+
+r_object_restore <- function(archive, device) {
+  tensors <- archive$tensors
+  if (!is.null(device)) tensors <- lapply(tensors, tensors_to_device, device = device)
+  for (i in seq_along(tensors)) class(tensors[[i]]) <- unlist(archive$classes[[i]])
+  refhook <- function(key) {
+    if (!identical(key[1L], "ampkit_tensor")) {
+      abort("The file holds an R object reference ampkit did not write.", class = "value_error")
+    }
+    tensors[[as.integer(key[2L])]]
+  }
+  unserialize(as_array(archive[[archive_key]]), refhook = refhook)
+}
+
+# R torch's internal identity of a tensor: the address of its libtorch TensorImpl, as a string.
+# Two R objects of one tensor have the same; a view or a copy has another.
+xptr_address <- function(x) format(meta(x, "impl"), scientific = FALSE)
+
+# Whether `con` (a connection, a raw vector or a path) holds an RDS object (R torch's legacy
+# files); a connection's position is left where it was.
+is_rds <- function(con) {
+  if (is.raw(con)) {
+    con <- rawConnection(con)
+    on.exit(close(con), add = TRUE)
+  } else if (inherits(con, "connection")) {
+    where <- seek(con)
+    on.exit(seek(con, where = where), add = TRUE)
+  }
+  !inherits(try(readRDS(con), silent = TRUE), "try-error")
 }
 
 #' @rdname torch_save

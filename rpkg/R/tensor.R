@@ -82,7 +82,6 @@ tensor_fields <- list(
   is_leaf = function(self) .Call(C_tensor_autograd, self, "is_leaf", NULL),
   names = function(self) NULL,
   ptr = function(self) self,
-  data = function(self) self$detach(),
   real = function(self) torch_real(self),
   imag = function(self) torch_imag(self),
   T = function(self) {
@@ -163,9 +162,10 @@ build_tensor_methods <- function() {
 #' integer ones (int64 values beyond R's integers become doubles), logicals for
 #' bool, complex for complex ones. The usual R conversions (`as.numeric()`,
 #' `as.matrix()`, ...) go through it; `dim()` is the shape and `length()` the
-#' number of elements.
+#' number of elements. `all.equal()` compares two tensors' values and shapes
+#' (as testthat's `expect_equal()` does).
 #' @param x A tensor.
-#' @param ... Unused.
+#' @param ... Unused (`all.equal()`: passed on, e.g. `tolerance`).
 #' @param mode As for [as.vector()].
 #' @return An R vector or array.
 #' @name as_array
@@ -175,6 +175,7 @@ build_tensor_methods <- function() {
 #' as.numeric(x)
 #' dim(x)
 #' length(x)
+#' all.equal(x, x + 1e-9)
 NULL
 
 #' @rdname as_array
@@ -210,6 +211,36 @@ as.integer.torch_tensor <- function(x, ...) as.integer(as_array(x))
 #' @export
 as.logical.torch_tensor <- function(x, ...) as.logical(as_array(x))
 
+# testthat's expect_equal() (waldo) compares tensors by what they hold (values, device,
+# requires_grad, the node that made them), as R torch's proxy does, not by the addresses of their
+# external pointers. Registered when waldo loads (it is suggested, not imported).
+#' @exportS3Method waldo::compare_proxy
+compare_proxy.torch_tensor <- function(x, path) { # nolint: object_name_linter.
+  if (!isTRUE(meta(x, "defined"))) {
+    return(list(object = "a tensor that no longer exists", path = path))
+  }
+  node <- x$grad_fn
+  list(object = list(x = as_array(if (x$is_sparse()) x$to_dense() else x$cpu()),
+                     device = as.character(x$device), requires_grad = x$requires_grad,
+                     grad_fn = if (is.null(node)) NULL else node$name()),
+       path = path)
+}
+
+#' @rdname as_array
+#' @param target,current Tensors.
+#' @export
+all.equal.torch_tensor <- function(target, current, ...) {
+  if (!is_torch_tensor(current)) {
+    return(sprintf("target is a tensor, current is %s", describe(current)))
+  }
+  dense <- function(x) as_array(if (x$is_sparse()) x$to_dense() else x)
+  all.equal(dense(target), dense(current), ...)
+}
+
+#' @rdname as_array
+#' @export
+as.complex.torch_tensor <- function(x, ...) as.complex(as_array(x))
+
 #' @rdname as_array
 #' @export
 as.vector.torch_tensor <- function(x, mode = "any") as.vector(as_array(x), mode = mode)
@@ -229,7 +260,7 @@ length.torch_tensor <- function(x) {
 #' @export
 print.torch_tensor <- function(x, n = 30, ...) {
   cat("torch_tensor\n")
-  text <- strsplit(meta(x, "print"), "\n", fixed = TRUE)[[1L]]
+  text <- strsplit(tensor_text(x), "\n", fixed = TRUE)[[1L]]
   if (length(text) > n && n > 1L) {
     text <- c(text[seq_len(n)], "... [the output was truncated (use n=-1 to disable)]",
               text[[length(text)]])
@@ -245,6 +276,22 @@ print.torch_tensor <- function(x, n = 30, ...) {
   }
   cat("\n")
   invisible(x)
+}
+
+# libtorch's text of a tensor; where libtorch's printer cannot (compressed sparse layouts, complex
+# values, which it prints as their real parts), the values as R prints them, under libtorch's
+# footer.
+tensor_text <- function(x) {
+  if (!isTRUE(meta(x, "defined"))) return(meta(x, "print"))
+  layout <- meta(x, "layout")
+  if (layout >= 2L && layout != 3L) {
+    return(paste0(tensor_text(x$to_dense()), "\n[ shown dense: a compressed sparse tensor ]"))
+  }
+  if (!x$is_complex()) return(meta(x, "print"))
+  footer <- utils::tail(strsplit(suppressWarnings(meta(x, "print")), "\n")[[1L]], 1L)
+  values <- as_array(x$cpu())
+  paste(c(utils::capture.output(print(if (is.null(dim(values))) matrix(values) else values)),
+          footer), collapse = "\n")
 }
 
 #' @export
@@ -274,7 +321,7 @@ NULL
 #' @export
 head.torch_tensor <- function(x, n = 6L, ...) {
   len <- meta(x, "shape")[[1L]]
-  x[seq_len(min(n, len))]
+  leading_rows(x, seq_len(min(n, len)))
 }
 
 #' @rdname tensor-head
@@ -282,10 +329,38 @@ head.torch_tensor <- function(x, n = 6L, ...) {
 tail.torch_tensor <- function(x, n = 6L, ...) {
   len <- meta(x, "shape")[[1L]]
   n <- min(n, len)
-  x[seq(len - n + 1L, len)]
+  leading_rows(x, seq(len - n + 1L, len))
+}
+
+# Rows of `x` along its first dimension (a sparse tensor, which cannot be indexed, selects them).
+leading_rows <- function(x, rows) {
+  if (meta(x, "layout") == 0L) return(x[rows])
+  x$index_select(1L, torch_tensor(as.integer(rows)))
 }
 
 # ---- methods written by hand (R torch's own) -----------------------------------------------------
+
+tensor_storage <- function(self) {
+  start <- meta(self, "data_ptr") - meta(self, "storage_offset") * meta(self, "element_size")
+  structure(list(data_ptr = function() format(start, scientific = FALSE)),
+            class = "torch_storage")
+}
+
+convert_to <- function(self, dtype, memory_format) {
+  if (is.null(memory_format)) self$to(dtype = dtype) else
+    self$to(dtype = dtype, memory_format = memory_format)
+}
+
+scatter_call <- function(method, self, dim, index, src, reduce) {
+  if (is_torch_tensor(src)) {
+    if (is.null(reduce)) method(self, dim, index, src = src) else
+      method(self, dim, index, src = src, reduce = reduce)
+  } else if (is.null(reduce)) {
+    method(self, dim, index, value = src)
+  } else {
+    method(self, dim, index, value = src, reduce = reduce)
+  }
+}
 
 # A size given as numbers, vectors of numbers or a list (`x$view(2, 3)`, `x$view(c(2, 3))`).
 size_args <- function(...) {
@@ -384,13 +459,26 @@ written_methods <- list( # nolint: cyclocomp_linter.
     device <- if (is.null(device)) "cuda" else as_torch_device(device)
     self$to(device = device, non_blocking = non_blocking, memory_format = memory_format)
   },
-  float = function(self) self$to(dtype = torch_float32()),
-  double = function(self) self$to(dtype = torch_float64()),
-  half = function(self) self$to(dtype = torch_float16()),
-  bfloat16 = function(self) self$to(dtype = torch_bfloat16()),
-  long = function(self) self$to(dtype = torch_long()),
-  int = function(self) self$to(dtype = torch_int()),
-  bool = function(self) self$to(dtype = torch_bool()),
+  float = function(self, memory_format = NULL) convert_to(self, torch_float32(), memory_format),
+  double = function(self, memory_format = NULL) convert_to(self, torch_float64(), memory_format),
+  half = function(self, memory_format = NULL) convert_to(self, torch_float16(), memory_format),
+  bfloat16 = function(self, memory_format = NULL) convert_to(self, torch_bfloat16(), memory_format),
+  long = function(self, memory_format = NULL) convert_to(self, torch_long(), memory_format),
+  int = function(self, memory_format = NULL) convert_to(self, torch_int(), memory_format),
+  bool = function(self, memory_format = NULL) convert_to(self, torch_bool(), memory_format),
+  # R torch's scatter(dim, index, src): a tensor `src` is scattered, a number is the value.
+  scatter = function(self, dim, index, src, reduce = NULL) {
+    scatter_call(tensor_methods$scatter, self, dim, index, src, reduce)
+  },
+  scatter_ = function(self, dim, index, src, reduce = NULL) {
+    scatter_call(tensor_methods$scatter_, self, dim, index, src, reduce)
+  },
+  # R torch's storage object, for its data_ptr() (where the tensor's memory starts, before any
+  # offset of a view): two tensors share memory when their storages' data_ptr() agree.
+  storage = function(self) tensor_storage(self),
+  storage_offset = function(self) meta(self, "storage_offset"),
+  # A sparse tensor's indices, 1-based (R torch's).
+  indices = function(self) plus_one(tensor_methods$indices(self)),
   max = function(self, dim, other, keepdim = FALSE) {
     torch_max(self, dim = dim, other = other, keepdim = keepdim)
   },
@@ -412,7 +500,8 @@ written_methods <- list( # nolint: cyclocomp_linter.
   nonzero = function(self, as_list = FALSE) torch_nonzero(self, as_list),
   split = function(self, split_size, dim = 1L) torch_split(self, split_size, dim),
   narrow = function(self, dim, start, length) torch_narrow(self, dim, start, length),
-  narrow_copy = function(self, dim, start, length) torch_narrow_copy(self, dim, start, length),
+  # 1-based `start` as `$narrow()` (R torch's torch_narrow_copy() takes it 0-based).
+  narrow_copy = function(self, dim, start, length) narrow_copy_one_based(self, dim, start, length),
   movedim = function(self, source, destination) torch_movedim(self, source, destination),
   norm = function(self, p = 2, dim = NULL, keepdim = FALSE, dtype = NULL) {
     torch_norm(self, p, dim, keepdim, dtype)

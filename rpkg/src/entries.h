@@ -78,6 +78,21 @@
   AMPKIT_ENTRY(C_policy_push, 1) \
   AMPKIT_ENTRY(C_policy_pop, 0) \
   AMPKIT_ENTRY(C_policy_current, 0) \
+  AMPKIT_ENTRY(C_jit_trace, 5) \
+  AMPKIT_ENTRY(C_jit_call, 2) \
+  AMPKIT_ENTRY(C_jit_graph, 2) \
+  AMPKIT_ENTRY(C_jit_function_save, 3) \
+  AMPKIT_ENTRY(C_jit_module_new, 2) \
+  AMPKIT_ENTRY(C_jit_module_register, 4) \
+  AMPKIT_ENTRY(C_jit_module_info, 3) \
+  AMPKIT_ENTRY(C_jit_module_train, 2) \
+  AMPKIT_ENTRY(C_jit_module_method, 2) \
+  AMPKIT_ENTRY(C_jit_module_save, 3) \
+  AMPKIT_ENTRY(C_jit_load, 1) \
+  AMPKIT_ENTRY(C_jit_compile, 1) \
+  AMPKIT_ENTRY(C_jit_unit_function, 2) \
+  AMPKIT_ENTRY(C_jit_operators, 1) \
+  AMPKIT_ENTRY(C_jit_execute, 2) \
   AMPKIT_ENTRY(C_policy_float32_args, 1) \
   AMPKIT_ENTRY(C_locator_new, 0) \
   AMPKIT_ENTRY(C_locator_forward, 4) \

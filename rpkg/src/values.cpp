@@ -300,7 +300,8 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg) {
 int64_t zero_based(int64_t index, const char* arg) {
   if (index > 0) return index - 1;
   if (index < 0) return index;
-  value_error(arg_text(arg) + " is 1-based (the first is 1, the last -1), but found 0.");
+  value_error("Indexing starts at 1 but found a 0. " + arg_text(arg) +
+              " is 1-based (the first is 1, the last -1).");
 }
 
 // ---- R data <-> tensors ------------------------------------------------------------------------
@@ -401,7 +402,7 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
 // dimensions, a vector for 1, a scalar for 0). Quantized tensors give their dequantized values.
 SEXP r_from_tensor(const at::Tensor& tensor) {
   if (tensor.layout() != c10::kStrided) {
-    value_error("Sparse tensors are not supported for as_array conversion: use $to_dense().");
+    value_error("Sparse tensors are not supported for as_array conversion. Use $to_dense() first.");
   }
   if (tensor.is_meta()) value_error("A meta tensor has no data to convert.");
   at::Tensor t = tensor.detach().to(at::kCPU);
@@ -561,7 +562,7 @@ namespace ampkit_r {
 
 // A tensor's metadata by name: "shape", "dtype", "device", "ndim", "numel", "element_size",
 // "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity),
-// "defined", "is_floating_point", "layout".
+// "defined", "is_floating_point", "layout", "data_ptr", "storage_offset", "stride".
 extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_BEGIN
   const std::string field = CHAR(STRING_ELT(what, 0));
@@ -602,6 +603,7 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   if (field == "is_contiguous") return Rf_ScalarLogical(t.is_contiguous());
   if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
   if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
+  if (field == "storage_offset") return Rf_ScalarReal(static_cast<double>(t.storage_offset()));
   if (field == "data_ptr") {  // a number, as PyTorch's data_ptr(): exact below 2^53
     return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.data_ptr())));
   }

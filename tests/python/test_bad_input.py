@@ -155,7 +155,7 @@ ROWS: List[Row] = [
     Row("from_megatron", "backoff_factor", 1.5, ValueError, "must be in (0, 1), got 1.5"),
     Row("from_megatron", "growth_interval", 0, ValueError, "must be a whole number >= 1, got 0"),
     Row("from_megatron", "hysteresis", "2", TypeError, "must be a number, got str"),
-    Row("from_megatron", "device", None, TypeError, "`device` must be a device type"),
+    Row("from_megatron", "device", ["cuda"], TypeError, "`device` must be a device type"),
     Row("GradScaler", "hysteresis", None, TypeError, "must be a number, got NoneType"),
     Row("GradScaler", "hysteresis", 0, ValueError, "must be a whole number >= 1, got 0"),
     Row("GradScaler", "hysteresis", 1.5, ValueError, "must be a whole number >= 1, got 1.5"),

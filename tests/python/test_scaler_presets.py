@@ -16,6 +16,7 @@ import random
 import sys
 import tarfile
 import types
+import warnings
 import zipfile
 
 import ampkit
@@ -195,3 +196,24 @@ def test_presets_state_dicts_carry_the_schedule():
     assert mg["growth_factor"] == float(torch.tensor(1.1, dtype=torch.float32))
     assert (mg["scale"], mg["on_min_scale"], mg["growth_delay"]) == (2.0**32, "ignore", 0)
 
+
+
+@pytest.mark.parametrize("make", [lambda: ampkit.GradScaler.from_deepspeed({"fp16": {}}),
+                                  lambda: ampkit.GradScaler.from_megatron()],
+                         ids=["deepspeed", "megatron"])
+def test_presets_without_a_device_scale_where_torch_computes(make):
+    """No device given: "cuda" where torch sees a CUDA device, else "cpu"; not, as
+    GradScaler()'s "cuda" would be on a CPU-only machine, a disabled scaler (a warning, then
+    stats that stay 0). A device given explicitly is kept (the other tests give "cpu")."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler = make()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert scaler.is_enabled()
+    assert repr(scaler).startswith(f"ampkit.GradScaler(device={device!r}, enabled=True")
+    model = torch.nn.Linear(4, 2).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler.scale(model(torch.randn(8, 4, device=device)).float().pow(2).mean()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.stats()["steps"] == 1

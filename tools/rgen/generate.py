@@ -13,7 +13,8 @@ the same R code works with any torch whose dispatcher has the schemas it uses (2
 schema a given libtorch lacks is an error naming it when called.
 
 R torch's rules, each decided here once per argument (rules.py):
-- names: `torch_<op>` for functions, `x$<op>()` for methods; out= variants are not generated;
+- names: `torch_<op>` for functions, `x$<op>()` for methods, `torch_<op>_out(out, ...)` for the
+  out= variants (their output tensors first, as R torch writes them);
 - argument order: the union of the overloads' arguments, each at its largest position, ties
   alphabetical (R torch's order); a leading "_" is dropped from names;
 - defaults: the first overload's that has one; numbers, flags and strings as R literals, the rest
@@ -91,15 +92,22 @@ def load_groups() -> List[Group]:
     groups: Dict[tuple, Group] = {}
     for entry in _native_functions():
         schema = FunctionSchema.parse(entry["func"])
-        if schema.kind() in (SchemaKind.out, SchemaKind.scratch):
+        kind = schema.kind()
+        if kind == SchemaKind.scratch:
             continue
         name = str(schema.name.name)
         if rules.skipped(name, str(schema.name.overload_name), entry):
             continue
         variants = [v.strip() for v in entry.get("variants", "function").split(",")]
+        flat = list(schema.arguments.flat_all)
+        if kind == SchemaKind.out:
+            # R torch's `torch_<op>_out(out, ...)`: a function, its output tensors first.
+            name, variants = name + "_out", ["function"]
+            outs = list(schema.arguments.out)
+            flat = outs + [a for a in flat if a not in outs]
         args = [Arg(a.name.lstrip("_"), a.name, str(a.type),
                     None if a.default is None else str(a.default))
-                for a in schema.arguments.flat_all]
+                for a in flat]
         overload = Overload(str(schema.name), args)
         for method in (False, True):
             if ("method" if method else "function") not in variants:

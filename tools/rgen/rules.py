@@ -36,7 +36,7 @@ WRAPPED = {
     "where", "repeat_interleave", "ones", "ones_like", "rand", "rand_like", "randint",
     "randint_like", "randn", "randn_like", "randperm", "zeros", "zeros_like", "arange", "range",
     "linspace", "logspace", "eye", "empty", "empty_like", "empty_strided", "full", "full_like",
-    "narrow_copy", "normal", "polygamma",
+    "normal", "polygamma",
 }
 
 

@@ -193,8 +193,10 @@ test_that("state_dict() and load_state_dict() round-trip, R torch's rules on key
   expect_false(same_tensor(a$fc1$weight, b$fc1$weight))
   sd <- a$state_dict()
   expect_true(all(vapply(sd, inherits, logical(1), "torch_tensor")))
-  expect_false(sd$fc1.weight$requires_grad)
-  # Detached: plain tensors outside autograd, sharing the parameters' storage.
+  # Detached: plain tensors outside the graph, sharing the parameters' storage, that keep the
+  # parameters' requires_grad (R torch's rule).
+  expect_true(sd$fc1.weight$requires_grad)
+  expect_null(sd$fc1.weight$grad_fn)
   expect_identical(class(sd$fc1.weight), c("torch_tensor", "R7"))
   expect_false(is_nn_parameter(sd$fc1.weight) || is_nn_buffer(sd$calls))
   expect_true(sd$fc1.weight$is_leaf)

@@ -526,7 +526,7 @@ test_that("R torch's tests: expand's flag, sparse queries, clone and detach keep
   expect_false(torch_randn(2)$is_sparse())
   expect_false(torch_randn(2)$has_names())
   y <- torch_tensor(1:10)
-  expect_identical(as_array(torch_narrow_copy(y, dim = 1, start = 2, length = 3)), 2:4)
+  expect_identical(as_array(torch_narrow_copy(y, dim = 1, start = 1, length = 3)), 2:4) # 0-based
   b <- nn_buffer(torch_tensor(1))
   expect_equal(attributes(b$clone()), attributes(b))
   p <- nn_parameter(torch_tensor(1))

@@ -1,0 +1,151 @@
+#' @include nn-layers.R nnf.R
+NULL
+
+# R torch's margin and ranking losses over libtorch's operators (class targets 1-based, as in R
+# torch), and its area-under-min(FPR, FNR) loss, composed from tensor operations.
+
+#' @rdname nnf
+#' @param input1,input2 `nnf_cosine_embedding_loss()`: the two batches of
+#'   vectors compared (rows).
+#' @export
+nnf_multilabel_margin_loss <- function(input, target, reduction = "mean") {
+  check_tensor(input, "input")
+  # 1-based classes; a negative entry (-1) ends a row's list of classes, as in PyTorch.
+  torch_multilabel_margin_loss(input, target, reduction_enum(reduction))
+}
+
+#' @rdname nnf
+#' @export
+nnf_multi_margin_loss <- function(input, target, p = 1, margin = 1, weight = NULL,
+                                  reduction = "mean") {
+  check_tensor(input, "input")
+  torch_multi_margin_loss(input, target, margin_power(p), margin, weight,
+                          reduction_enum(reduction))
+}
+
+#' @rdname nnf
+#' @export
+nnf_cosine_embedding_loss <- function(input1, input2, target, margin = 0, reduction = "mean") {
+  check_tensor(input1, "input1")
+  check_tensor(input2, "input2")
+  check_tensor(target, "target")
+  torch_cosine_embedding_loss(input1, input2, target, number_arg(margin, "margin"),
+                              reduction_enum(reduction))
+}
+
+# multi_margin_loss's exponent: libtorch knows 1 and 2 only.
+margin_power <- function(p) {
+  if (!is.numeric(p) || length(p) != 1L || is.na(p) || !p %in% c(1, 2)) {
+    abort(sprintf("`p` must be 1 or 2 (only p == 1 or p == 2 are supported), got %s.",
+                  describe(p)), class = "value_error")
+  }
+  as.integer(p)
+}
+
+#' @rdname nnf
+#' @export
+nnf_area_under_min_fpr_fnr <- function(input, target) {
+  check_tensor(input, "input")
+  check_tensor(target, "target")
+  if (input$numel() != target$numel()) {
+    abort(sprintf("`target` must have as many elements as `input` (%d), got %d.",
+                  input$numel(), target$numel()), class = "value_error")
+  }
+  # Every prediction is one example (the loss ranks them all): flattened, as the authors' code
+  # does. The positive class is the largest label (2 of the levels 1 and 2, or TRUE).
+  pred <- input$reshape(-1L)
+  label <- target$reshape(-1L)
+  positive <- label == label$max()
+  negative <- positive$logical_not()
+  n_pos <- positive$sum()
+  n_neg <- negative$sum()
+  if (as.logical(n_pos == 0L) || as.logical(n_neg == 0L)) {
+    # One class only: no ROC curve, zero loss (still a function of `input` for autograd).
+    return(torch_sum(input * 0))
+  }
+  # Thresholds in increasing order: -prediction, the predictions in decreasing order.
+  order <- torch_argsort(pred, descending = TRUE)
+  thresh <- -pred[order]
+  rate_dtype <- pred$dtype
+  # At each sorted position: the false positive rate with the threshold just above it (negatives
+  # at or before it), and the false negative rate with it just below (positives at or after it).
+  fp_after <- negative[order]$to(dtype = rate_dtype)$cumsum(1L) / n_neg
+  fn_before <- positive[order]$to(dtype = rate_dtype)$flip(1L)$cumsum(1L)$flip(1L) / n_pos
+  # Tied thresholds are one point of the curve: its last position for the false positives, its
+  # first for the false negatives.
+  distinct <- thresh$diff(dim = 1L) != 0
+  last_one <- torch_ones(1L, dtype = torch_bool(), device = pred$device)
+  fp_end <- torch_cat(list(distinct, last_one))
+  fn_start <- torch_cat(list(last_one, distinct))
+  uniq_thresh <- thresh[fp_end]
+  uniq_fp <- fp_after[fp_end]
+  uniq_fn <- fn_before[fn_start]
+  n <- uniq_thresh$size(1L)
+  if (n < 2L) {
+    return(torch_sum(input * 0))
+  }
+  # Between two consecutive thresholds both rates are constant: the area is min(FPR, FNR) times
+  # the interval's width, summed.
+  min_rate <- torch_minimum(uniq_fp[1:(n - 1L)], uniq_fn[2:n])
+  torch_sum(min_rate * uniq_thresh$diff(dim = 1L))
+}
+
+#' @rdname nn_layers
+#' @export
+nn_multilabel_margin_loss <- nn_module(
+  "nn_multilabel_margin_loss",
+  inherit = nn_loss,
+  initialize = function(reduction = "mean") {
+    self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
+  },
+  forward = function(input, target) nnf_multilabel_margin_loss(input, target, self$reduction)
+)
+
+#' @rdname nn_layers
+#' @export
+nn_cosine_embedding_loss <- nn_module(
+  "nn_cosine_embedding_loss",
+  inherit = nn_loss,
+  initialize = function(margin = 0, reduction = "mean") {
+    self$margin <- number_arg(margin, "margin")
+    self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
+  },
+  forward = function(input1, input2, target) {
+    nnf_cosine_embedding_loss(input1, input2, target, self$margin, self$reduction)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_multi_margin_loss <- nn_module(
+  "nn_multi_margin_loss",
+  inherit = nn_loss,
+  initialize = function(p = 1, margin = 1, weight = NULL, reduction = "mean") {
+    self$p <- margin_power(p)
+    self$margin <- number_arg(margin, "margin")
+    self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
+    if (!is.null(weight)) {
+      if (!is_torch_tensor(weight)) weight <- torch_tensor(weight)
+      if (weight$dim() != 1L) {
+        abort(sprintf("`weight` must be NULL or a 1-D tensor (one weight per class), got %d-D.",
+                      weight$dim()), class = "value_error")
+      }
+      # A buffer, as R torch's weighted losses hold it: it follows $to() and the state dict.
+      self$weight <- nn_buffer(weight)
+    } else {
+      self$weight <- NULL
+    }
+  },
+  forward = function(input, target) {
+    nnf_multi_margin_loss(input, target, self$p, self$margin, self$weight, self$reduction)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_aum_loss <- nn_module(
+  "nn_aum_loss",
+  inherit = nn_loss,
+  initialize = function() self$reduction <- "mean",
+  forward = function(input, target) nnf_area_under_min_fpr_fnr(input, target)
+)

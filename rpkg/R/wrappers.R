@@ -1,0 +1,90 @@
+#' @include ops.R
+NULL
+
+# R torch's hand-written torch_* functions of the losses and one-hot encoding (over the generated
+# `.torch_<name>`, 0-based as libtorch is): class targets counted from 1, as R torch counts them.
+
+#' Class-target operators and shape broadcasting
+#'
+#' R torch's `torch_multi_margin_loss()` and `torch_multilabel_margin_loss()`
+#' (the operators under [nnf_multi_margin_loss()] and
+#' [nnf_multilabel_margin_loss()]) take 1-based class targets;
+#' `torch_one_hot()` encodes 1-based classes (as [nnf_one_hot()]).
+#' `torch_broadcast_shapes()` gives the shape that tensors of the given shapes
+#' broadcast to (an error when they do not), without making tensors.
+#'
+#' @param self A tensor: the scores (`(N, C)` or `(C)`), or the classes
+#'   (`torch_one_hot()`, an integer tensor).
+#' @param target The 1-based classes: one per row (`torch_multi_margin_loss()`),
+#'   or per row a list of classes ended by `-1` (`torch_multilabel_margin_loss()`).
+#' @param p The exponent (1 or 2).
+#' @param margin The margin.
+#' @param weight A weight per class, or `NULL`.
+#' @param reduction libtorch's reduction code: [torch_reduction_mean()],
+#'   [torch_reduction_sum()] or [torch_reduction_none()].
+#' @param num_classes The number of classes (`-1`: the largest class in `self`).
+#' @param ... Shapes (integer vectors).
+#' @return A tensor; `torch_broadcast_shapes()`: an integer vector.
+#' @name torch_class_ops
+#' @examples
+#' scores <- torch_randn(3, 4)
+#' torch_multi_margin_loss(scores, torch_tensor(c(1L, 4L, 2L)))
+#' torch_multilabel_margin_loss(scores, torch_tensor(rbind(c(1L, 3L, -1L, -1L),
+#'                                                         c(4L, -1L, -1L, -1L),
+#'                                                         c(2L, 1L, 3L, 4L))))
+#' torch_one_hot(torch_tensor(c(1L, 3L)))
+#' torch_broadcast_shapes(c(2, 1), c(1, 3))
+NULL
+
+#' @rdname torch_class_ops
+#' @export
+torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL,
+                                    reduction = torch_reduction_mean()) {
+  .torch_multi_margin_loss(self, one_based_tensor(target, "target"), p, margin, weight,
+                           reduction)
+}
+
+#' @rdname torch_class_ops
+#' @export
+torch_multilabel_margin_loss <- function(self, target, reduction = torch_reduction_mean()) {
+  # The -1 ending each row's classes stays -1 (only entries >= 1 lose 1; a 0 is an error).
+  .torch_multilabel_margin_loss(self, one_based_tensor(target, "target"), reduction)
+}
+
+#' @rdname torch_class_ops
+#' @export
+torch_one_hot <- function(self, num_classes = -1L) {
+  .torch_one_hot(one_based_tensor(self, "self"), num_classes)
+}
+
+#' @rdname torch_class_ops
+#' @export
+torch_broadcast_shapes <- function(...) {
+  shapes <- rlang::list2(...)
+  shapes <- lapply(seq_along(shapes), function(i) {
+    shape <- whole_numbers(shapes[[i]], sprintf("..%d", i))
+    if (any(shape < 0L)) {
+      abort(sprintf("`..%d` must be a shape (sizes >= 0), got %s.", i, describe(shapes[[i]])),
+            class = "value_error")
+    }
+    shape
+  })
+  rank <- max(0L, lengths(shapes))
+  out <- rep(1L, rank)
+  for (shape in shapes) {
+    # Aligned at the last dimension; a size 1 stretches to the other one.
+    at <- seq_len(length(shape)) + rank - length(shape)
+    for (k in seq_along(shape)) {
+      size <- shape[[k]]
+      if (size == 1L) next
+      if (out[[at[[k]]]] != 1L && out[[at[[k]]]] != size) {
+        abort(sprintf(paste0("Shape mismatch: objects cannot be broadcast to a single shape: ",
+                             "%s against %s."),
+                      paste0("(", paste(shape, collapse = ", "), ")"),
+                      paste0("(", paste(out, collapse = ", "), ")")), class = "runtime_error")
+      }
+      out[[at[[k]]]] <- size
+    }
+  }
+  out
+}

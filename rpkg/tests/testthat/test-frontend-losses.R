@@ -1,0 +1,342 @@
+# R torch's margin losses, embedding bags, weight normalization and the activation/dropout
+# details of nn-layers.R and nnf.R, with PyTorch's module of the same name as the oracle: the same
+# inputs (the same tensors, shared with Python) give the same values and gradients, bit for bit.
+# R torch's classes are 1-based; PyTorch's 0-based, converted here at the border.
+
+pt <- function() py_torch()
+pycall <- function(f, ...) reticulate::py_call(f, ...)
+to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
+
+# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
+same_tensor <- function(a, b) {
+  a <- to_py(a)
+  b <- to_py(b)
+  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
+    reticulate::py_to_r(pt()$equal(a, b))
+}
+expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
+
+# A leaf copy of `x` for PyTorch's side of a gradient comparison (R's stays R's own leaf).
+py_leaf <- function(x) py_of(x)$detach()$clone()$requires_grad_(TRUE)
+leaf <- function(x) x$detach()$clone()$requires_grad_(TRUE)
+
+# 1-based R classes as PyTorch's 0-based ones (negative entries, the -1 ends, stay).
+zero_based <- function(target) {
+  py_of(target)$sub(py_of((target >= 1L)$to(dtype = torch_long()))) # nolint: object_usage_linter.
+}
+
+test_that("nn_multilabel_margin_loss is torch.nn.MultiLabelMarginLoss, with 1-based targets", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(matrix(c(0.1, 0.2, 0.4, 0.8), nrow = 1))
+  y <- torch_tensor(matrix(c(4, 1, -1, 2), nrow = 1), dtype = torch_long())
+  # PyTorch's documented example: classes 3 and 0 (here 4 and 1), the rest after -1 ignored.
+  expect_equal(nn_multilabel_margin_loss()(x, y)$item(), 0.85, tolerance = 1e-6)
+  expect_true(inherits(nn_multilabel_margin_loss(), "nn_loss"))
+  torch_manual_seed(1)
+  input <- torch_randn(5, 6)
+  target <- torch_tensor(rbind(c(2, 6, -1, 1, 1, 1), c(1, -1, 2, 2, 2, 2), c(3, 4, 5, 6, 1, 2),
+                               c(6, 5, -1, 1, 1, 1), c(-1, 1, 1, 1, 1, 1)), dtype = torch_long())
+  for (reduction in c("mean", "sum", "none")) {
+    a <- leaf(input)
+    b <- py_leaf(input)
+    out <- nn_multilabel_margin_loss(reduction = reduction)(a, target)
+    ref <- pycall(pt()$nn$MultiLabelMarginLoss(reduction = reduction), b, zero_based(target))
+    expect_same_tensor(out, ref)
+    out$sum()$backward()
+    ref$sum()$backward()
+    expect_same_tensor(a$grad, b$grad)
+  }
+  expect_same_tensor(nnf_multilabel_margin_loss(input[1, ], target[1, ]),
+                     pt()$nn$functional$multilabel_margin_loss(py_of(input[1, ]),
+                                                               zero_based(target[1, ])))
+  # A 0 is no class in R torch's numbering.
+  expect_error(nn_multilabel_margin_loss()(x, torch_tensor(matrix(c(4L, 0L, -1L, 2L), 1))))
+  expect_error(nn_multilabel_margin_loss(reduction = "avg"), "`reduction` must be one of",
+               class = "value_error")
+})
+
+test_that("nn_cosine_embedding_loss is torch.nn.CosineEmbeddingLoss", {
+  skip_if_no_ampkit()
+  torch_manual_seed(2)
+  x1 <- torch_randn(6, 4)
+  x2 <- torch_randn(6, 4)
+  y <- torch_tensor(c(1, -1, 1, -1, -1, 1))
+  for (reduction in c("mean", "sum", "none")) {
+    a1 <- leaf(x1)
+    a2 <- leaf(x2)
+    b1 <- py_leaf(x1)
+    b2 <- py_leaf(x2)
+    out <- nn_cosine_embedding_loss(margin = 0.2, reduction = reduction)(a1, a2, y)
+    ref <- pycall(pt()$nn$CosineEmbeddingLoss(margin = 0.2, reduction = reduction), b1, b2,
+                  py_of(y))
+    expect_same_tensor(out, ref)
+    out$sum()$backward()
+    ref$sum()$backward()
+    expect_same_tensor(a1$grad, b1$grad)
+    expect_same_tensor(a2$grad, b2$grad)
+  }
+  expect_same_tensor(nnf_cosine_embedding_loss(x1, x2, y),
+                     pt()$nn$functional$cosine_embedding_loss(py_of(x1), py_of(x2), py_of(y)))
+  expect_identical(nn_cosine_embedding_loss()(x1, x2, y)$shape, integer(0))
+  expect_error(nn_cosine_embedding_loss(margin = "a"), "`margin`", class = "value_error")
+})
+
+test_that("nn_multi_margin_loss is torch.nn.MultiMarginLoss, with 1-based classes", {
+  skip_if_no_ampkit()
+  torch_manual_seed(3)
+  input <- torch_randn(8, 5)
+  target <- torch_tensor(c(1L, 5L, 2L, 3L, 4L, 5L, 1L, 2L))
+  w <- torch_rand(5)
+  for (p in c(1, 2)) {
+    for (reduction in c("mean", "sum", "none")) {
+      a <- leaf(input)
+      b <- py_leaf(input)
+      loss <- nn_multi_margin_loss(p = p, margin = 0.7, weight = w, reduction = reduction)
+      out <- loss(a, target)
+      ref <- pycall(pt()$nn$MultiMarginLoss(p = as.integer(p), margin = 0.7, weight = py_of(w),
+                                            reduction = reduction), b, zero_based(target))
+      expect_same_tensor(out, ref)
+      out$sum()$backward()
+      ref$sum()$backward()
+      expect_same_tensor(a$grad, b$grad)
+    }
+  }
+  expect_same_tensor(nnf_multi_margin_loss(input, target),
+                     pt()$nn$functional$multi_margin_loss(py_of(input), zero_based(target)))
+  # The weight is a buffer, as in R torch's weighted losses: it follows the state dict.
+  expect_identical(names(nn_multi_margin_loss(weight = w)$state_dict()), "weight")
+  expect_error(nn_multi_margin_loss(p = 3), "`p` must be 1 or 2", class = "value_error")
+  expect_error(nn_multi_margin_loss(weight = torch_ones(2, 2)), "1-D", class = "value_error")
+  expect_error(nn_multi_margin_loss()(input, torch_zeros(8, dtype = torch_long())))
+})
+
+test_that("torch_multi_margin_loss, torch_multilabel_margin_loss, torch_one_hot are 1-based", {
+  skip_if_no_ampkit()
+  torch_manual_seed(4)
+  x <- torch_randn(3, 3)
+  y <- torch_tensor(c(1L, 2L, 3L))
+  expect_same_tensor(torch_multi_margin_loss(x, y),
+                     pt()$nn$functional$multi_margin_loss(py_of(x), zero_based(y)))
+  expect_same_tensor(torch_multi_margin_loss(x, y, 2L, 0.5, NULL, torch_reduction_sum()),
+                     pt()$nn$functional$multi_margin_loss(py_of(x), zero_based(y), 2L, 0.5,
+                                                          reduction = "sum"))
+  expect_error(torch_multi_margin_loss(torch_randn(3, 2), y)) # class 3 of 2
+  labels <- torch_tensor(rbind(c(3L, -1L, -1L), c(1L, 2L, -1L), c(2L, 3L, 1L)))
+  expect_same_tensor(torch_multilabel_margin_loss(x, labels),
+                     pt()$nn$functional$multilabel_margin_loss(py_of(x), zero_based(labels)))
+  expect_same_tensor(torch_one_hot(torch_tensor(c(1L, 3L))),
+                     pt()$nn$functional$one_hot(pt()$tensor(ints(0, 2))))
+  expect_identical(torch_one_hot(torch_tensor(2L), 4)$shape, c(1L, 4L))
+  expect_error(torch_one_hot(torch_tensor(0L)), "1")
+})
+
+test_that("torch_broadcast_shapes is torch.broadcast_shapes", {
+  skip_if_no_ampkit()
+  builtins <- reticulate::import_builtins(convert = FALSE)
+  cases <- list(list(c(2, 2), c(2, 2)), list(c(2, 1), c(2, 2)), list(c(3, 1, 4), c(5, 1)),
+                list(1, c(0, 2)), list(integer(0), c(2, 3)), list(c(4, 1)))
+  for (shapes in cases) {
+    ref <- do.call(pt()$broadcast_shapes, lapply(shapes, function(s) as.list(as.integer(s))))
+    expect_identical(torch_broadcast_shapes(!!!shapes),
+                     as.integer(unlist(reticulate::py_to_r(builtins$list(ref)))))
+  }
+  expect_error(torch_broadcast_shapes(c(2, 3), c(2, 2)), "cannot be broadcast",
+               class = "runtime_error")
+  expect_error(torch_broadcast_shapes(c(2, -1)), "sizes >= 0", class = "value_error")
+})
+
+test_that("nn_embedding_bag is torch.nn.EmbeddingBag: seeded weights, modes, offsets", {
+  skip_if_no_ampkit()
+  torch_manual_seed(1)
+  bag <- nn_embedding_bag(10, 3)
+  pt()$manual_seed(1L)
+  ref <- pt()$nn$EmbeddingBag(10L, 3L)
+  expect_same_tensor(bag$weight, ref$weight)
+  expect_true(inherits(bag, "nn_embedding_bag"))
+  input <- torch_tensor(rbind(c(1, 2, 4, 5), c(4, 3, 2, 9)), dtype = torch_long())
+  for (mode in c("sum", "mean", "max")) {
+    torch_manual_seed(5)
+    m <- nn_embedding_bag(10, 3, mode = mode)
+    pt()$manual_seed(5L)
+    r <- pt()$nn$EmbeddingBag(10L, 3L, mode = mode)
+    out <- m(input)
+    py_out <- pycall(r, zero_based(input))
+    expect_same_tensor(out, py_out)
+    out$pow(2)$sum()$backward()
+    py_out$pow(2L)$sum()$backward()
+    expect_same_tensor(m$weight$grad, r$weight$grad)
+  }
+  # A 1-D input with offsets: where each bag starts in `input`, counted from 0 (R torch's).
+  flat <- torch_tensor(c(1L, 2L, 4L, 5L, 4L, 3L, 2L, 9L, 10L))
+  offsets <- torch_tensor(c(0L, 3L, 5L))
+  expect_same_tensor(bag(flat, offsets), pycall(ref, zero_based(flat), py_of(offsets)))
+  psw <- torch_rand(9)
+  summed <- nn_embedding_bag(10, 3, mode = "sum", include_last_offset = TRUE)
+  py_summed <- pt()$nn$EmbeddingBag(10L, 3L, mode = "sum", include_last_offset = TRUE)
+  py_summed$weight$data$copy_(py_of(summed$weight))
+  last <- torch_tensor(c(0L, 3L, 5L, 9L))
+  expect_same_tensor(summed(flat, last, per_sample_weights = psw),
+                     pycall(py_summed, zero_based(flat), py_of(last),
+                            per_sample_weights = py_of(psw)))
+  # padding_idx (1-based) is left out of the sums and of the means' counts, as in PyTorch.
+  torch_manual_seed(6)
+  padded <- nn_embedding_bag(10, 3, padding_idx = 2)
+  pt()$manual_seed(6L)
+  py_padded <- pt()$nn$EmbeddingBag(10L, 3L, padding_idx = 1L)
+  expect_same_tensor(padded$weight, py_padded$weight)
+  expect_same_tensor(padded(input), pycall(py_padded, zero_based(input)))
+  expect_identical(nn_embedding_bag(10, 3, padding_idx = -1)$padding_idx, 10L)
+})
+
+test_that("nnf_embedding_bag: R torch's arguments, errors in R's words", {
+  skip_if_no_ampkit()
+  input <- torch_tensor(rbind(c(1, 2, 4, 5), c(4, 3, 2, 9)), dtype = torch_long())
+  weight <- torch_randn(10, 3)
+  out <- nnf_embedding_bag(input, weight)
+  expect_equal(as_array(out[1, ]), as_array((weight[1, ] + weight[2, ] + weight[4, ] +
+                                               weight[5, ]) / 4), tolerance = 1e-6)
+  expect_same_tensor(nnf_embedding_bag(input, weight, mode = "max", padding_idx = 4),
+                     pt()$nn$functional$embedding_bag(zero_based(input), py_of(weight),
+                                                      mode = "max", padding_idx = 3L))
+  expect_error(nnf_embedding_bag(input, weight, offsets = torch_tensor(c(1, 2))),
+               "`offsets` must be NULL", class = "value_error")
+  expect_error(nnf_embedding_bag(input[1, ], weight), "`offsets` must be a 1-D tensor",
+               class = "value_error")
+  expect_error(nnf_embedding_bag(input, weight, mode = "median"), "`mode` must be one of",
+               class = "value_error")
+  expect_error(nnf_embedding_bag(input, weight, per_sample_weights = torch_ones(2, 4)),
+               "only supported with mode \"sum\"", class = "value_error")
+  expect_error(nnf_embedding_bag(input, weight, per_sample_weights = torch_ones(3)),
+               "must have the shape of `input`", class = "value_error")
+  expect_error(nnf_embedding_bag(input, weight, mode = "max", sparse = TRUE),
+               "mode \"max\" supports neither", class = "value_error")
+  expect_error(nnf_embedding_bag(input, weight, padding_idx = 11), "`padding_idx`",
+               class = "value_error")
+})
+
+# The area under min(FPR, FNR) by its definition: for each interval between consecutive distinct
+# thresholds t = -prediction, the rates of the classifier "positive when -prediction < t" there.
+aum_reference <- function(pred, positive) {
+  thresholds <- sort(unique(-pred))
+  area <- 0
+  for (i in seq_len(length(thresholds) - 1L)) {
+    t <- (thresholds[[i]] + thresholds[[i + 1L]]) / 2
+    fpr <- sum(-pred[!positive] < t) / sum(!positive)
+    fnr <- sum(-pred[positive] > t) / sum(positive)
+    area <- area + min(fpr, fnr) * (thresholds[[i + 1L]] - thresholds[[i]])
+  }
+  area
+}
+
+test_that("nn_aum_loss is the area under min(FPR, FNR), with gradients", {
+  skip_if_no_ampkit()
+  torch_manual_seed(7)
+  aum <- nn_aum_loss()
+  expect_true(all(c("nn_aum_loss", "nn_loss", "nn_module") %in% class(aum)))
+  input <- torch_randn(50, requires_grad = TRUE)
+  target <- torch_randint(1, 3, 50, dtype = torch_long())
+  out <- aum(input, target)
+  expect_identical(out$shape, integer(0))
+  expect_equal(out$item(), aum_reference(as_array(input), as_array(target) == 2),
+               tolerance = 1e-5)
+  out$backward()
+  expect_identical(input$grad$shape, 50L)
+  # Ties are one point of the curve; a logical target (TRUE positive) and a matrix input work.
+  pred <- torch_tensor(matrix(c(0.5, 0.5, -1, 2, 0.5, 0.1), 2))
+  labels <- torch_tensor(matrix(c(TRUE, FALSE, FALSE, TRUE, TRUE, FALSE), 2))
+  expect_equal(nnf_area_under_min_fpr_fnr(pred, labels)$item(),
+               aum_reference(as.vector(as_array(pred)), as.vector(as_array(labels))),
+               tolerance = 1e-6)
+  # One class only: no curve, a zero loss that still backpropagates.
+  one <- torch_randn(4, requires_grad = TRUE)
+  zero <- aum(one, torch_ones(4, dtype = torch_long()))
+  expect_equal(zero$item(), 0)
+  zero$backward()
+  expect_equal(as_array(one$grad), rep(0, 4))
+  expect_error(aum(torch_randn(4), torch_ones(3)), "as many elements", class = "value_error")
+})
+
+test_that("nn_kl_div_loss: R torch's warning for \"mean\", PyTorch's batchmean", {
+  skip_if_no_ampkit()
+  torch_manual_seed(8)
+  log_p <- nnf_log_softmax(torch_randn(4, 3), dim = 2)
+  p <- nnf_softmax(torch_randn(4, 3), dim = 2)
+  expect_warning(out <- nn_kl_div_loss()(log_p, p), "'batchmean' divides only by the batch size")
+  suppressWarnings(ref <- pycall(pt()$nn$KLDivLoss(), py_of(log_p), py_of(p)))
+  expect_same_tensor(out, ref)
+  expect_no_warning(batch <- nn_kl_div_loss(reduction = "batchmean")(log_p, p))
+  expect_same_tensor(batch, pycall(pt()$nn$KLDivLoss(reduction = "batchmean"), py_of(log_p),
+                                   py_of(p)))
+  expect_same_tensor(nnf_kl_div(log_p, p, reduction = "none"),
+                     pt()$nn$functional$kl_div(py_of(log_p), py_of(p), reduction = "none"))
+  expect_error(nn_kl_div_loss(reduction = "avg"), "`reduction` must be one of",
+               class = "value_error")
+  expect_true(inherits(nn_kl_div_loss(), "nn_loss"))
+  expect_true(inherits(nn_mse_loss(), "nn_loss"))
+})
+
+test_that("nnf_dropout2d warns for inputs other than 4-D (and 3-D) as PyTorch does", {
+  skip_if_no_ampkit()
+  expect_warning(nnf_dropout2d(torch_randn(3, 10)), "Received a 2-D input to dropout2d")
+  expect_warning(nnf_dropout2d(torch_randn(3, 10, 10)), "Received a 3D input to dropout2d")
+  expect_no_warning(x <- nnf_dropout2d(torch_randn(1, 2, 10, 10), p = 1))
+  expect_true(torch_allclose(x, torch_zeros_like(x)))
+  expect_error(nnf_dropout2d(1), "`input` must be a tensor", class = "value_error")
+})
+
+test_that("activation modules pass inplace on: nn_silu(inplace = TRUE) writes its input", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(c(-1, 0, 1))
+  expect_same_tensor(nn_silu()(x), pt()$nn$functional$silu(py_of(x)))
+  expect_equal(as_array(x), c(-1, 0, 1))
+  modules <- list(silu = nn_silu, relu = nn_relu, relu6 = nn_relu6, leaky_relu = nn_leaky_relu,
+                  elu = nn_elu, celu = nn_celu)
+  for (name in names(modules)) {
+    x <- torch_randn(5) * 4
+    expected <- pt()$nn$functional[[name]](py_of(x$clone()))
+    out <- modules[[name]](inplace = TRUE)(x)
+    expect_same_tensor(x, expected) # written in place
+    expect_same_tensor(out, expected)
+    y <- torch_randn(5) * 4
+    before <- y$clone()
+    modules[[name]]()(y)
+    expect_same_tensor(y, before) # untouched without inplace
+  }
+  expect_error(nn_relu(inplace = "yes"), "`inplace`", class = "value_error")
+})
+
+test_that("nn_utils_weight_norm is torch.nn.utils.weight_norm (R torch's class)", {
+  skip_if_no_ampkit()
+  for (dim in list(1, 2, NULL)) {
+    torch_manual_seed(9)
+    lin <- nn_linear(4, 3)
+    ref <- pt()$nn$Linear(4L, 3L)
+    ref$load_state_dict(reticulate::py_dict(c("weight", "bias"),
+                                            list(py_of(lin$weight), py_of(lin$bias))))
+    before <- lin$weight$detach()$clone()
+    wn <- nn_utils_weight_norm$new("weight", dim)
+    wn$apply(lin)
+    py_dim <- if (is.null(dim)) NULL else as.integer(dim - 1)
+    suppressWarnings(pt()$nn$utils$weight_norm(ref, "weight", dim = py_dim))
+    expect_same_tensor(lin$weight_g, ref$weight_g)
+    expect_same_tensor(lin$weight_v, ref$weight_v)
+    expect_same_tensor(lin$weight, ref$weight)
+    expect_setequal(names(lin$parameters), c("bias", "weight_g", "weight_v"))
+    x <- torch_randn(2, 4)
+    wn$recompute(lin)
+    lin(x)$pow(2)$sum()$backward()
+    pycall(ref, py_of(x))$pow(2L)$sum()$backward()
+    expect_same_tensor(lin$weight_g$grad, ref$weight_g$grad)
+    expect_same_tensor(lin$weight_v$grad, ref$weight_v$grad)
+    wn$remove(lin)
+    expect_equal(as_array(lin$weight), as_array(before), tolerance = 1e-6)
+    expect_setequal(names(lin$parameters), c("weight", "bias"))
+    expect_true(lin$weight$requires_grad)
+  }
+  expect_identical(nn_utils_weight_norm$new("weight", 1)$apply(nn_linear(4, 3))$weight_g$shape,
+                   c(3L, 1L))
+  expect_error(nn_utils_weight_norm$new("weight", 0), "1-based", class = "value_error")
+  expect_error(nn_utils_weight_norm$new(1, 1), "`name`", class = "value_error")
+  expect_error(nn_utils_weight_norm$new("w", 1)$apply(nn_linear(2, 2)), "no parameter `w`",
+               class = "value_error")
+})

@@ -1,0 +1,346 @@
+# R torch's optim_lbfgs (with its strong Wolfe line search), optim_asgd, optim_rprop and
+# optim_adadelta against torch.optim run from Python on a copy of the same model (bit for bit);
+# R torch's optimizer generators, the optimizers' `$state`, and argument checks.
+
+pt2 <- function() reticulate::import("torch", convert = FALSE)
+to_py2 <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
+
+# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
+same_tensor2 <- function(a, b) {
+  a <- to_py2(a)
+  b <- to_py2(b)
+  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
+    reticulate::py_to_r(pt2()$equal(a, b))
+}
+
+# A front-end MLP and its PyTorch twin holding a copy of its weights.
+twin_models2 <- function(seed = 1) {
+  torch_manual_seed(seed)
+  net <- nn_sequential(nn_linear(3, 5), nn_tanh(), nn_linear(5, 2))
+  nn <- pt2()$nn
+  py <- nn$Sequential(nn$Linear(3L, 5L), nn$Tanh(), nn$Linear(5L, 2L))
+  sd <- net$state_dict()
+  py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py2)), convert = FALSE))
+  list(net = net, py = py)
+}
+
+py_params2 <- function(py) {
+  reticulate::py_to_r(reticulate::import_builtins(convert = FALSE)$list(py$parameters()))
+}
+
+expect_same_parameters2 <- function(r, py) {
+  py_params <- py_params2(py)
+  r_params <- unname(r$parameters)
+  testthat::expect_identical(length(r_params), length(py_params))
+  for (i in seq_along(r_params)) testthat::expect_true(same_tensor2(r_params[[i]], py_params[[i]]))
+}
+
+# Steps of an R optimizer and its torch.optim twin on the same batches (the R side makes them).
+train_both2 <- function(make_r, make_py, steps = 5, seed = 1) {
+  m <- twin_models2(seed)
+  opt <- make_r(m$net$parameters)
+  py_opt <- make_py(m$py$parameters())
+  for (i in seq_len(steps)) {
+    x <- torch_randn(6, 3)
+    y <- torch_randn(6, 2)
+    nnf_mse_loss(m$net(x), y)$backward()
+    opt$step()
+    opt$zero_grad()
+    pt2()$nn$functional$mse_loss(reticulate::py_call(m$py, to_py2(x)), to_py2(y))$backward()
+    py_opt$step()
+    py_opt$zero_grad()
+  }
+  list(r = m$net, py = m$py, opt = opt, py_opt = py_opt)
+}
+
+# L-BFGS: `steps` calls of step(closure) on R's and Python's twin, full batch, the closures
+# written alike (PyTorch's from Python so that only torch.optim runs there).
+lbfgs_both <- function(r_args, py_kwargs, steps = 3, seed = 2) {
+  m <- twin_models2(seed)
+  x <- torch_randn(20, 3)
+  y <- torch_randn(20, 2)
+  opt <- do.call(optim_lbfgs, c(list(m$net$parameters), r_args))
+  closure <- function() {
+    opt$zero_grad()
+    loss <- nnf_mse_loss(m$net(x), y)
+    loss$backward()
+    loss
+  }
+  r_losses <- vapply(seq_len(steps), function(i) opt$step(closure)$item(), 0)
+  main <- reticulate::py_run_string(paste(
+    "import torch, warnings",
+    "def run_lbfgs(model, x, y, steps, kwargs):",
+    "    opt = torch.optim.LBFGS(model.parameters(), **kwargs)",
+    "    warnings.filterwarnings('ignore', 'Converting a tensor with requires_grad')",
+    "    def closure():",
+    "        opt.zero_grad()",
+    "        loss = torch.nn.functional.mse_loss(model(x), y)",
+    "        loss.backward()",
+    "        return loss",
+    "    losses = [float(opt.step(closure)) for _ in range(steps)]",
+    "    return losses, opt.state[next(iter(model.parameters()))]",
+    sep = "\n"), convert = FALSE)
+  res <- main$run_lbfgs(m$py, to_py2(x), to_py2(y), as.integer(steps),
+                        do.call(reticulate::dict, py_kwargs))
+  py_losses <- unlist(reticulate::py_to_r(res[0L]))
+  py_state <- res[1L]
+  list(r = m$net, py = m$py, opt = opt, r_losses = r_losses, py_losses = py_losses,
+       py_state = py_state)
+}
+
+test_that("optimizers are R torch's generators, and the optimizers R torch's classes", {
+  expect_identical(class(optim_sgd), c("optim_sgd", "torch_optimizer_generator"))
+  for (name in c("adam", "adamw", "rmsprop", "adagrad", "asgd", "rprop", "adadelta", "lbfgs")) {
+    gen <- get(paste0("optim_", name))
+    expect_identical(class(gen), c(paste0("optim_", name), "torch_optimizer_generator"))
+    expect_true(R6::is.R6Class(attr(gen, "Optimizer")))
+    opt <- gen(list(torch_tensor(1, requires_grad = TRUE)), lr = 0.1)
+    expect_identical(class(opt), c(paste0("optim_", name), "torch_optimizer", "R6"))
+    expect_true(is_optimizer(opt))
+  }
+  expect_output(print(optim_rprop), "<optim_rprop> optimizer generator")
+  expect_false(is_optimizer(optim_sgd))
+  # The generator is called as a function, arguments in any order (R torch's test does so).
+  opt <- optim_sgd(lr = 0.1, list(torch_tensor(1, requires_grad = TRUE)))
+  expect_identical(opt$param_groups[[1]]$lr, 0.1)
+})
+
+test_that("an optimizer's $state is R torch's: get() by parameter, map, keys()", {
+  x <- torch_tensor(c(1, 2), requires_grad = TRUE)
+  opt <- optim_adadelta(x)
+  expect_null(opt$state$get(x))
+  (x * x)$sum()$backward()
+  opt$step()
+  s <- opt$state$get(x)
+  expect_identical(sort(names(s)), c("acc_delta", "square_avg", "step"))
+  expect_identical(s$step$item(), 1)
+  expect_length(opt$state$map, 1L)
+  expect_length(opt$state$keys(), 1L)
+  # expect_equal() compares tensors by value (R torch's waldo proxy), not by pointer.
+  expect_equal(opt$state_dict(), opt$state_dict())
+  expect_equal(torch_tensor(c(1, 2)), torch_tensor(c(1, 2)))
+  expect_failure(expect_equal(torch_tensor(c(1, 2)), torch_tensor(c(1, 3))))
+})
+
+test_that("optim_asgd, optim_rprop and optim_adadelta step as torch.optim does, bit for bit", {
+  skip_if_no_ampkit()
+  optim <- pt2()$optim
+  cases <- list(
+    list(function(p) optim_asgd(p, lr = 0.1),
+         function(p) optim$ASGD(p, lr = 0.1)),
+    # t0 small: averaging starts (mu != 1) within the steps.
+    list(function(p) {
+      optim_asgd(p, lr = 0.05, lambda = 0.01, alpha = 0.5, t0 = 2, weight_decay = 0.1)
+    }, function(p) {
+      optim$ASGD(p, lr = 0.05, lambd = 0.01, alpha = 0.5, t0 = 2, weight_decay = 0.1)
+    }),
+    list(function(p) optim_asgd(p, lr = 0.1, maximize = TRUE),
+         function(p) optim$ASGD(p, lr = 0.1, maximize = TRUE)),
+    list(function(p) optim_rprop(p, lr = 0.1),
+         function(p) optim$Rprop(p, lr = 0.1)),
+    list(function(p) optim_rprop(p, lr = 0.05, etas = c(0.6, 1.1), step_sizes = c(1e-3, 0.06)),
+         function(p) {
+           optim$Rprop(p, lr = 0.05, etas = reticulate::tuple(0.6, 1.1),
+                       step_sizes = reticulate::tuple(1e-3, 0.06))
+         }),
+    list(function(p) optim_rprop(p, maximize = TRUE),
+         function(p) optim$Rprop(p, maximize = TRUE)),
+    list(function(p) optim_adadelta(p),
+         function(p) optim$Adadelta(p)),
+    list(function(p) optim_adadelta(p, lr = 0.5, rho = 0.8, eps = 1e-5, weight_decay = 0.1),
+         function(p) optim$Adadelta(p, lr = 0.5, rho = 0.8, eps = 1e-5, weight_decay = 0.1)),
+    list(function(p) optim_adadelta(p, maximize = TRUE),
+         function(p) optim$Adadelta(p, maximize = TRUE))
+  )
+  for (case in cases) {
+    res <- train_both2(case[[1]], case[[2]], steps = 6)
+    expect_same_parameters2(res$r, res$py)
+  }
+  # The state is PyTorch's: the same entries and values.
+  res <- train_both2(cases[[2]][[1]], cases[[2]][[2]], steps = 4)
+  p1 <- res$r$parameters[[1]]
+  py_state <- res$py_opt$state[py_params2(res$py)[[1]]]
+  for (name in c("step", "eta", "mu", "ax")) {
+    expect_true(same_tensor2(res$opt$state$get(p1)[[name]], py_state[[name]]))
+  }
+})
+
+test_that("R torch's optimizers step as torch.optim, RMSprop and Adagrad included", {
+  skip_if_no_ampkit()
+  optim <- pt2()$optim
+  res <- train_both2(function(p) optim_rmsprop(p, lr = 0.01, alpha = 0.9, weight_decay = 0.1),
+                     function(p) optim$RMSprop(p, lr = 0.01, alpha = 0.9, weight_decay = 0.1))
+  expect_same_parameters2(res$r, res$py)
+  res <- train_both2(function(p) optim_rmsprop(p, lr = 0.01, momentum = 0.3),
+                     function(p) optim$RMSprop(p, lr = 0.01, momentum = 0.3))
+  expect_same_parameters2(res$r, res$py)
+  res <- train_both2(function(p) {
+    optim_adagrad(p, lr = 0.1, initial_accumulator_value = 0.5, weight_decay = 0.01)
+  }, function(p) {
+    optim$Adagrad(p, lr = 0.1, initial_accumulator_value = 0.5, weight_decay = 0.01)
+  })
+  expect_same_parameters2(res$r, res$py)
+})
+
+test_that("optim_lbfgs steps as torch.optim.LBFGS does, bit for bit", {
+  skip_if_no_ampkit()
+  res <- lbfgs_both(list(), list())
+  expect_identical(res$r_losses, res$py_losses)
+  expect_same_parameters2(res$r, res$py)
+  s <- res$opt$state$get(res$r$parameters[[1]])
+  expect_equal(s$func_evals, reticulate::py_to_r(res$py_state[["func_evals"]]))
+  expect_equal(s$n_iter, reticulate::py_to_r(res$py_state[["n_iter"]]))
+  expect_true(same_tensor2(s$d, res$py_state[["d"]]))
+  expect_length(s$old_dirs, length(reticulate::py_to_r(res$py_state[["old_dirs"]])))
+  # A short history, few iterations and a small learning rate.
+  res <- lbfgs_both(list(lr = 0.5, max_iter = 4, history_size = 2),
+                    list(lr = 0.5, max_iter = 4L, history_size = 2L), steps = 5)
+  expect_identical(res$r_losses, res$py_losses)
+  expect_same_parameters2(res$r, res$py)
+})
+
+test_that("optim_lbfgs with the strong Wolfe line search is torch.optim.LBFGS's", {
+  skip_if_no_ampkit()
+  res <- lbfgs_both(list(line_search_fn = "strong_wolfe"), list(line_search_fn = "strong_wolfe"),
+                    steps = 3)
+  expect_identical(res$r_losses, res$py_losses)
+  expect_same_parameters2(res$r, res$py)
+  res <- lbfgs_both(list(line_search_fn = "strong_wolfe", max_iter = 7, history_size = 3),
+                    list(line_search_fn = "strong_wolfe", max_iter = 7L, history_size = 3L),
+                    steps = 4, seed = 5)
+  expect_identical(res$r_losses, res$py_losses)
+  expect_same_parameters2(res$r, res$py)
+  s <- res$opt$state$get(res$r$parameters[[1]])
+  expect_equal(s$func_evals, reticulate::py_to_r(res$py_state[["func_evals"]]))
+})
+
+test_that("the strong Wolfe search zooms and interpolates as PyTorch's (Rosenbrock)", {
+  skip_if_no_ampkit()
+  # A nonconvex function: the zoom phase runs and the step lengths become float32 tensors.
+  rosen <- function(x) (1 - x[1])^2 + 100 * (x[2] - x[1]^2)^2
+  x <- torch_tensor(c(-1.5, 2), requires_grad = TRUE)
+  opt <- optim_lbfgs(x, line_search_fn = "strong_wolfe", max_iter = 10)
+  closure <- function() {
+    opt$zero_grad()
+    v <- rosen(x)
+    v$backward()
+    v
+  }
+  for (i in 1:4) opt$step(closure)
+  main <- reticulate::py_run_string(paste(
+    "import torch, warnings",
+    "def rosen_lbfgs():",
+    "    warnings.filterwarnings('ignore', 'Converting a tensor with requires_grad')",
+    "    x = torch.tensor([-1.5, 2.0], requires_grad=True)",
+    "    opt = torch.optim.LBFGS([x], line_search_fn='strong_wolfe', max_iter=10)",
+    "    def closure():",
+    "        opt.zero_grad()",
+    "        v = (1 - x[0])**2 + 100 * (x[1] - x[0]**2)**2",
+    "        v.backward()",
+    "        return v",
+    "    for _ in range(4):",
+    "        opt.step(closure)",
+    "    return x, opt.state[x]['func_evals']",
+    sep = "\n"), convert = FALSE)
+  res <- main$rosen_lbfgs()
+  expect_true(same_tensor2(x, res[0L]$detach()))
+  expect_equal(opt$state$get(x)$func_evals, reticulate::py_to_r(res[1L]))
+})
+
+test_that(".strong_wolfe and .cubic_interpolate return PyTorch's values", {
+  obj <- function(x, t, d) {
+    x_new <- x + t * d
+    list(x_new$square()$item(), 2 * x_new)
+  }
+  ret <- .strong_wolfe(obj, x = torch_tensor(3), t = 1, d = torch_tensor(-1), f = 9,
+                       g = torch_tensor(6), gtd = torch_tensor(-6))
+  expect_identical(ret[[4]], 1)
+  expect_identical(ret[[1]], 4)
+  # The wrong direction: no step.
+  ret <- .strong_wolfe(obj, x = torch_tensor(3), t = 0.1, d = torch_tensor(1), f = 9,
+                       g = torch_tensor(6), gtd = torch_tensor(6))
+  expect_identical(ret[[3]], 0)
+  expect_identical(ampkit:::.cubic_interpolate(0, 1, -1, 1, 1, 1), 0.5)
+  skip_if_no_ampkit()
+  lbfgs <- reticulate::import("torch.optim.lbfgs", convert = FALSE)
+  py <- lbfgs$`_cubic_interpolate`(0, 2, pt2()$tensor(-3), 1, 1.5, pt2()$tensor(0.5))
+  r <- ampkit:::.cubic_interpolate(0, 2, torch_tensor(-3)$sum(), 1, 1.5, torch_tensor(0.5)$sum())
+  expect_true(same_tensor2(r, py))
+})
+
+test_that("optim_lbfgs counts its evaluations and stops at once on a zero gradient", {
+  x <- torch_tensor(1, requires_grad = TRUE)
+  opt <- optim_lbfgs(x)
+  f <- function() 2 * x # no backward(): no gradient, counted as zero
+  opt$step(f)
+  expect_identical(opt$state$get(x)$func_evals, 1)
+  opt$step(f)
+  expect_identical(opt$state$get(x)$func_evals, 2)
+  expect_identical(x$item(), 1)
+  # The state dict holds L-BFGS's state, and loads into a new optimizer.
+  w <- torch_tensor(c(1, -2), requires_grad = TRUE)
+  opt <- optim_lbfgs(w, max_iter = 3)
+  closure <- function() {
+    opt$zero_grad()
+    l <- (w^2)$sum()
+    l$backward()
+    l
+  }
+  opt$step(closure)
+  sd <- opt$state_dict()
+  opt2 <- optim_lbfgs(w, max_iter = 3)
+  opt2$load_state_dict(sd)
+  expect_equal(opt2$state_dict(), sd)
+})
+
+test_that("bad arguments are value_errors naming the argument", {
+  p <- list(torch_tensor(1, requires_grad = TRUE))
+  expect_error(optim_lbfgs(p, line_search_fn = "armijo"), "`line_search_fn`",
+               class = "value_error")
+  expect_error(optim_lbfgs(p, max_iter = 2.5), "`max_iter`", class = "value_error")
+  expect_error(optim_lbfgs(list(list(params = p), list(params = list(torch_ones(1))))),
+               "parameter groups", class = "value_error")
+  expect_error(optim_lbfgs(p)$step(), "`closure`", class = "value_error")
+  expect_error(optim_rprop(p, etas = c(1.5, 2)), "`etas`", class = "value_error")
+  expect_error(optim_rprop(p, step_sizes = 1), "`step_sizes`", class = "value_error")
+  expect_error(optim_adadelta(p, rho = 2), "`rho`", class = "value_error")
+  expect_error(optim_asgd(p, weight_decay = -1), "`weight_decay`", class = "value_error")
+  expect_error(optim_asgd(p, lr = -1), "learning rate", class = "value_error")
+  expect_error(optim_rmsprop(p, momentum = -0.1), "`momentum`", class = "value_error")
+  expect_error(optim_sgd(p, lr = 0.1, nesterov = TRUE), "Nesterov", class = "value_error")
+})
+
+test_that("optimizer() defines a custom optimizer, as R torch's", {
+  optim_sgd2 <- optimizer(
+    "optim_sgd2",
+    initialize = function(params, learning_rate) {
+      super$initialize(params, list(learning_rate = learning_rate))
+    },
+    step = function(closure = NULL) {
+      private$step_helper(closure, function(group, param, g, p) {
+        state <- self$state$get(param)
+        n <- if (is.null(state)) 1 else state$n + 1
+        self$state$set(param, list(n = n))
+        param$add_(param$grad, alpha = -group$learning_rate)
+      })
+    }
+  )
+  expect_identical(class(optim_sgd2), c("optim_sgd2", "torch_optimizer_generator"))
+  expect_identical(names(formals(optim_sgd2)), c("params", "learning_rate"))
+  x <- torch_tensor(1, requires_grad = TRUE)
+  opt <- optim_sgd2(x, learning_rate = 0.1)
+  expect_identical(class(opt), c("optim_sgd2", "torch_optimizer", "R6"))
+  for (i in 1:3) {
+    opt$zero_grad()
+    (x^2)$backward()
+    opt$step()
+  }
+  expect_equal(x$item(), 0.8^3, tolerance = 1e-6)
+  expect_identical(opt$state$get(x)$n, 3)
+  expect_identical(opt$state_dict()$state[["1"]]$n, 3)
+  # A subclass of a custom optimizer keeps its methods.
+  optim_sgd3 <- optimizer("optim_sgd3", inherit = optim_sgd2)
+  expect_identical(names(formals(optim_sgd3)), c("params", "learning_rate"))
+  expect_identical(class(optim_sgd3(x, 0.1))[1:2], c("optim_sgd3", "optim_sgd2"))
+  expect_error(optimizer("x", inherit = 1), "`inherit`", class = "value_error")
+})
