@@ -207,19 +207,26 @@ Optimizer <- R6::R6Class(
     update = function(group, params, grads, grad_scale, found_inf) {
       abort("An optimizer must define its update.", class = "not_implemented_error")
     },
-    # The state of `params` (keyed by tensor), made with `init(p)` where there is none.
+    # The state of `params` (keyed by tensor), made with `init(p)` where there is none. On the
+    # per-step path: the state's list is read and written once, not through a method per
+    # parameter.
     states = function(params, init) {
-      lapply(params, function(p) {
-        s <- self$state$get(p)
-        if (is.null(s)) {
-          s <- init(p)
-          self$state$set(p, s)
-        }
-        s
-      })
+      map <- self$state$map
+      keys <- vapply(params, param_key, "")
+      out <- map[keys]
+      fresh <- vapply(out, is.null, NA)
+      if (any(fresh)) {
+        out[fresh] <- lapply(params[fresh], init)
+        map[keys[fresh]] <- out[fresh]
+        self$state$map <- map
+      }
+      names(out) <- names(params)
+      out
     },
     set_states = function(params, states) {
-      for (i in seq_along(params)) self$state$set(params[[i]], states[[i]])
+      map <- self$state$map
+      map[vapply(params, param_key, "")] <- states
+      self$state$map <- map
     }
   )
 )
@@ -447,7 +454,8 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
     grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
   }
   if (group$momentum != 0) {
-    bufs <- lapply(params, function(p) self$state$get(p)$momentum_buffer)
+    bufs <- lapply(unname(self$state$map[vapply(params, param_key, "")]),
+                   function(s) s$momentum_buffer)
     fresh <- vapply(bufs, is.null, NA)
     if (any(!fresh)) {
       old <- bufs[!fresh]

@@ -3,10 +3,7 @@
 # the oracle: the same seed gives the same weights, and the same call on the same tensors the
 # same numbers, with R torch's 1-based dims and indices converted at the border.
 
-pt <- function() py_torch()
 ptf <- function() py_torch()$nn$functional
-
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
 
 # TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element (NaN
 # where the other has NaN: Lp pooling of negative numbers), or within `tolerance`.
@@ -22,15 +19,6 @@ same_tensor <- function(a, b, tolerance = 0) {
 }
 expect_same_tensor <- function(a, b, tolerance = 0) {
   testthat::expect_true(same_tensor(a, b, tolerance))
-}
-
-pycall <- function(f, ...) reticulate::py_call(f, ...)
-
-load_into_torch <- function(py_module, r_module) {
-  sd <- r_module$state_dict()
-  py_sd <- reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE)
-  py_module$load_state_dict(py_sd)
-  invisible(py_module)
 }
 
 # An element of a Python tuple or list (0-based, as Python's).

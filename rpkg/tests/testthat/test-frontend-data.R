@@ -1,8 +1,6 @@
 # The front end's datasets and dataloaders: R torch's dataset() generator, collation, batching,
 # shuffling from torch's generator, and the ways to iterate.
 
-pt <- function() py_torch()
-
 squares <- dataset(
   name = "squares",
   initialize = function(n) {

@@ -3,9 +3,7 @@
 # conventions hold where they differ from PyTorch's: numbers become 1-element tensors, and
 # categorical values are 1-based.
 
-pt <- function() py_torch()
 ptd <- function() py_torch()$distributions
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
 
 # A Python tensor's values and shape as an R array (R's tensor conversion keeps the layout).
 py_array <- function(py) as_array(as_fe(to_py(py)$detach()$clone()))

@@ -2,18 +2,6 @@
 # results; saved modules are PyTorch's files (Python's torch.jit.load reads them, and jit_load
 # reads Python's torch.jit.save).
 
-pt <- function() py_torch()
-
-# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-same_tensor <- function(a, b) {
-  a <- to_py(a)
-  b <- to_py(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt()$equal(a, b))
-}
-expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
-
 test_that("a traced function gives the R function's results on new inputs of other shapes", {
   skip_if_no_ampkit()
   fn <- function(x, y) torch_relu(x) * y + torch_sum(x, dim = 1)

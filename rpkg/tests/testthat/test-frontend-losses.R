@@ -3,19 +3,6 @@
 # inputs (the same tensors, shared with Python) give the same values and gradients, bit for bit.
 # R torch's classes are 1-based; PyTorch's 0-based, converted here at the border.
 
-pt <- function() py_torch()
-pycall <- function(f, ...) reticulate::py_call(f, ...)
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-
-# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
-same_tensor <- function(a, b) {
-  a <- to_py(a)
-  b <- to_py(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt()$equal(a, b))
-}
-expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
-
 # A leaf copy of `x` for PyTorch's side of a gradient comparison (R's stays R's own leaf).
 py_leaf <- function(x) py_of(x)$detach()$clone()$requires_grad_(TRUE)
 leaf <- function(x) x$detach()$clone()$requires_grad_(TRUE)

@@ -4,33 +4,6 @@
 # reach PyTorch as the same tensors (helper-frontend.R: py_of()); weights are copied from the R
 # module into its PyTorch twin through them.
 
-pt <- function() py_torch()
-
-# A tensor as Python's: an R tensor becomes the same tensor in Python (helper-frontend.R's py_of).
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-
-# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
-same_tensor <- function(a, b) {
-  a <- to_py(a)
-  b <- to_py(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt()$equal(a, b))
-}
-
-expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
-
-# Calls a Python callable (a torch module) on arguments (R tensors arrive as the same tensors).
-pycall <- function(f, ...) reticulate::py_call(f, ...)
-
-# Copies an R module's state (parameters and persistent buffers) into a PyTorch module of the
-# same structure: PyTorch's load_state_dict() on R's tensors, shared with Python.
-load_into_torch <- function(py_module, r_module) {
-  sd <- r_module$state_dict()
-  py_sd <- reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE)
-  py_module$load_state_dict(py_sd)
-  invisible(py_module)
-}
-
 # The R error message carries no Python traceback and no Python private names.
 expect_r_words <- function(cnd) {
   testthat::expect_false(grepl("Traceback|Detailed traceback|File \"", conditionMessage(cnd)))

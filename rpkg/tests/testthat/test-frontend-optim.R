@@ -1,19 +1,6 @@
 # The front end's optimizers and learning-rate schedulers, against torch.optim run from Python
 # on a copy of the same model (bit for bit); torch_save/torch_load of state dicts.
 
-pt <- function() py_torch()
-
-# A tensor as Python's: an R tensor becomes the same tensor in Python (helper-frontend.R's py_of).
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-
-# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
-same_tensor <- function(a, b) {
-  a <- to_py(a)
-  b <- to_py(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt()$equal(a, b))
-}
-
 # A front-end MLP and its PyTorch twin (torch.nn.Sequential) holding a copy of its weights
 # (copied through the shared tensors), trained side by side: R with the front end, Python with
 # torch.optim directly.

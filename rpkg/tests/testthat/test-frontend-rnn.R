@@ -4,17 +4,6 @@
 # count layers from 1 (weight_ih_l1) and its sorted/unsorted indices from 1, as R torch's do;
 # PyTorch's from 0.
 
-pt <- function() py_torch()
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-same_tensor <- function(a, b) {
-  a <- to_py(a)
-  b <- to_py(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt()$equal(a, b))
-}
-expect_same_tensor <- function(a, b) testthat::expect_true(same_tensor(a, b))
-pycall <- function(f, ...) reticulate::py_call(f, ...)
-ints <- function(...) as.list(as.integer(c(...)))
 # A fresh leaf copy of an R tensor on the Python side (its own .grad).
 py_leaf <- function(x) to_py(x)$detach()$clone()$requires_grad_(TRUE)
 r_leaf <- function(x) x$detach()$clone()$requires_grad_(TRUE)

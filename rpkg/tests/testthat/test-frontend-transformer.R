@@ -3,9 +3,6 @@
 # TransformerEncoder), and the same weights and inputs give PyTorch's outputs and gradients
 # (dropout 0). R tensors reach PyTorch as the same tensors (helper-frontend.R: py_of()).
 
-pt <- function() py_torch()
-to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-pycall <- function(f, ...) reticulate::py_call(f, ...)
 py_item <- function(x, i) reticulate::py_get_item(x, if (is.numeric(i)) as.integer(i) else i)
 py_none <- function(x) reticulate::py_is_null_xptr(x) || identical(reticulate::py_str(x), "None")
 
@@ -31,13 +28,6 @@ expect_same_state <- function(r_module, py_module, tol = 0) {
   for (name in names(sd)) {
     testthat::expect_lte(max_diff(sd[[name]], py_item(py_sd, name)), tol)
   }
-}
-
-load_into_torch <- function(py_module, r_module, strict = TRUE) {
-  sd <- r_module$state_dict()
-  py_sd <- reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE)
-  py_module$load_state_dict(py_sd, strict = strict)
-  invisible(py_module)
 }
 
 py_mha <- function(...) pt()$nn$MultiheadAttention(...)
