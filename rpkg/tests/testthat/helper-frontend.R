@@ -57,7 +57,8 @@ ints <- function(...) as.list(as.integer(c(...)))
 
 pt <- function() py_torch()
 
-# A tensor as Python's: an R tensor becomes the same tensor in Python (py_of()); anything else as is.
+# A tensor as Python's: an R tensor becomes the same tensor in Python (py_of()); other values
+# as they are.
 to_py <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
 
 # TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.

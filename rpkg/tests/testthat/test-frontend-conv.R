@@ -3,6 +3,7 @@
 # the oracle: the same seed gives the same weights, and the same call on the same tensors the
 # same numbers, with R torch's 1-based dims and indices converted at the border.
 
+# nolint start: object_usage_linter. (the oracle's helpers are helper-frontend.R's)
 ptf <- function() py_torch()$nn$functional
 
 # TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element (NaN
@@ -398,3 +399,4 @@ test_that("fractional max pooling is PyTorch's on the same random samples", {
   expect_error(nn_fractional_max_pool2d(2, output_ratio = 1.5), "between 0 and 1",
                class = "value_error")
 })
+# nolint end

@@ -1,6 +1,7 @@
 # The front end's optimizers and learning-rate schedulers, against torch.optim run from Python
 # on a copy of the same model (bit for bit); torch_save/torch_load of state dicts.
 
+# nolint start: object_usage_linter. (the oracle's helpers are helper-frontend.R's)
 # A front-end MLP and its PyTorch twin (torch.nn.Sequential) holding a copy of its weights
 # (copied through the shared tensors), trained side by side: R with the front end, Python with
 # torch.optim directly.
@@ -406,3 +407,4 @@ test_that("the examples of the optimizer help pages run", {
                  NA, label = topic)
   }
 })
+# nolint end

@@ -4,6 +4,7 @@
 # count layers from 1 (weight_ih_l1) and its sorted/unsorted indices from 1, as R torch's do;
 # PyTorch's from 0.
 
+# nolint start: object_usage_linter. (the oracle's helpers are helper-frontend.R's)
 # A fresh leaf copy of an R tensor on the Python side (its own .grad).
 py_leaf <- function(x) to_py(x)$detach()$clone()$requires_grad_(TRUE)
 r_leaf <- function(x) x$detach()$clone()$requires_grad_(TRUE)
@@ -330,3 +331,4 @@ test_that("bad arguments and inputs are value errors in R's words", {
   expect_error(nn_utils_rnn_pad_sequence(list(x), padding_side = "up"), "`padding_side`",
                class = "value_error")
 })
+# nolint end
