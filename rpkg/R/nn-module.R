@@ -397,10 +397,9 @@ clone_tensor <- function(x, memo) {
 # nolint start: object_usage_linter. (`self`, `deep`: the method's, where it runs)
 set_module_clone <- function(module_class) {
   module_class$set("private", ".r6_clone", nn_Module$public_methods$clone, overwrite = TRUE)
-  clone <- rlang::new_function(
-    rlang::pairlist2(deep = FALSE, ... = , replace_values = TRUE),
-    rlang::expr((!!clone_module)(self, deep = deep, ..., replace_values = replace_values))
-  )
+  body <- as.call(list(clone_module, quote(self), deep = quote(deep), as.symbol("..."),
+                       replace_values = quote(replace_values)))
+  clone <- rlang::new_function(rlang::pairlist2(deep = FALSE, ... = , replace_values = TRUE), body)
   module_class$set("public", "clone", clone, overwrite = TRUE)
 }
 # nolint end

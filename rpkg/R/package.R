@@ -182,3 +182,9 @@ ampkit_available <- function() {
     TRUE
   }, ampkit_unavailable = function(e) FALSE)
 }
+
+# Names bound where the code runs, not where it is written, for R CMD check's code analysis:
+# R6 methods' `self` and `private`, and the arguments of the methods the module factories and
+# optimizer() build from expressions (nn-layers.R, nn-pooling-upsample.R, optim.R).
+utils::globalVariables(c("self", "private", ".__class__", "input",
+                         "target", "reduction", "inplace"))
