@@ -42,14 +42,6 @@ check_mha_tensor <- function(x, name, null_ok = FALSE) {
   }
 }
 
-# TRUE or FALSE, else a value_error naming the argument.
-flag_arg <- function(x, name) {
-  if (!is.logical(x) || length(x) != 1L || is.na(x)) {
-    abort(sprintf("`%s` must be TRUE or FALSE, got %s.", name, describe(x)), class = "value_error")
-  }
-  x
-}
-
 check_dropout_p <- function(p, name) { # nolint: cyclocomp_linter.
   if (!is.numeric(p) || length(p) != 1L || is.na(p) || p < 0 || p > 1) {
     abort(sprintf("`%s` must be a probability (a number between 0 and 1), got %s.", name,
@@ -195,13 +187,13 @@ nnf_multi_head_attention_forward <- function(query, key, value, embed_dim_to_che
   check_mha_tensor(bias_v, "bias_v", null_ok = TRUE)
   embed_dim_to_check <- whole_number(embed_dim_to_check, "embed_dim_to_check")
   num_heads <- whole_number(num_heads, "num_heads")
-  add_zero_attn <- flag_arg(add_zero_attn, "add_zero_attn")
+  add_zero_attn <- arg_flag(add_zero_attn, "add_zero_attn")
   dropout_p <- check_dropout_p(dropout_p, "dropout_p")
-  training <- flag_arg(training, "training")
-  need_weights <- flag_arg(need_weights, "need_weights")
-  avg_weights <- flag_arg(avg_weights, "avg_weights")
-  use_separate_proj_weight <- flag_arg(use_separate_proj_weight, "use_separate_proj_weight")
-  batch_first <- flag_arg(batch_first, "batch_first")
+  training <- arg_flag(training, "training")
+  need_weights <- arg_flag(need_weights, "need_weights")
+  avg_weights <- arg_flag(avg_weights, "avg_weights")
+  use_separate_proj_weight <- arg_flag(use_separate_proj_weight, "use_separate_proj_weight")
+  batch_first <- arg_flag(batch_first, "batch_first")
 
   io <- mha_batch_inputs(query, key, value, key_padding_mask, same_qk, same_kv, batch_first)
   query <- io$query
@@ -455,10 +447,10 @@ nn_multihead_attention <- nn_module(
     self$kdim <- if (is.null(kdim)) self$embed_dim else whole_number(kdim, "kdim")
     self$vdim <- if (is.null(vdim)) self$embed_dim else whole_number(vdim, "vdim")
     self$dropout <- check_dropout_p(dropout, "dropout")
-    bias <- flag_arg(bias, "bias")
-    add_bias_kv <- flag_arg(add_bias_kv, "add_bias_kv")
-    self$add_zero_attn <- flag_arg(add_zero_attn, "add_zero_attn")
-    self$batch_first <- flag_arg(batch_first, "batch_first")
+    bias <- arg_flag(bias, "bias")
+    add_bias_kv <- arg_flag(add_bias_kv, "add_bias_kv")
+    self$add_zero_attn <- arg_flag(add_zero_attn, "add_zero_attn")
+    self$batch_first <- arg_flag(batch_first, "batch_first")
     if (self$num_heads < 1L) {
       abort(sprintf("`num_heads` must be positive, got %d.", self$num_heads),
             class = "value_error")

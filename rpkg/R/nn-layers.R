@@ -282,7 +282,7 @@ nn_max_pool2d <- nn_module(
     self$stride <- stride %||% kernel_size
     self$padding <- padding
     self$dilation <- dilation
-    self$return_indices <- flag_arg(return_indices, "return_indices")
+    self$return_indices <- arg_flag(return_indices, "return_indices")
     self$ceil_mode <- ceil_mode
   },
   forward = function(input) {
@@ -430,10 +430,10 @@ nn_embedding_bag <- nn_module(
     self$padding_idx <- embedding_row(padding_idx, self$num_embeddings)
     self$max_norm <- max_norm
     self$norm_type <- norm_type
-    self$scale_grad_by_freq <- flag_arg(scale_grad_by_freq, "scale_grad_by_freq")
+    self$scale_grad_by_freq <- arg_flag(scale_grad_by_freq, "scale_grad_by_freq")
     self$mode <- arg_choice(mode, "mode", c("sum", "mean", "max"))
-    self$sparse <- flag_arg(sparse, "sparse")
-    self$include_last_offset <- flag_arg(include_last_offset, "include_last_offset")
+    self$sparse <- arg_flag(sparse, "sparse")
+    self$include_last_offset <- arg_flag(include_last_offset, "include_last_offset")
     if (is.null(.weight)) {
       self$weight <- nn_parameter(torch_empty(self$num_embeddings, self$embedding_dim))
       self$reset_parameters()
@@ -476,7 +476,7 @@ nn_dropout <- nn_module(
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
-    self$inplace <- flag_arg(inplace, "inplace")
+    self$inplace <- arg_flag(inplace, "inplace")
   },
   forward = function(input) nnf_dropout(input, self$p, self$training, self$inplace)
 )
@@ -488,7 +488,7 @@ nn_dropout2d <- nn_module(
   initialize = function(p = 0.5, inplace = FALSE) {
     check_probability(p)
     self$p <- p
-    self$inplace <- flag_arg(inplace, "inplace")
+    self$inplace <- arg_flag(inplace, "inplace")
   },
   forward = function(input) nnf_dropout2d(input, self$p, self$training, self$inplace)
 )
@@ -534,7 +534,7 @@ activation_module <- function(classname, f, arguments = list()) {
     initialize = rlang::new_function(
       args = c(arguments, alist(inplace = FALSE)),
       body = rlang::expr({
-        self$inplace <- flag_arg(inplace, "inplace")
+        self$inplace <- arg_flag(inplace, "inplace")
         for (name in !!names(arguments)) self[[name]] <- get(name)
       })
     ),

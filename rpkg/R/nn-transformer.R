@@ -108,8 +108,8 @@ nn_transformer_encoder_layer <- nn_module(
     check_encoder_layer_args(d_model, nhead, layer_norm_eps)
     dim_feedforward <- whole_number(dim_feedforward, "dim_feedforward")
     dropout <- check_dropout_p(dropout, "dropout")
-    bias <- flag_arg(bias, "bias")
-    batch_first <- flag_arg(batch_first, "batch_first")
+    bias <- arg_flag(bias, "bias")
+    batch_first <- arg_flag(batch_first, "batch_first")
     act <- transformer_activation(activation)
     # PyTorch's order of creation (the order of the random draws): self_attn, linear1, linear2.
     self$self_attn <- nn_multihead_attention(d_model, nhead, dropout = dropout, bias = bias,
@@ -117,7 +117,7 @@ nn_transformer_encoder_layer <- nn_module(
     self$linear1 <- nn_linear(d_model, dim_feedforward, bias = bias)
     self$dropout <- nn_dropout(dropout)
     self$linear2 <- nn_linear(dim_feedforward, d_model, bias = bias)
-    self$norm_first <- flag_arg(norm_first, "norm_first")
+    self$norm_first <- arg_flag(norm_first, "norm_first")
     self$norm1 <- nn_layer_norm(d_model, eps = layer_norm_eps, elementwise_affine = bias)
     self$norm2 <- nn_layer_norm(d_model, eps = layer_norm_eps, elementwise_affine = bias)
     self$dropout1 <- nn_dropout(dropout)
@@ -127,7 +127,7 @@ nn_transformer_encoder_layer <- nn_module(
   },
   forward = function(src, src_mask = NULL, src_key_padding_mask = NULL, is_causal = FALSE) {
     check_mha_tensor(src, "src")
-    is_causal <- flag_arg(is_causal, "is_causal")
+    is_causal <- arg_flag(is_causal, "is_causal")
     if (is_causal) src_mask <- causal_mask_for(src, src_mask, self$self_attn$batch_first)
     x <- src
     if (self$norm_first) {

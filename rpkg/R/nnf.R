@@ -16,15 +16,8 @@ arg_choice <- function(x, name, choices) {
   x
 }
 
-# A flag and a number checked as R torch's layer arguments are: an error of class value_error
-# naming the argument.
-flag_arg <- function(x, name) {
-  if (!is.logical(x) || length(x) != 1L || is.na(x)) {
-    abort(sprintf("`%s` must be TRUE or FALSE, got %s.", name, describe(x)), class = "value_error")
-  }
-  x
-}
-
+# A number checked as R torch's layer arguments are (NaN refused): an error of class
+# value_error naming the argument.
 number_arg <- function(x, name) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x)) {
     abort(sprintf("`%s` must be a number, got %s.", name, describe(x)), class = "value_error")

@@ -114,7 +114,7 @@ Optimizer <- R6::R6Class(
     },
     state_dict = function() {
       params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
-      keys <- vapply(params, param_key, "")
+      keys <- vapply(params, xptr_address, "")
       state <- list()
       for (i in seq_along(params)) {
         s <- self$state$map[[keys[[i]]]]
@@ -212,7 +212,7 @@ Optimizer <- R6::R6Class(
     # parameter.
     states = function(params, init) {
       map <- self$state$map
-      keys <- vapply(params, param_key, "")
+      keys <- vapply(params, xptr_address, "")
       out <- map[keys]
       fresh <- vapply(out, is.null, NA)
       if (any(fresh)) {
@@ -225,7 +225,7 @@ Optimizer <- R6::R6Class(
     },
     set_states = function(params, states) {
       map <- self$state$map
-      map[vapply(params, param_key, "")] <- states
+      map[vapply(params, xptr_address, "")] <- states
       self$state$map <- map
     }
   )
@@ -240,16 +240,15 @@ OptimizerState <- R6::R6Class( # nolint: object_name_linter. (an R6 class)
   public = list(
     map = NULL,
     initialize = function() self$map <- list(),
-    get = function(param) self$map[[param_key(param)]],
+    get = function(param) self$map[[xptr_address(param)]],
     set = function(param, value) {
-      self$map[param_key(param)] <- list(value)
+      self$map[xptr_address(param)] <- list(value)
       invisible(self)
     },
     keys = function() names(self$map)
   )
 )
 
-param_key <- function(p) format(meta(p, "impl"), scientific = FALSE)
 
 # The group (its number) that holds the `i`-th parameter of all groups.
 group_of <- function(groups, i) {
@@ -454,7 +453,7 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
     grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
   }
   if (group$momentum != 0) {
-    bufs <- lapply(unname(self$state$map[vapply(params, param_key, "")]),
+    bufs <- lapply(unname(self$state$map[vapply(params, xptr_address, "")]),
                    function(s) s$momentum_buffer)
     fresh <- vapply(bufs, is.null, NA)
     if (any(!fresh)) {

@@ -2,25 +2,15 @@
 # optim_adadelta against torch.optim run from Python on a copy of the same model (bit for bit);
 # R torch's optimizer generators, the optimizers' `$state`, and argument checks.
 
-pt2 <- function() reticulate::import("torch", convert = FALSE)
-to_py2 <- function(x) if (inherits(x, "torch_tensor")) reticulate::r_to_py(x) else x
-
-# TRUE when two tensors (R's or Python's) are equal in shape, dtype and every element.
-same_tensor2 <- function(a, b) {
-  a <- to_py2(a)
-  b <- to_py2(b)
-  identical(reticulate::py_str(a$dtype), reticulate::py_str(b$dtype)) &&
-    reticulate::py_to_r(pt2()$equal(a, b))
-}
-
+# nolint start: object_usage_linter. (the oracle's helpers are helper-frontend.R's)
 # A front-end MLP and its PyTorch twin holding a copy of its weights.
 twin_models2 <- function(seed = 1) {
   torch_manual_seed(seed)
   net <- nn_sequential(nn_linear(3, 5), nn_tanh(), nn_linear(5, 2))
-  nn <- pt2()$nn
+  nn <- pt()$nn
   py <- nn$Sequential(nn$Linear(3L, 5L), nn$Tanh(), nn$Linear(5L, 2L))
   sd <- net$state_dict()
-  py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py2)), convert = FALSE))
+  py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE))
   list(net = net, py = py)
 }
 
@@ -32,7 +22,7 @@ expect_same_parameters2 <- function(r, py) {
   py_params <- py_params2(py)
   r_params <- unname(r$parameters)
   testthat::expect_identical(length(r_params), length(py_params))
-  for (i in seq_along(r_params)) testthat::expect_true(same_tensor2(r_params[[i]], py_params[[i]]))
+  for (i in seq_along(r_params)) testthat::expect_true(same_tensor(r_params[[i]], py_params[[i]]))
 }
 
 # Steps of an R optimizer and its torch.optim twin on the same batches (the R side makes them).
@@ -46,7 +36,7 @@ train_both2 <- function(make_r, make_py, steps = 5, seed = 1) {
     nnf_mse_loss(m$net(x), y)$backward()
     opt$step()
     opt$zero_grad()
-    pt2()$nn$functional$mse_loss(reticulate::py_call(m$py, to_py2(x)), to_py2(y))$backward()
+    pt()$nn$functional$mse_loss(reticulate::py_call(m$py, to_py(x)), to_py(y))$backward()
     py_opt$step()
     py_opt$zero_grad()
   }
@@ -80,7 +70,7 @@ lbfgs_both <- function(r_args, py_kwargs, steps = 3, seed = 2) {
     "    losses = [float(opt.step(closure)) for _ in range(steps)]",
     "    return losses, opt.state[next(iter(model.parameters()))]",
     sep = "\n"), convert = FALSE)
-  res <- main$run_lbfgs(m$py, to_py2(x), to_py2(y), as.integer(steps),
+  res <- main$run_lbfgs(m$py, to_py(x), to_py(y), as.integer(steps),
                         do.call(reticulate::dict, py_kwargs))
   py_losses <- unlist(reticulate::py_to_r(res[0L]))
   py_state <- res[1L]
@@ -124,7 +114,7 @@ test_that("an optimizer's $state is R torch's: get() by parameter, map, keys()",
 
 test_that("optim_asgd, optim_rprop and optim_adadelta step as torch.optim does, bit for bit", {
   skip_if_no_ampkit()
-  optim <- pt2()$optim
+  optim <- pt()$optim
   cases <- list(
     list(function(p) optim_asgd(p, lr = 0.1),
          function(p) optim$ASGD(p, lr = 0.1)),
@@ -161,13 +151,13 @@ test_that("optim_asgd, optim_rprop and optim_adadelta step as torch.optim does, 
   p1 <- res$r$parameters[[1]]
   py_state <- res$py_opt$state[py_params2(res$py)[[1]]]
   for (name in c("step", "eta", "mu", "ax")) {
-    expect_true(same_tensor2(res$opt$state$get(p1)[[name]], py_state[[name]]))
+    expect_true(same_tensor(res$opt$state$get(p1)[[name]], py_state[[name]]))
   }
 })
 
 test_that("R torch's optimizers step as torch.optim, RMSprop and Adagrad included", {
   skip_if_no_ampkit()
-  optim <- pt2()$optim
+  optim <- pt()$optim
   res <- train_both2(function(p) optim_rmsprop(p, lr = 0.01, alpha = 0.9, weight_decay = 0.1),
                      function(p) optim$RMSprop(p, lr = 0.01, alpha = 0.9, weight_decay = 0.1))
   expect_same_parameters2(res$r, res$py)
@@ -190,7 +180,7 @@ test_that("optim_lbfgs steps as torch.optim.LBFGS does, bit for bit", {
   s <- res$opt$state$get(res$r$parameters[[1]])
   expect_equal(s$func_evals, reticulate::py_to_r(res$py_state[["func_evals"]]))
   expect_equal(s$n_iter, reticulate::py_to_r(res$py_state[["n_iter"]]))
-  expect_true(same_tensor2(s$d, res$py_state[["d"]]))
+  expect_true(same_tensor(s$d, res$py_state[["d"]]))
   expect_length(s$old_dirs, length(reticulate::py_to_r(res$py_state[["old_dirs"]])))
   # A short history, few iterations and a small learning rate.
   res <- lbfgs_both(list(lr = 0.5, max_iter = 4, history_size = 2),
@@ -243,7 +233,7 @@ test_that("the strong Wolfe search zooms and interpolates as PyTorch's (Rosenbro
     "    return x, opt.state[x]['func_evals']",
     sep = "\n"), convert = FALSE)
   res <- main$rosen_lbfgs()
-  expect_true(same_tensor2(x, res[0L]$detach()))
+  expect_true(same_tensor(x, res[0L]$detach()))
   expect_equal(opt$state$get(x)$func_evals, reticulate::py_to_r(res[1L]))
 })
 
@@ -263,9 +253,9 @@ test_that(".strong_wolfe and .cubic_interpolate return PyTorch's values", {
   expect_identical(ampkit:::.cubic_interpolate(0, 1, -1, 1, 1, 1), 0.5)
   skip_if_no_ampkit()
   lbfgs <- reticulate::import("torch.optim.lbfgs", convert = FALSE)
-  py <- lbfgs$`_cubic_interpolate`(0, 2, pt2()$tensor(-3), 1, 1.5, pt2()$tensor(0.5))
+  py <- lbfgs$`_cubic_interpolate`(0, 2, pt()$tensor(-3), 1, 1.5, pt()$tensor(0.5))
   r <- ampkit:::.cubic_interpolate(0, 2, torch_tensor(-3)$sum(), 1, 1.5, torch_tensor(0.5)$sum())
-  expect_true(same_tensor2(r, py))
+  expect_true(same_tensor(r, py))
 })
 
 test_that("optim_lbfgs counts its evaluations and stops at once on a zero gradient", {
@@ -344,3 +334,4 @@ test_that("optimizer() defines a custom optimizer, as R torch's", {
   expect_identical(class(optim_sgd3(x, 0.1))[1:2], c("optim_sgd3", "optim_sgd2"))
   expect_error(optimizer("x", inherit = 1), "`inherit`", class = "value_error")
 })
+# nolint end
