@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(cmake g++ make libgtest-dev python3-venv
           r-base-core r-cran-reticulate r-cran-r6 r-cran-withr r-cran-rlang r-cran-testthat
           r-cran-jsonlite r-cran-lintr r-cran-roxygen2 r-cran-knitr r-cran-markdown
-          r-cran-magrittr r-cran-callr
+          r-cran-magrittr r-cran-callr r-cran-bit64
           clang-format)
 missing=()
 for pkg in "${packages[@]}"; do

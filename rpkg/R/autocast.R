@@ -75,17 +75,10 @@ with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
   if (missing(device_type)) {
     abort("`device_type` must be given, e.g. device_type = \"cpu\".", sys.call())
   }
-  # on.exit runs on every way out of this frame: value, error, return()/break from `code` (a
-  # promise evaluated in the caller's frame), and an interrupt. It is registered before the
-  # region is entered, and the token assigned as the entry returns (R checks for interrupts
-  # in neither step), so no interrupt falls between entering and exiting. The core (C++)
-  # judges the arguments.
-  token <- NULL
-  on.exit(if (!is.null(token)) .Call(C_autocast_exit, token))
-  token <- .Call(C_autocast_enter, device_type, dtype, enabled, cache_enabled)
-  # The on.exit above closes the region, also when the warning is made an error (warn = 2).
-  if (!is.null(attr(token, "warning", exact = TRUE))) warn_region(token, sys.call())
-  force(code)
+  # The region lives in one C++ frame (rpkg/src/amp.cpp): entered, `code` (this frame's promise)
+  # evaluated, exited, also when `code` ends with a condition, an interrupt or a jump out of it
+  # (return(), break). A warning that the region was entered disabled names this call.
+  .Call(C_with_autocast, environment(), device_type, dtype, enabled, cache_enabled)
 }
 
 #' @rdname autocast
@@ -127,7 +120,8 @@ open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
     abort("`device_type` must be given, e.g. device_type = \"cpu\".", call)
   }
   token <- .Call(C_autocast_enter, device_type, dtype, enabled, cache_enabled)
-  if (!is.null(attr(token, "warning", exact = TRUE))) warn_disabled(token, call)
+  message <- attr(token, "warning", exact = TRUE)
+  if (!is.null(message)) warn_disabled(token, message, call)
   structure(
     list(token = token, device_type = device_type, dtype = dtype, enabled = enabled,
          cache_enabled = cache_enabled),
@@ -138,12 +132,12 @@ open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
 # The core's warning for a region it turned into a disabled one (CUDA without CUDA, a dtype the
 # device cannot autocast to), as an R warning; a warning turned into an error (options(warn =
 # 2)) closes the region first.
-warn_disabled <- function(token, call) {
-  withCallingHandlers(warn_region(token, call), error = function(e) .Call(C_autocast_exit, token))
+warn_disabled <- function(token, message, call) {
+  withCallingHandlers(warn_region(message, call), error = function(e) .Call(C_autocast_exit, token))
 }
 
-warn_region <- function(token, call) {
-  rlang::warn(attr(token, "warning", exact = TRUE), class = "ampkit_warning", call = call)
+warn_region <- function(message, call) {
+  rlang::warn(message, class = "ampkit_warning", call = call)
 }
 
 #' @rdname autocast

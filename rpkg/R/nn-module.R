@@ -488,6 +488,7 @@ nn_module <- function(classname = NULL, inherit = nn_Module, ..., private = NULL
     classname = classname, inherit = !!inherit, lock_objects = FALSE, public = methods,
     private = private, active = active, parent_env = parent_env))
   set_module_clone(module_class)
+  register_module_lookup(classes)
   init <- module_class$public_methods$initialize %||% function(...) NULL
   # The generator has initialize's arguments and passes them on as they came (`...` unevaluated,
   # so that initialize may splice with rlang::list2, as nn_sequential(!!!layers) does).
@@ -522,43 +523,53 @@ create_nn_module_callable <- function(instance) {
 #' @export
 is_nn_module <- function(x) inherits(x, "nn_module") && !inherits(x, "nn_module_generator")
 
+# Every `self$x` in a forward comes here: parameters, buffers, submodules, then the instance's own
+# fields and methods (C_module_lookup, rpkg/src/modules.cpp: in C, as in R it cost more than the
+# ops it feeds).
 #' @export
-`$.nn_module` <- function(x, name) {
-  module_lookup(attr(x, "module", exact = TRUE), name)
-}
+`$.nn_module` <- function(x, name) .Call(C_module_lookup, x, name)
 
 #' @export
 `[[.nn_module` <- function(x, name) `$.nn_module`(x, name)
 
 #' @export
-`$.nn_Module` <- function(x, name) module_lookup(x, name) # nolint: object_name_linter.
+`$.nn_Module` <- function(x, name) .Call(C_module_lookup, x, name) # nolint: object_name_linter.
 
 #' @export
-`[[.nn_Module` <- function(x, name) module_lookup(x, name)
+`[[.nn_Module` <- function(x, name) .Call(C_module_lookup, x, name)
 
-# Every `self$x` in a forward comes here: primitives only (.subset2), no closure calls (get0(),
-# `$` on the enclosing environment): 2-3 us a lookup instead of 4-9.
-module_lookup <- function(instance, name) {
+# `self$x` on a module of class `classes[1]` finds its method at once: R looks for a method of
+# each class of the object in turn, and a class with none (the module's own, before "nn_Module")
+# costs a search of every attached package, ~1 us of each lookup. Not where one of the classes has
+# a method of its own (nn_sequential's `[[`). The package's own classes are registered when it
+# loads (.onLoad).
+register_module_lookup <- function(classes) {
+  if (length(classes) == 0L) return(invisible())
+  own <- setdiff(classes, c("nn_module", "nn_Module"))
+  for (generic in c("$", "[[")) {
+    methods <- lapply(own, function(cls) utils::getS3method(generic, cls, optional = TRUE))
+    if (all(vapply(methods, function(m) is.null(m) || identical(m, `$.nn_Module`), TRUE))) {
+      registerS3method(generic, classes[[1]], `$.nn_Module`, envir = asNamespace("ampkit"))
+    }
+  }
+}
+
+register_package_modules <- function(ns) {
+  for (name in ls(ns, all.names = TRUE)) {
+    x <- get(name, envir = ns)
+    if (inherits(x, "nn_module_generator")) {
+      register_module_lookup(setdiff(class(x), "nn_module_generator"))
+    }
+  }
+}
+
+# The lookups C leaves to R: a generator's own fields, a submodule by number.
+module_lookup_other <- function(instance, name) {
   if (inherits(instance, "R6ClassGenerator")) {
-    return(get0(name, envir = instance, inherits = FALSE)) # a generator's own fields
+    return(get0(name, envir = instance, inherits = FALSE))
   }
-  priv <- .subset2(.subset2(instance, ".__enclos_env__"), "private")
   if (is.numeric(name)) {
-    return(child_at(.subset2(priv, "modules_"), name))
-  }
-  # Parameters, buffers, submodules, then the instance's own fields and methods (a parameter
-  # registered as NULL, such as a missing bias, reads as NULL all the same).
-  found <- .subset2(.subset2(priv, "parameters_"), name)
-  if (!is.null(found)) {
-    return(found)
-  }
-  found <- .subset2(.subset2(priv, "buffers_"), name)
-  if (!is.null(found)) {
-    return(found)
-  }
-  found <- .subset2(.subset2(priv, "modules_"), name)
-  if (!is.null(found)) {
-    return(found)
+    return(child_at(.subset2(.subset2(instance, ".__enclos_env__"), "private")$modules_, name))
   }
   .subset2(instance, name)
 }

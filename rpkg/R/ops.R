@@ -551,8 +551,9 @@ torch_kaiser_window <- function(window_length, periodic = TRUE, beta = 12, dtype
 #' LAPACK info codes instead of an error for a singular matrix.
 #' `torch_tensor_from_buffer(buffer, shape, dtype)` reads an R vector's bytes
 #' (a raw vector, or a numeric one) as a tensor of `dtype` and `shape`;
-#' `buffer_from_torch_tensor()` gives a tensor's bytes as a raw vector. Both
-#' copy (R torch's first shares the R vector's memory).
+#' `buffer_from_torch_tensor()` gives a tensor's bytes as a raw vector. The
+#' first shares the R vector's memory, as R torch's (writing to the tensor
+#' writes to the vector); the second copies.
 #' @param A A tensor of matrices.
 #' @param pivot,get_infos Whether to pivot; whether to return the info codes.
 #' @param out Ignored unless a list of tensors to copy the results into.
@@ -698,8 +699,7 @@ torch_lu <- function(A, pivot = TRUE, get_infos = FALSE, out = NULL) { # nolint:
 #' @rdname torch_wrappers
 #' @export
 torch_tensor_from_buffer <- function(buffer, shape, dtype = "float") {
-  bytes <- if (is.raw(buffer)) buffer else writeBin(buffer, raw(), endian = .Platform$endian)
-  torch_tensor(bytes, dtype = torch_uint8())$view(dtype = as_torch_dtype(dtype))$reshape(shape)
+  .Call(C_tensor_from_buffer, buffer, shape, as_torch_dtype(dtype, "dtype"))
 }
 
 #' @rdname torch_wrappers

@@ -184,12 +184,20 @@ as_array <- function(x) {
   if (!is_torch_tensor(x)) {
     abort(sprintf("`x` must be a tensor, got %s.", describe(x)), class = "value_error")
   }
-  .Call(C_r_from_tensor, x)
+  .Call(C_r_from_tensor, x, FALSE)
 }
 
 #' @rdname as_array
 #' @export
 as.array.torch_tensor <- function(x, ...) as_array(x)
+
+#' @rdname as_array
+#' @param keep.names Unused (bit64's generic's argument).
+#' @importFrom bit64 as.integer64
+#' @export
+as.integer64.torch_tensor <- function(x, keep.names = FALSE, ...) { # nolint: object_name_linter.
+  .Call(C_r_from_tensor, x, TRUE)
+}
 
 #' @rdname as_array
 #' @export

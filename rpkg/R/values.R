@@ -441,9 +441,11 @@ torch_generator <- function() .Call(C_generator_new, NULL)
 #' @export
 `$.torch_generator` <- function(x, name) {
   switch(name,
+    # bit64's integer64, as R torch's: seeds are 64-bit
     current_seed = function() .Call(C_generator_seed, x, NULL),
     set_current_seed = function(seed) {
-      invisible(.Call(C_generator_seed, x, whole_number(seed, "seed")))
+      if (!inherits(seed, "integer64")) seed <- whole_number(seed, "seed")
+      invisible(.Call(C_generator_seed, x, seed))
     },
     NULL
   )

@@ -144,8 +144,11 @@ extern "C" SEXP C_amp_init() {
 
 // ---- autocast ---------------------------------------------------------------------------------
 
-extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEXP cache_enabled) {
-  AMPKIT_R_BEGIN
+namespace {
+
+// The R arguments of a region as the core's request (the core resolves and judges them).
+ampkit::AutocastRequest request_of(SEXP device_type, SEXP dtype, SEXP enabled,
+                                   SEXP cache_enabled) {
   std::optional<at::ScalarType> type;
   if (!Rf_isNull(dtype)) type = dtype_or_name_of(dtype, "dtype");
   std::optional<bool> cache;
@@ -157,8 +160,29 @@ extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEX
     }
     cache = LOGICAL(cache_enabled)[0] == TRUE;
   }
-  const ampkit::AutocastRequest request = ampkit::resolve_autocast(
-      string_of(device_type, "device_type"), type, flag_of(enabled, "enabled"), cache);
+  return ampkit::resolve_autocast(string_of(device_type, "device_type"), type,
+                                  flag_of(enabled, "enabled"), cache);
+}
+
+// A region open while with_autocast's code runs; closed on the way out when the code ended with an
+// R condition, an interrupt or a jump (return(), break), which reach here as C++ exceptions.
+struct OpenRegion {
+  ampkit::AutocastToken token;
+  ~OpenRegion() {
+    if (!token.active()) return;
+    try {
+      ampkit::exit_autocast(token);
+    } catch (...) {  // an inner region left open: the condition already on its way wins
+    }
+  }
+};
+
+}  // namespace
+
+extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEXP cache_enabled) {
+  AMPKIT_R_BEGIN
+  const ampkit::AutocastRequest request =
+      request_of(device_type, dtype, enabled, cache_enabled);
   auto* token = new ampkit::AutocastToken(ampkit::enter_autocast(request));
   SEXP x = PROTECT(make_object(token, token_tag));
   if (!request.warning.empty()) {
@@ -166,6 +190,35 @@ extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEX
   }
   UNPROTECT(1);
   return x;
+  AMPKIT_R_END
+}
+
+// with_autocast(): enters the region, evaluates `code` (the promise in with_autocast's frame
+// `env`), exits. One call from R and no on.exit(): the region's lifetime is this C++ frame.
+extern "C" SEXP C_with_autocast(SEXP env, SEXP device_type, SEXP dtype, SEXP enabled,
+                                SEXP cache_enabled) {
+  AMPKIT_R_BEGIN
+  static SEXP code = Rf_install("code");
+  static SEXP warn_call = [] {
+    SEXP call = Rf_lang3(Rf_install("warn_region"), R_NilValue,
+                         Rf_lang1(Rf_install("sys.call")));  // the user's call, as R reports it
+    R_PreserveObject(call);
+    return call;
+  }();
+  const ampkit::AutocastRequest request =
+      request_of(device_type, dtype, enabled, cache_enabled);
+  OpenRegion region{ampkit::enter_autocast(request)};
+  if (!request.warning.empty()) {
+    SEXP call = PROTECT(Rf_shallow_duplicate(warn_call));
+    SETCADR(call, Rf_mkString(request.warning.c_str()));
+    eval_protected(call, env);  // under options(warn = 2) an error: the region closes
+    UNPROTECT(1);
+  }
+  SEXP value = eval_protected(code, env);
+  // Not in the destructor: an inner region the code left open is an error the user sees. The
+  // exit allocates nothing in R, so `value` needs no protection.
+  ampkit::exit_autocast(region.token);
+  return value;
   AMPKIT_R_END
 }
 

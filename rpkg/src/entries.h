@@ -8,7 +8,8 @@
 #define AMPKIT_ENTRIES \
   AMPKIT_ENTRY(C_values_init, 4) \
   AMPKIT_ENTRY(C_tensor_from_r, 4) \
-  AMPKIT_ENTRY(C_r_from_tensor, 1) \
+  AMPKIT_ENTRY(C_r_from_tensor, 2) \
+  AMPKIT_ENTRY(C_tensor_from_buffer, 3) \
   AMPKIT_ENTRY(C_is_tensor, 1) \
   AMPKIT_ENTRY(C_dtype_info, 1) \
   AMPKIT_ENTRY(C_dtype_named, 1) \
@@ -31,6 +32,8 @@
   AMPKIT_ENTRY(C_amp_init, 0) \
   AMPKIT_ENTRY(C_autocast_enter, 4) \
   AMPKIT_ENTRY(C_autocast_exit, 1) \
+  AMPKIT_ENTRY(C_with_autocast, 5) \
+  AMPKIT_ENTRY(C_module_lookup, 2) \
   AMPKIT_ENTRY(C_autocast_token_open, 1) \
   AMPKIT_ENTRY(C_autocast_state, 1) \
   AMPKIT_ENTRY(C_scaler_new, 3) \

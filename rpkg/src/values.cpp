@@ -24,6 +24,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/TensorOptions.h>
@@ -31,10 +32,12 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "ampkit_r.h"
 
@@ -134,7 +137,37 @@ at::Tensor tensor_of(SEXP x, const char* arg) {
   return at::Tensor(TensorPtr::reclaim_copy(impl));
 }
 
+// R vectors whose memory tensors share (torch_tensor_from_buffer): preserved while a tensor holds
+// them. A storage may be freed on another thread (an autograd worker, Python's): the vector is
+// then released later, on R's thread, by the next tensor made.
+struct SharedBuffers {
+  std::thread::id r_thread;
+  std::mutex mutex;
+  std::vector<SEXP> released;  // by other threads, not yet given back to R
+  std::atomic<bool> pending{false};
+};
+SharedBuffers shared_buffers;
+
+void release_buffer(void* buffer) {
+  if (std::this_thread::get_id() == shared_buffers.r_thread) {
+    R_ReleaseObject(static_cast<SEXP>(buffer));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(shared_buffers.mutex);
+  shared_buffers.released.push_back(static_cast<SEXP>(buffer));
+  shared_buffers.pending = true;
+}
+
+void release_pending_buffers() {
+  if (!shared_buffers.pending.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(shared_buffers.mutex);
+  for (SEXP x : shared_buffers.released) R_ReleaseObject(x);
+  shared_buffers.released.clear();
+  shared_buffers.pending = false;
+}
+
 SEXP make_tensor(at::Tensor t) {
+  release_pending_buffers();
   const int64_t bytes = fresh_bytes(t);
   SEXP x = PROTECT(
       R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, bytes > 0 ? counted : R_NilValue));
@@ -308,10 +341,13 @@ int64_t zero_based(int64_t index, const char* arg) {
 
 namespace {
 
+// bit64's integer64: doubles whose bits are 64-bit integers (R torch's int64 values in R).
+bool is_integer64(SEXP data) { return TYPEOF(data) == REALSXP && Rf_inherits(data, "integer64"); }
+
 c10::ScalarType r_storage_type(SEXP data) {
   switch (TYPEOF(data)) {
     case REALSXP:
-      return at::kDouble;
+      return is_integer64(data) ? at::kLong : at::kDouble;
     case INTSXP:
     case LGLSXP:
       return at::kInt;
@@ -356,6 +392,14 @@ void refuse_na(SEXP data) {
                     ": integer tensors have no NA (use doubles, whose NA becomes NaN).");
       }
     }
+  } else if (is_integer64(data)) {
+    const auto* v = static_cast<const int64_t*>(DATAPTR_RO(data));
+    for (R_xlen_t i = 0; i < n; ++i) {
+      if (v[i] == INT64_MIN) {  // bit64's NA
+        value_error("`data` has an NA at position " + std::to_string(i + 1) +
+                    ": integer tensors have no NA (use doubles, whose NA becomes NaN).");
+      }
+    }
   } else if (TYPEOF(data) == LGLSXP) {
     const int* v = LOGICAL_RO(data);
     for (R_xlen_t i = 0; i < n; ++i) {
@@ -379,7 +423,8 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
   const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
   if (bytes > 0) std::memcpy(host.data_ptr(), DATAPTR_RO(data), bytes);
   c10::ScalarType target =
-      dtype.value_or(TYPEOF(data) == REALSXP  ? at::typeMetaToScalarType(at::get_default_dtype())
+      dtype.value_or(is_integer64(data)       ? at::kLong
+                     : TYPEOF(data) == REALSXP ? at::typeMetaToScalarType(at::get_default_dtype())
                      : TYPEOF(data) == INTSXP ? at::kLong
                      : TYPEOF(data) == LGLSXP ? at::kBool
                      : TYPEOF(data) == CPLXSXP
@@ -400,7 +445,7 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
 // (int64 too, when every value fits; doubles otherwise), logicals for bool, raw for uint8 (as R
 // torch: raw vectors round-trip), complex; an array with the tensor's shape (dims for 2 or more
 // dimensions, a vector for 1, a scalar for 0). Quantized tensors give their dequantized values.
-SEXP r_from_tensor(const at::Tensor& tensor) {
+SEXP r_from_tensor(const at::Tensor& tensor, bool integer64) {
   if (tensor.layout() != c10::kStrided) {
     value_error("Sparse tensors are not supported for as_array conversion. Use $to_dense() first.");
   }
@@ -414,7 +459,10 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
   const c10::ScalarType type = t.scalar_type();
   SEXPTYPE r_type;
   c10::ScalarType as;
-  if (type == at::kBool) {
+  if (integer64) {  // bit64's integer64: int64's bits in doubles
+    r_type = REALSXP;
+    as = at::kLong;
+  } else if (type == at::kBool) {
     r_type = LGLSXP;
     as = at::kInt;
   } else if (type == at::kByte) {
@@ -431,6 +479,9 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
     r_type = INTSXP;
     as = at::kInt;
   } else if (type == at::kLong || type == at::kUInt32 || type == at::kUInt64) {
+    // R torch warns here too (it gives wrong integers; doubles are exact up to 2^53).
+    TORCH_WARN("Integer values beyond R's integer range are returned as doubles (exact up to 2^53); "
+               "bit64::as.integer64(x) gives them exactly.");
     r_type = REALSXP;
     as = at::kDouble;
   } else {
@@ -448,6 +499,14 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
     Rf_setAttrib(out, R_DimSymbol, dim);
     UNPROTECT(1);
   }
+  if (integer64) {  // R torch's classes: "integer64" after an array's implicit ones
+    const char* classes[] = {"matrix", "array", "integer64"};
+    const int first = ndim == 2 ? 0 : ndim > 2 ? 1 : 2;
+    SEXP cls = PROTECT(Rf_allocVector(STRSXP, 3 - first));
+    for (int i = first; i < 3; ++i) SET_STRING_ELT(cls, i - first, Rf_mkChar(classes[i]));
+    Rf_setAttrib(out, R_ClassSymbol, cls);
+    UNPROTECT(1);
+  }
   UNPROTECT(1);
   return out;
 }
@@ -456,6 +515,7 @@ SEXP r_from_tensor(const at::Tensor& tensor) {
 
 extern "C" SEXP C_values_init(SEXP tensor_cls, SEXP dtype_cls, SEXP device_cls,
                               SEXP generator_cls) {
+  shared_buffers.r_thread = std::this_thread::get_id();
   tensor_tag = Rf_install("torch_tensor");
   counted = Rf_install("ampkit_counted");
   generator_tag = Rf_install("torch_generator");
@@ -485,9 +545,48 @@ extern "C" SEXP C_tensor_from_r(SEXP data, SEXP dtype, SEXP device, SEXP require
   AMPKIT_R_END
 }
 
-extern "C" SEXP C_r_from_tensor(SEXP x) {
+// A tensor over an R vector's own memory (R torch's torch_tensor_from_buffer): writing to one
+// writes to the other. `shape` is read in row-major order, as libtorch's from_blob.
+extern "C" SEXP C_tensor_from_buffer(SEXP buffer, SEXP shape, SEXP dtype) {
   AMPKIT_R_BEGIN
-  return r_from_tensor(tensor_of(x, "x"));
+  if (!Rf_isVectorAtomic(buffer) || TYPEOF(buffer) == STRSXP) {
+    value_error("`buffer` must be a raw, numeric, integer, logical or complex vector, got " +
+                describe(buffer) + ".");
+  }
+  const std::vector<int64_t> sizes = whole_numbers_of(shape, "shape");
+  const c10::ScalarType type = dtype_of(dtype, "dtype");
+  const size_t have = static_cast<size_t>(XLENGTH(buffer)) *
+                      (TYPEOF(buffer) == RAWSXP    ? 1
+                       : TYPEOF(buffer) == REALSXP ? sizeof(double)
+                       : TYPEOF(buffer) == CPLXSXP ? sizeof(Rcomplex)
+                                                   : sizeof(int));
+  int64_t numel = 1;
+  for (int64_t d : sizes) {
+    if (d < 0) value_error("`shape` must not have negative sizes.");
+    numel *= d;
+  }
+  const size_t need = static_cast<size_t>(numel) * c10::elementSize(type);
+  if (need > have) {
+    value_error("`shape` and `dtype` need " + std::to_string(need) + " bytes, but `buffer` has " +
+                std::to_string(have) + ".");
+  }
+  R_PreserveObject(buffer);
+  at::Tensor t;
+  try {
+    t = at::from_blob(
+        DATAPTR(buffer), sizes, [buffer](void*) { release_buffer(buffer); },
+        at::TensorOptions().dtype(type));
+  } catch (...) {
+    R_ReleaseObject(buffer);
+    throw;
+  }
+  return make_tensor(std::move(t));
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_r_from_tensor(SEXP x, SEXP integer64) {
+  AMPKIT_R_BEGIN
+  return r_from_tensor(tensor_of(x, "x"), Rf_asLogical(integer64) == TRUE);
   AMPKIT_R_END
 }
 
@@ -619,10 +718,18 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_END
 }
 
+// A seed from R: a whole number, or bit64's integer64 (its bits: seeds are 64-bit).
+uint64_t seed_of(SEXP seed) {
+  if (is_integer64(seed) && XLENGTH(seed) == 1) {
+    return static_cast<uint64_t>(static_cast<const int64_t*>(DATAPTR_RO(seed))[0]);
+  }
+  return static_cast<uint64_t>(Rf_asReal(seed));
+}
+
 extern "C" SEXP C_generator_new(SEXP seed) {
   AMPKIT_R_BEGIN
   at::Generator g = at::detail::createCPUGenerator();
-  if (!Rf_isNull(seed)) g.set_current_seed(static_cast<uint64_t>(Rf_asReal(seed)));
+  if (!Rf_isNull(seed)) g.set_current_seed(seed_of(seed));
   return make_generator(std::move(g));
   AMPKIT_R_END
 }
@@ -631,8 +738,14 @@ extern "C" SEXP C_generator_seed(SEXP generator, SEXP seed) {
   AMPKIT_R_BEGIN
   at::Generator g = generator_of(generator);
   std::lock_guard<std::mutex> lock(g.mutex());
-  if (!Rf_isNull(seed)) g.set_current_seed(static_cast<uint64_t>(Rf_asReal(seed)));
-  return Rf_ScalarReal(static_cast<double>(g.current_seed()));
+  if (!Rf_isNull(seed)) g.set_current_seed(seed_of(seed));
+  // Exact, as bit64's integer64 (the seed may pass 2^53, where doubles stop being whole).
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 1));
+  const auto current = static_cast<int64_t>(g.current_seed());
+  std::memcpy(REAL(out), &current, sizeof current);
+  Rf_setAttrib(out, R_ClassSymbol, Rf_mkString("integer64"));
+  UNPROTECT(1);
+  return out;
   AMPKIT_R_END
 }
 

@@ -413,8 +413,63 @@ test_that("NA and integers beyond R's range", {
   expect_error(torch_tensor(c(1L, NA)), class = "value_error")
   expect_error(torch_tensor(c(TRUE, NA)), class = "value_error")
   big <- torch_tensor(2^40, dtype = torch_long())
-  expect_identical(as_array(big), 2^40)
+  # doubles, exact to 2^53, with R torch's warning that as.integer64() gives them exactly
+  expect_warning(value <- as_array(big), "as.integer64", class = "ampkit_warning")
+  expect_identical(value, 2^40)
   expect_identical(as_array(torch_tensor(5L)), 5L)
+})
+
+test_that("bit64's integer64 values become int64 tensors and come back bit for bit", {
+  skip_if_no_ampkit()
+  beyond <- bit64::as.integer64("9007199254740993") # 2^53 + 1: no double holds it
+  x <- torch_tensor(c(beyond, -beyond, bit64::as.integer64(7L)))
+  expect_true(x$dtype == torch_long())
+  exact <- py_torch()$tensor(reticulate::py_eval("[9007199254740993, -9007199254740993, 7]",
+                                                       convert = FALSE))
+  expect_true(reticulate::py_to_r(py_torch()$equal(py_of(x), exact)))
+  back <- bit64::as.integer64(x)
+  expect_identical(back, c(beyond, -beyond, bit64::as.integer64(7L)))
+  expect_true(torch_tensor(bit64::as.integer64(1:3), dtype = torch_float64())$dtype ==
+                torch_float64())
+  # arrays keep their dims, with R torch's classes; other dtypes are truncated to int64 first
+  a <- bit64::as.integer64(torch_tensor(array(1:8, c(2, 2, 2))))
+  expect_identical(class(a), c("array", "integer64"))
+  expect_identical(dim(a), c(2L, 2L, 2L))
+  m <- bit64::as.integer64(torch_tensor(matrix(c(1.7, -2.7, 3, 4), 2)))
+  expect_identical(class(m), c("matrix", "array", "integer64"))
+  expect_identical(as.integer(m), c(1L, -2L, 3L, 4L))
+  expect_error(torch_tensor(bit64::as.integer64(c(1, NA))), class = "value_error",
+               "NA at position 2")
+})
+
+test_that("generator seeds are integer64, exact past 2^53", {
+  skip_if_no_ampkit()
+  g <- torch_generator()
+  g$set_current_seed(12345678L)
+  expect_identical(g$current_seed(), bit64::as.integer64(12345678L))
+  seed <- bit64::as.integer64("9007199254740993")
+  g$set_current_seed(seed)
+  expect_identical(g$current_seed(), seed)
+  # the same stream as PyTorch's generator with that seed
+  pg <- py_torch()$Generator()$manual_seed(reticulate::py_eval("9007199254740993", convert = FALSE))
+  expect_same_as_torch(torch_randn(4, generator = g), py_torch()$randn(4L, generator = pg))
+})
+
+test_that("torch_tensor_from_buffer shares the R vector's memory, kept alive by the tensor", {
+  skip_if_no_ampkit()
+  x <- runif(6)
+  before <- x + 0
+  y <- torch_tensor_from_buffer(x, shape = c(2, 3), dtype = "float64")
+  expect_identical(as_array(y), matrix(before, 2, byrow = TRUE)) # row-major, as from_blob
+  y$add_(1)
+  expect_identical(x, before + 1) # the vector itself changed
+  # the tensor keeps the vector alive when no R variable does
+  z <- local(torch_tensor_from_buffer(c(1, 2, 3), shape = 3, dtype = "float64"))
+  invisible(gc(full = TRUE))
+  expect_identical(as_array(z), c(1, 2, 3))
+  expect_error(torch_tensor_from_buffer(raw(8), shape = 3, dtype = "float64"), class = "value_error",
+               "need 24 bytes, but `buffer` has 8")
+  expect_error(torch_tensor_from_buffer(letters, shape = 1), class = "value_error", "`buffer`")
 })
 
 test_that("R torch's own tests: stride, max/min with other, in-place identity, raw", {

@@ -1,0 +1,79 @@
+// `self$name` in a module's methods (R/nn-module.R's `$.nn_Module`), the lookup every forward makes
+// for each of its parameters and submodules: in C, as R's own primitives would do it, because as R
+// code (.subset2 after .subset2) it cost more than the tensor op it feeds. No libtorch here.
+#define R_NO_REMAP
+#include <R.h>
+#include <Rinternals.h>
+
+#include <cstring>
+
+#include "entries.h"
+
+namespace {
+
+// A binding of an environment's own frame as .subset2() reads it (an active binding called, a
+// promise forced), or R_UnboundValue.
+SEXP frame_value(SEXP env, SEXP symbol) {
+  SEXP value = Rf_findVarInFrame(env, symbol);
+  if (TYPEOF(value) == PROMSXP) {
+    PROTECT(value);
+    value = Rf_eval(value, env);
+    UNPROTECT(1);
+  }
+  return value;
+}
+
+// The element of a named list called `name` (the first, as .subset2), or R_UnboundValue.
+SEXP element_named(SEXP list, SEXP name) {
+  if (TYPEOF(list) != VECSXP) return R_UnboundValue;
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  if (TYPEOF(names) != STRSXP) return R_UnboundValue;
+  const char* wanted = CHAR(name);
+  for (R_xlen_t i = 0; i < XLENGTH(names); ++i) {
+    SEXP n = STRING_ELT(names, i);
+    // CHARSXPs are cached: one pointer stands for one spelling in one encoding.
+    if (n == name || (n != NA_STRING && std::strcmp(CHAR(n), wanted) == 0)) {
+      return VECTOR_ELT(list, i);
+    }
+  }
+  return R_UnboundValue;
+}
+
+}  // namespace
+
+// Parameters, buffers, submodules (private$parameters_, buffers_, modules_), then the instance's
+// own fields and methods; NULL when none has the name (a parameter registered as NULL, such as a
+// missing bias, reads as NULL all the same). Anything but a module and one name (a generator, a
+// submodule's number) goes to R's module_lookup_other().
+extern "C" SEXP C_module_lookup(SEXP instance, SEXP name) {
+  static SEXP enclos_sym = Rf_install(".__enclos_env__");
+  static SEXP private_sym = Rf_install("private");
+  static SEXP tables[] = {Rf_install("parameters_"), Rf_install("buffers_"),
+                          Rf_install("modules_")};
+  static SEXP module_sym = Rf_install("module");
+  // The callable a user holds (a function with the instance as its attribute "module"), or a
+  // generator (its R6 class generator).
+  if (TYPEOF(instance) == CLOSXP) instance = Rf_getAttrib(instance, module_sym);
+  if (TYPEOF(instance) != ENVSXP || TYPEOF(name) != STRSXP || XLENGTH(name) != 1 ||
+      Rf_inherits(instance, "R6ClassGenerator")) {
+    static SEXP other = Rf_install("module_lookup_other");
+    SEXP call = PROTECT(Rf_lang3(other, instance, name));
+    SEXP package = PROTECT(Rf_mkString("ampkit"));
+    SEXP value = Rf_eval(call, R_FindNamespace(package));
+    UNPROTECT(2);
+    return value;
+  }
+  SEXP text = STRING_ELT(name, 0);
+  SEXP enclos = Rf_findVarInFrame(instance, enclos_sym);
+  if (TYPEOF(enclos) == ENVSXP) {
+    SEXP priv = Rf_findVarInFrame(enclos, private_sym);
+    if (TYPEOF(priv) == ENVSXP) {
+      for (SEXP table : tables) {
+        SEXP found = element_named(Rf_findVarInFrame(priv, table), text);
+        if (found != R_UnboundValue && found != R_NilValue) return found;
+      }
+    }
+  }
+  SEXP value = frame_value(instance, Rf_installTrChar(text));
+  return value == R_UnboundValue ? R_NilValue : value;
+}
