@@ -698,7 +698,9 @@ default_convert <- function(data) {
 #' `coro::exhausted()` at the end), as R torch's re-export of `coro::loop()`
 #' does; `break` and `next` work as in any `for` loop. Over anything else
 #' (a vector, a list) it is the plain `for` loop. `as_iterator(x)` is that
-#' iterator function.
+#' iterator function. Where the coro package is installed, `coro::loop()` and
+#' `coro::collect()` take dataloaders, samplers and iterable datasets too (their
+#' `as_iterator()` methods are registered for coro's generic).
 #'
 #' @param loop A `for` loop.
 #' @param x A dataloader, sampler, iterable dataset, function, vector or list.
@@ -769,6 +771,7 @@ as_iterator.default <- function(x) {
 
 #' @rdname loop
 #' @export
+#' @rawNamespace S3method(coro::as_iterator, dataloader)
 as_iterator.dataloader <- function(x) {
   iter <- dataloader_make_iter(x)
   function() dataloader_next(iter, exhausted())
@@ -776,12 +779,14 @@ as_iterator.dataloader <- function(x) {
 
 #' @rdname loop
 #' @export
+#' @rawNamespace S3method(coro::as_iterator, utils_sampler)
 as_iterator.utils_sampler <- function(x) {
   x$.iter()
 }
 
 #' @rdname loop
 #' @export
+#' @rawNamespace S3method(coro::as_iterator, iterable_dataset)
 as_iterator.iterable_dataset <- function(x) {
   x$.iter()
 }

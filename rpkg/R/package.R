@@ -45,7 +45,7 @@
 .onLoad <- function(libname, pkgname) {
   load_native(libname, pkgname)
   build_tensor_methods()
-  register_package_modules(asNamespace(pkgname))
+  register_package_modules()
   .py$ready <- FALSE
   .py$check_blas <- FALSE
   # A Python torch imported later in this process keeps libtorch's BLAS too: the finder is

@@ -7,30 +7,32 @@ FAILED = ("expectation_failure", "expectation_error", "error")
 
 
 def blocks(path):
+    """(name, status, first message) per test_that() block, in order; two blocks of one name (R
+    torch's files have such) count as two."""
     order, results = [], {}
     depth, current = 0, None
     for line in open(path, encoding="utf-8", errors="replace").read().splitlines():
         part = line.split("\t")
         if part[0] == "START":
             depth += 1
-            if depth == 1 and part[1] not in results:
-                order.append(part[1])
-                results[part[1]] = []
             if depth == 1:
-                current = part[1]
+                current = (part[1], len(order))
+                order.append(current)
+                results[current] = []
         elif part[0] == "END":
             depth = max(0, depth - 1)
         elif part[0] == "RESULT":
-            name = current if depth else part[1]
-            if name not in results:
-                order.append(name)
-                results[name] = []
-            results[name].append((part[2], part[3] if len(part) > 3 else ""))
-    for name in order:
-        if name == "<outside>" and not any(k in FAILED for k, _ in results[name]):
+            key = current if depth else (part[1], None)
+            if key not in results:
+                order.append(key)
+                results[key] = []
+            results[key].append((part[2], part[3] if len(part) > 3 else ""))
+    for key in order:
+        name = key[0]
+        if name == "<outside>" and not any(k in FAILED for k, _ in results[key]):
             continue
-        bad = [r for r in results[name] if r[0] in FAILED]
-        skip = [r for r in results[name] if r[0] == "expectation_skip"]
+        bad = [r for r in results[key] if r[0] in FAILED]
+        skip = [r for r in results[key] if r[0] == "expectation_skip"]
         status = "fail" if bad else "skip" if skip else "pass"
         yield name, status, (bad or skip or [("", "")])[0][1]
 

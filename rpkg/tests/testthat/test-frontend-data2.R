@@ -254,6 +254,17 @@ test_that("loop() runs a for loop over dataloaders and iterators, with break and
   expect_error(loop(while (FALSE) 1), "`loop` must be a `for` loop", class = "value_error")
 })
 
+test_that("coro::loop() and coro::collect() take dataloaders, samplers, iterable datasets", {
+  skip_if_no_ampkit()
+  skip_if_not_installed("coro") # not in this system's registry: runs where R torch's users are
+  dl <- dataloader(tensor_dataset(torch_arange(1, 10)), batch_size = 3)
+  sizes <- c()
+  coro::loop(for (b in dl) sizes <- c(sizes, b[[1]]$size(1)))
+  expect_identical(sizes, c(3L, 3L, 3L, 1L))
+  expect_length(coro::collect(dl), 4L)
+  expect_identical(unlist(coro::collect(SequentialSampler(1:3))), 1:3)
+})
+
 test_that("enumerate() and R torch's iterator interface", {
   skip_if_no_ampkit()
   x <- torch_randn(10, 2)
