@@ -175,16 +175,21 @@ SEXP eval_protected(SEXP call, SEXP env) {
   EvalData data{call, env};
   std::jmp_buf buffer;
   if (setjmp(buffer) != 0) throw RUnwind{};
-  return R_UnwindProtect(do_eval, &data, on_jump, &buffer, unwind_token());
+  SEXP result = R_UnwindProtect(do_eval, &data, on_jump, &buffer, unwind_token());
+  // R keeps the result in the token (its CAR) until the next call: a region's value, a loss and
+  // the autograd graph behind it, would stay alive after the R objects that held it were gone.
+  // The caller protects the result, as any R call's.
+  SETCAR(unwind_token(), R_NilValue);
+  return result;
 }
 
 std::string describe(SEXP x) {
   SEXP call = PROTECT(Rf_lang2(Rf_install("describe"), x));
-  SEXP text = eval_protected(call, package_namespace());
+  SEXP text = PROTECT(eval_protected(call, package_namespace()));
   std::string out = Rf_isString(text) && Rf_length(text) == 1
                         ? std::string(Rf_translateCharUTF8(STRING_ELT(text, 0)))
                         : std::string("a value");
-  UNPROTECT(1);
+  UNPROTECT(2);
   return out;
 }
 

@@ -290,3 +290,13 @@ test_that("an unknown device type is the core's error, as an ampkit_error", {
   expect_identical(conditionCall(err), quote(with_autocast(1, device_type = "tpu9")))
   expect_identical(cpu_state(), default_state)
 })
+
+test_that("with_autocast keeps nothing of its code's value once the value is dropped", {
+  skip_if_no_ampkit()
+  freed <- FALSE
+  value <- with_autocast(device_type = "cpu", new.env())
+  reg.finalizer(value, function(e) freed <<- TRUE)
+  rm(value)
+  invisible(gc())
+  expect_true(freed)
+})
