@@ -706,7 +706,12 @@ nn_sequential <- nn_module(
     }
   },
   forward = function(input) {
-    for (m in private$modules_) input <- m(input)
+    # An R module's forward called directly, as its callable would (one R call fewer a layer);
+    # other callables (script modules) called as they are.
+    for (m in private$modules_) {
+      instance <- attr(m, "module", exact = TRUE)
+      input <- if (is.null(instance)) m(input) else .subset2(instance, "forward")(input)
+    }
     input
   }
 )

@@ -147,8 +147,7 @@ extern "C" SEXP C_amp_init() {
 namespace {
 
 // The R arguments of a region as the core's request (the core resolves and judges them).
-ampkit::AutocastRequest request_of(SEXP device_type, SEXP dtype, SEXP enabled,
-                                   SEXP cache_enabled) {
+ampkit::AutocastRequest request_of(SEXP device_type, SEXP dtype, SEXP enabled, SEXP cache_enabled) {
   std::optional<at::ScalarType> type;
   if (!Rf_isNull(dtype)) type = dtype_or_name_of(dtype, "dtype");
   std::optional<bool> cache;
@@ -181,8 +180,7 @@ struct OpenRegion {
 
 extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEXP cache_enabled) {
   AMPKIT_R_BEGIN
-  const ampkit::AutocastRequest request =
-      request_of(device_type, dtype, enabled, cache_enabled);
+  const ampkit::AutocastRequest request = request_of(device_type, dtype, enabled, cache_enabled);
   auto* token = new ampkit::AutocastToken(ampkit::enter_autocast(request));
   SEXP x = PROTECT(make_object(token, token_tag));
   if (!request.warning.empty()) {
@@ -205,8 +203,7 @@ extern "C" SEXP C_with_autocast(SEXP env, SEXP device_type, SEXP dtype, SEXP ena
     R_PreserveObject(call);
     return call;
   }();
-  const ampkit::AutocastRequest request =
-      request_of(device_type, dtype, enabled, cache_enabled);
+  const ampkit::AutocastRequest request = request_of(device_type, dtype, enabled, cache_enabled);
   OpenRegion region{ampkit::enter_autocast(request)};
   if (!request.warning.empty()) {
     SEXP call = PROTECT(Rf_shallow_duplicate(warn_call));

@@ -423,10 +423,10 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
   const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
   if (bytes > 0) std::memcpy(host.data_ptr(), DATAPTR_RO(data), bytes);
   c10::ScalarType target =
-      dtype.value_or(is_integer64(data)       ? at::kLong
+      dtype.value_or(is_integer64(data)        ? at::kLong
                      : TYPEOF(data) == REALSXP ? at::typeMetaToScalarType(at::get_default_dtype())
-                     : TYPEOF(data) == INTSXP ? at::kLong
-                     : TYPEOF(data) == LGLSXP ? at::kBool
+                     : TYPEOF(data) == INTSXP  ? at::kLong
+                     : TYPEOF(data) == LGLSXP  ? at::kBool
                      : TYPEOF(data) == CPLXSXP
                          ? at::toComplexType(at::typeMetaToScalarType(at::get_default_dtype()))
                          : at::kByte);
@@ -480,8 +480,9 @@ SEXP r_from_tensor(const at::Tensor& tensor, bool integer64) {
     as = at::kInt;
   } else if (type == at::kLong || type == at::kUInt32 || type == at::kUInt64) {
     // R torch warns here too (it gives wrong integers; doubles are exact up to 2^53).
-    TORCH_WARN("Integer values beyond R's integer range are returned as doubles (exact up to 2^53); "
-               "bit64::as.integer64(x) gives them exactly.");
+    TORCH_WARN(
+        "Integer values beyond R's integer range are returned as doubles (exact up to 2^53); "
+        "bit64::as.integer64(x) gives them exactly.");
     r_type = REALSXP;
     as = at::kDouble;
   } else {
@@ -555,11 +556,11 @@ extern "C" SEXP C_tensor_from_buffer(SEXP buffer, SEXP shape, SEXP dtype) {
   }
   const std::vector<int64_t> sizes = whole_numbers_of(shape, "shape");
   const c10::ScalarType type = dtype_of(dtype, "dtype");
-  const size_t have = static_cast<size_t>(XLENGTH(buffer)) *
-                      (TYPEOF(buffer) == RAWSXP    ? 1
-                       : TYPEOF(buffer) == REALSXP ? sizeof(double)
-                       : TYPEOF(buffer) == CPLXSXP ? sizeof(Rcomplex)
-                                                   : sizeof(int));
+  const size_t have =
+      static_cast<size_t>(XLENGTH(buffer)) * (TYPEOF(buffer) == RAWSXP    ? 1
+                                              : TYPEOF(buffer) == REALSXP ? sizeof(double)
+                                              : TYPEOF(buffer) == CPLXSXP ? sizeof(Rcomplex)
+                                                                          : sizeof(int));
   int64_t numel = 1;
   for (int64_t d : sizes) {
     if (d < 0) value_error("`shape` must not have negative sizes.");

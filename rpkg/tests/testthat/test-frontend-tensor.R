@@ -467,8 +467,8 @@ test_that("torch_tensor_from_buffer shares the R vector's memory, kept alive by 
   z <- local(torch_tensor_from_buffer(c(1, 2, 3), shape = 3, dtype = "float64"))
   invisible(gc(full = TRUE))
   expect_identical(as_array(z), c(1, 2, 3))
-  expect_error(torch_tensor_from_buffer(raw(8), shape = 3, dtype = "float64"), class = "value_error",
-               "need 24 bytes, but `buffer` has 8")
+  expect_error(torch_tensor_from_buffer(raw(8), shape = 3, dtype = "float64"),
+               "need 24 bytes, but `buffer` has 8", class = "value_error")
   expect_error(torch_tensor_from_buffer(letters, shape = 1), class = "value_error", "`buffer`")
 })
 
