@@ -539,18 +539,19 @@ activation_module <- function(classname, f, arguments = list()) {
       })
     ),
     forward = rlang::new_function(args = formals(function(input) NULL),
-                                  body = activation_body(f, passed))
+                                  body = forward_body(f, "input", passed))
   )
 }
 
-# `f`'s body with its arguments replaced by `input` and the module's fields, read from the
-# instance (`.subset2(self, "inplace")`, not `self$inplace`'s S3 dispatch): the forward calls the
-# functional directly, with two R calls fewer on every module call.
-activation_body <- function(f, passed) {
-  fields <- lapply(passed, function(n) rlang::expr(.subset2(self, !!n)))
+# `f`'s body with its first arguments replaced by the forward's (`input`, `target`) and the
+# others by the module's fields, read from the instance (`.subset2(self, "inplace")`, not
+# `self$inplace`'s S3 dispatch): the forward calls the functional directly, with two R calls
+# fewer on every module call.
+forward_body <- function(f, inputs, fields) {
+  values <- c(lapply(inputs, as.name), lapply(fields, function(n) rlang::expr(.subset2(self, !!n))))
   args <- names(formals(f))
-  stopifnot(length(args) == 1L + length(passed))
-  do.call(substitute, list(body(f), stats::setNames(c(list(quote(input)), fields), args)))
+  stopifnot(length(args) == length(values))
+  do.call(substitute, list(body(f), stats::setNames(values, args)))
 }
 
 # nolint end
@@ -624,8 +625,7 @@ loss_module <- function(classname, f, arguments = list()) {
     ),
     forward = rlang::new_function(
       args = formals(function(input, target) NULL),
-      body = rlang::expr((!!f)(input, target, !!!lapply(c(names(arguments), "reduction"),
-                                                          function(n) rlang::expr(self[[!!n]]))))
+      body = forward_body(f, c("input", "target"), c(names(arguments), "reduction"))
     )
   )
 }

@@ -3,8 +3,11 @@
 
 # A reduction by name as libtorch's enum (at::Reduction: None 0, Mean 1, Sum 2).
 reduction_enum <- function(reduction) {
-  switch(arg_choice(reduction, "reduction", c("mean", "sum", "none")),
-         none = 0L, mean = 1L, sum = 2L)
+  # switch() first: every loss call comes here, and arg_choice() costs a few calls more.
+  code <- if (is.character(reduction) && length(reduction) == 1L) {
+    switch(reduction, none = 0L, mean = 1L, sum = 2L)
+  }
+  code %||% arg_choice(reduction, "reduction", c("mean", "sum", "none"))
 }
 
 arg_choice <- function(x, name, choices) {
@@ -428,7 +431,7 @@ nnf_huber_loss <- function(input, target, reduction = "mean", delta = 1) {
 
 # PyTorch warns when a loss broadcasts its target (a likely mistake); as an R warning here.
 check_same_size <- function(input, target) {
-  if (!identical(dim(input), dim(target))) {
+  if (!identical(.Call(C_tensor_meta, input, "shape"), .Call(C_tensor_meta, target, "shape"))) {
     rlang::warn(sprintf(paste0(
       "Using a target size (%s) that is different to the input size (%s). This will likely ",
       "lead to incorrect results due to broadcasting. Please ensure they have the same size."),
