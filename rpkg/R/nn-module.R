@@ -570,7 +570,7 @@ module_lookup_other <- function(instance, name) {
     return(get0(name, envir = instance, inherits = FALSE))
   }
   if (is.numeric(name)) {
-    return(child_at(.subset2(.subset2(instance, ".__enclos_env__"), "private")$modules_, name))
+    return(child_at(children_of(instance), name))
   }
   .subset2(instance, name)
 }

@@ -196,22 +196,17 @@ extern "C" SEXP C_autocast_enter(SEXP device_type, SEXP dtype, SEXP enabled, SEX
 extern "C" SEXP C_with_autocast(SEXP env, SEXP device_type, SEXP dtype, SEXP enabled,
                                 SEXP cache_enabled) {
   AMPKIT_R_BEGIN
-  static SEXP code = Rf_install("code");
-  static SEXP warn_call = [] {
-    SEXP call = Rf_lang3(Rf_install("warn_region"), R_NilValue,
-                         Rf_lang1(Rf_install("sys.call")));  // the user's call, as R reports it
-    R_PreserveObject(call);
-    return call;
-  }();
   const ampkit::AutocastRequest request = request_of(device_type, dtype, enabled, cache_enabled);
   OpenRegion region{ampkit::enter_autocast(request)};
   if (!request.warning.empty()) {
-    SEXP call = PROTECT(Rf_shallow_duplicate(warn_call));
-    SETCADR(call, Rf_mkString(request.warning.c_str()));
+    // warn_region(message, sys.call()): sys.call() in `env` is the user's call of with_autocast.
+    SEXP message = PROTECT(Rf_mkString(request.warning.c_str()));
+    SEXP user_call = PROTECT(Rf_lang1(Rf_install("sys.call")));
+    SEXP call = PROTECT(Rf_lang3(Rf_install("warn_region"), message, user_call));
     eval_protected(call, env);  // under options(warn = 2) an error: the region closes
-    UNPROTECT(1);
+    UNPROTECT(3);
   }
-  SEXP value = eval_protected(code, env);
+  SEXP value = eval_protected(Rf_install("code"), env);
   // Not in the destructor: an inner region the code left open is an error the user sees. The
   // exit allocates nothing in R, so `value` needs no protection.
   ampkit::exit_autocast(region.token);

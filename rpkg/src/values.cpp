@@ -382,32 +382,24 @@ at::Tensor column_major_view(at::Tensor flat_reversed, size_t ndim) {
 
 // R's NA in integers and logicals is a bit pattern (INT_MIN) that an integer or bool tensor would
 // keep as a number (or as TRUE): refused, as CONFORMANCE.md says. NA in doubles is NaN, a value.
+template <class T>
+void refuse(const T* values, R_xlen_t n, T na, const char* why) {
+  for (R_xlen_t i = 0; i < n; ++i) {
+    if (values[i] == na) {
+      value_error("`data` has an NA at position " + std::to_string(i + 1) + ": " + why);
+    }
+  }
+}
+
 void refuse_na(SEXP data) {
   const R_xlen_t n = XLENGTH(data);
+  const char* integers = "integer tensors have no NA (use doubles, whose NA becomes NaN).";
   if (TYPEOF(data) == INTSXP) {
-    const int* v = INTEGER_RO(data);
-    for (R_xlen_t i = 0; i < n; ++i) {
-      if (v[i] == NA_INTEGER) {
-        value_error("`data` has an NA at position " + std::to_string(i + 1) +
-                    ": integer tensors have no NA (use doubles, whose NA becomes NaN).");
-      }
-    }
-  } else if (is_integer64(data)) {
-    const auto* v = static_cast<const int64_t*>(DATAPTR_RO(data));
-    for (R_xlen_t i = 0; i < n; ++i) {
-      if (v[i] == INT64_MIN) {  // bit64's NA
-        value_error("`data` has an NA at position " + std::to_string(i + 1) +
-                    ": integer tensors have no NA (use doubles, whose NA becomes NaN).");
-      }
-    }
+    refuse(INTEGER_RO(data), n, NA_INTEGER, integers);
+  } else if (is_integer64(data)) {  // bit64's NA is the smallest int64
+    refuse(static_cast<const int64_t*>(DATAPTR_RO(data)), n, INT64_MIN, integers);
   } else if (TYPEOF(data) == LGLSXP) {
-    const int* v = LOGICAL_RO(data);
-    for (R_xlen_t i = 0; i < n; ++i) {
-      if (v[i] == NA_LOGICAL) {
-        value_error("`data` has an NA at position " + std::to_string(i + 1) +
-                    ": bool tensors have no NA.");
-      }
-    }
+    refuse(LOGICAL_RO(data), n, NA_LOGICAL, "bool tensors have no NA.");
   }
 }
 
