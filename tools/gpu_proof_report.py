@@ -140,6 +140,14 @@ def checks(bench: Optional[Dict[str, Any]], sync_rows: Optional[List[Dict[str, A
         out.append(("seed BERT: autocast+scaler speed-up over fp32 (ampkit)",
                     f"{bert['speedup_vs_fp32']:.2f}x", ">= 2.38x (the seed's, on a T4)",
                     bert["speedup_vs_fp32"] >= 2.38))
+    # R at native speed: the R loop of each workload against Python's, the same steps, on the GPU.
+    for workload in ("seed_mlp", "rtorch_article"):
+        for mode in ("fp32", "autocast", "autocast+scaler"):
+            row = _row(training, workload, mode, "ampkit-r")
+            if row and row.get("ratio_vs_ampkit_py"):
+                out.append((f"{workload} {mode}: R steps/s / Python's",
+                            f"{row['ratio_vs_ampkit_py']:.3f}", ">= 0.95",
+                            row["ratio_vs_ampkit_py"] >= 0.95))
     for r in sync_rows or []:
         if r["impl"] == "ampkit":
             goal = 0 if r["optimizer"] == "fused Adam" else 1
@@ -182,14 +190,16 @@ def report(directory: str, seconds: str) -> None:
     if bench and bench.get("training"):
         lines += ["", "## Benchmark (--device cuda)", "",
                   "| workload | mode | implementation | time s | steps/s | x fp32 | /torch.amp | "
-                  "peak MiB |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "R/Python | peak MiB |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in bench["training"]:
             def fmt(v, spec):
                 return "" if v is None else format(v, spec)
             lines.append(
                 f"| {r['workload']} | {r['mode']} | {r['impl']} | {r['time_s']:.3f} | "
                 f"{r['steps_per_s']:.1f} | {fmt(r.get('speedup_vs_fp32'), '.2f')} | "
-                f"{fmt(r.get('ratio_vs_torch'), '.3f')} | {r['peak_bytes'] / 2**20:.0f} |")
+                f"{fmt(r.get('ratio_vs_torch'), '.3f')} | "
+                f"{fmt(r.get('ratio_vs_ampkit_py'), '.3f')} | {r['peak_bytes'] / 2**20:.0f} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(directory, "README.md"), "w") as f:
         f.write(text)

@@ -23,4 +23,9 @@ done
 # GoogleTest: Debian's static libraries, headers and CMake files (unpacked there, not installed).
 (cd "$dest" && apt-get download libgtest-dev >/dev/null 2>&1) \
   || echo "gpu-wheels: libgtest-dev could not be downloaded (run apt-get update first); the proof then builds without the C++ tests" >&2
+# R, where this machine has it: Debian's R and the R packages the ampkit R package needs, for a
+# GPU machine without R (tools/r_bundle.sh; the proof unpacks it there and builds the package).
+if command -v Rscript >/dev/null 2>&1; then
+  bash tools/r_bundle.sh pack "$dest/r-bundle.tar.xz"
+fi
 du -sh "$dest" && ls "$dest"

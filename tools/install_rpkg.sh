@@ -9,6 +9,8 @@
 # vignette("amp", package = "ampkit"). R CMD build installs the package once more, into a
 # temporary library, to knit them (from the same objects: about 50 s more than rpkg/ alone).
 # Usage: tools/install_rpkg.sh [PYTHON]   (default: .venv/bin/python of this repository)
+# AMPKIT_RPKG_VIGNETTES=0 installs rpkg/ itself, without the vignettes and the extra install
+# (tools/gpu_proof.sh, where the vignettes are not run and every second counts).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${1:-$root/.venv/bin/python}"
@@ -21,6 +23,10 @@ log="$(mktemp)"
 work="$(mktemp -d)"
 trap 'rm -rf "$log" "$work"' EXIT
 export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
-{ (cd "$work" && R CMD build --no-manual "$root/rpkg") \
-    && R CMD INSTALL --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } >"$log" 2>&1 \
-  || { cat "$log"; exit 1; }
+if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
+  R CMD INSTALL --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 || { cat "$log"; exit 1; }
+else
+  { (cd "$work" && R CMD build --no-manual "$root/rpkg") \
+      && R CMD INSTALL --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } >"$log" 2>&1 \
+    || { cat "$log"; exit 1; }
+fi

@@ -534,6 +534,16 @@ cuda_peak_memory <- function() cuda_memory_stats()$allocated_bytes$all$peak
 # malloc keeps what it frees. Whether it could.
 steady_allocator <- function() .Call(C_steady_allocator)
 
+# The collector's share of tensor memory (values.cpp): the bytes R tensors hold, the bytes made
+# since the last collection, the bytes alive after it, the floor, the collections run (each
+# starts young; `full`: those that went on to a full one) and the seconds spent in them.
+# Internal: for the benchmark's runner and the memory tests.
+tensor_memory_stats <- function() {
+  v <- .Call(C_memory_stats, NULL)
+  list(live = v[[1]], since_collection = v[[2]], live_after = v[[3]], floor = v[[4]],
+       collections = v[[5]], full = v[[6]], seconds = v[[7]])
+}
+
 #' @rdname cuda_is_available
 #' @export
 torch_get_num_interop_threads <- function() .Call(C_num_interop_threads, NULL)

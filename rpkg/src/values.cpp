@@ -11,6 +11,9 @@
 // storage an R tensor holds are counted; once the bytes made since the last collection pass
 // half of what was alive after it (and at least `floor`), the collector runs (young generations
 // first, a full collection when that freed too little), and the finalizers release the storages.
+// A full collection walks every R object (30-70 ms here, the package's functions included), a
+// young one about a millisecond; the counts and the time spent are kept (tensor_memory_stats(),
+// read by the benchmark's R runner).
 // Only a fresh result is counted (its TensorImpl and storage held by no one else): a new R object
 // for a tensor that lives elsewhere (a parameter's gradient, an in-place op's own input, a view)
 // holds no new memory, and counting it made a full collection run at every training step (a full
@@ -33,6 +36,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -58,7 +62,11 @@ struct Memory {
   int64_t live = 0;              // bytes of storages held by R tensors (as counted)
   int64_t since_collection = 0;  // bytes of new storages since the last collection
   int64_t live_after = 0;        // `live` after the last collection
+  int64_t live_after_full = 0;   // `live` after the last full collection: the working set
   int64_t floor = int64_t{64} << 20;
+  int64_t collections = 0;       // collections run (each starts young)
+  int64_t full_collections = 0;  // of which went on to a full collection
+  double seconds = 0;            // spent in them
   bool collecting = false;
 };
 Memory memory;
@@ -83,17 +91,23 @@ SEXP gc_call(bool full) {
 // was just made and protected.
 void collect() {
   memory.collecting = true;
-  const int64_t before = memory.live;
+  const auto started = std::chrono::steady_clock::now();
   SEXP young = PROTECT(gc_call(false));
   Rf_eval(young, R_BaseEnv);
   UNPROTECT(1);
-  // Tensors that survived an earlier collection sit in older generations: collect them too when
-  // the young generations gave back less than half of what was made since.
-  if (before - memory.live < memory.since_collection / 2) {
+  memory.collections += 1;
+  // Tensors alive at any collection, R's own included, move to older generations that young
+  // collections leave alone: collect those too when the tensors still alive hold half again as
+  // much as after the last full collection (the working set; at least `floor` more).
+  if (memory.live > memory.live_after_full + std::max(memory.floor, memory.live_after_full / 2)) {
     SEXP full = PROTECT(gc_call(true));
     Rf_eval(full, R_BaseEnv);
     UNPROTECT(1);
+    memory.full_collections += 1;
+    memory.live_after_full = memory.live;
   }
+  memory.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   memory.since_collection = 0;
   memory.live_after = memory.live;
   memory.collecting = false;
@@ -637,11 +651,14 @@ extern "C" SEXP C_device_info(SEXP device) {
 
 extern "C" SEXP C_memory_stats(SEXP floor_mb) {
   if (!Rf_isNull(floor_mb)) memory.floor = static_cast<int64_t>(Rf_asReal(floor_mb) * (1 << 20));
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, 4));
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 7));
   REAL(out)[0] = static_cast<double>(memory.live);
   REAL(out)[1] = static_cast<double>(memory.since_collection);
   REAL(out)[2] = static_cast<double>(memory.live_after);
   REAL(out)[3] = static_cast<double>(memory.floor);
+  REAL(out)[4] = static_cast<double>(memory.collections);
+  REAL(out)[5] = static_cast<double>(memory.full_collections);
+  REAL(out)[6] = memory.seconds;
   UNPROTECT(1);
   return out;
 }

@@ -91,6 +91,9 @@ def test_implementations_and_r_take_turns(monkeypatch):
         def final_loss(self):
             return 0.0
 
+        def collection_fields(self):
+            return {"collect_share": 0.0}
+
     monkeypatch.setattr(training._Loop, "steps", recorded)
     rows = training.run_python_cells(suite, size, "cpu", "fp32", ["ampkit-py", "torch.amp"],
                                      r_cell=FakeRCell())
@@ -99,6 +102,7 @@ def test_implementations_and_r_take_turns(monkeypatch):
                                                                  "ampkit-r"]
     assert timed == (forward + backward + forward) * 2
     assert [r["impl"] for r in rows] == ["ampkit-py", "torch.amp", "ampkit-r"]
+    assert rows[-1]["collect_share"] == 0.0  # the R cell's own fields join its row
     assert rows[-1]["times_s"] == pytest.approx([0.003, 0.003])
 
     # With turns of 2 steps (the size's "turn"), 3 steps a repeat are a turn of 2 and one of 1:
@@ -129,4 +133,7 @@ def test_r_against_python_rows(results):
     compared = data["r_against_python"]["training"]
     assert {r["what"].split()[0] for r in compared} == r_suites
     assert all(r["memory"] > 0 for r in compared)
+    # with the share of the R loop's time in the package's collections, and full ones per step
+    assert all(0 <= r["collect_share"] < 1 and r["full_per_step"] >= 0 for r in compared)
+    assert "in gc" in proc.stdout
     assert "one call (per call)" in proc.stdout and "process start-up" in proc.stdout

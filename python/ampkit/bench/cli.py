@@ -155,7 +155,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         matmul += op_rows(args.device, **({"repeats": 1, "number": 20} if size_name == "tiny"
                                           else {}))
         _progress(f"[{time.time() - started:6.1f}s] process start-up, Python and R ...")
-        matmul += startup_rows(repeats=1 if size_name == "tiny" else 5)
+        # (a CUDA machine's Python start-up takes seconds: fewer repeats there)
+        matmul += startup_rows(repeats=1 if size_name == "tiny" else
+                               3 if args.device == "cuda" else 5)
     report.add_ratios(training)
     r_rows = compare_rows(training)
 

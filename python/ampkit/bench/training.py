@@ -122,5 +122,5 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
         for r in rows:
             r.update(casts if r["impl"] == "ampkit-py" else dict.fromkeys(casts))
     if r_cell is not None:
-        rows.append(row("ampkit-r", r_cell.final_loss()))
+        rows.append({**row("ampkit-r", r_cell.final_loss()), **r_cell.collection_fields()})
     return rows

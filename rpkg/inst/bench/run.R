@@ -8,7 +8,9 @@
 #   cell SUITE.json SIZE MODE   build a cell's workload and warm it up: {"steps": n}, or
 #                               {"skipped": why} for a model this runner does not build
 #   step COUNT                  COUNT training steps, back to back, timed together:
-#                               {"seconds": s, "peak_bytes": b}
+#                               {"seconds": s, "peak_bytes": b, "collections": n, "full": n,
+#                               "collect_seconds": s} (the package's collections for tensor
+#                               memory during them, young and full, and their time)
 #   loss                        the loss of the last step: {"loss": x}
 #   matmul M K N NUMBER         NUMBER timed float32 products (M x K) @ (K x N): {"seconds": [..]}
 #   ops NUMBER                  each of the per-op rows (OPS below) NUMBER times in a loop:
@@ -157,22 +159,29 @@ new_cell <- function(suite_path, size_name, mode) {
 
 timed_steps <- function(count) {
   reset_peak_memory()
+  before <- ampkit:::tensor_memory_stats()
   synchronize()
   start <- now()
   loss <- train_steps(cell$w, count, cell$use_autocast, cell$scaler, cell$position)
   synchronize()
   seconds <- now() - start
+  after <- ampkit:::tensor_memory_stats()
   peak <- peak_memory_bytes()
   cell$position <<- cell$position + count
   cell$loss <<- loss
-  list(seconds = seconds, peak_bytes = peak)
+  # The collections the package ran for tensor memory during these steps, and their time.
+  list(seconds = seconds, peak_bytes = peak,
+       collections = after$collections - before$collections, full = after$full - before$full,
+       collect_seconds = after$seconds - before$seconds)
 }
 
 matmul <- function(m, k, n, number) {
+  # Drawn on the CPU's generator, then moved, as the Python runner does (a CPU generator cannot
+  # draw on CUDA).
   g <- torch_generator()
   g$set_current_seed(0)
-  a <- torch_randn(m, k, generator = g, device = device)
-  b <- torch_randn(k, n, generator = g, device = device)
+  a <- torch_randn(m, k, generator = g)$to(device = device)
+  b <- torch_randn(k, n, generator = g)$to(device = device)
   torch_mm(a, b)
   seconds <- vapply(seq_len(number), function(i) {
     synchronize()

@@ -39,6 +39,23 @@ test_that("a loop of large temporaries keeps peak memory within 2x of its workin
   expect_equal(values[[4L]], 1000)
 })
 
+test_that("tensors freed by R's own collections bring no full collection", {
+  # Each 16 MiB tensor is dropped and freed by a collection of R's own before the package's
+  # next one: what R holds stays one tensor, so the package's collections (one every 5 of them)
+  # stay young ones. (Judging by what its own young collection gave back, it ran a full one,
+  # tens of milliseconds, at every one of them.)
+  gc()
+  before <- ampkit:::tensor_memory_stats()
+  for (i in 1:100) {
+    x <- torch_empty(4 * 2^20)$fill_(i)
+    x <- NULL
+    invisible(gc(full = FALSE))
+  }
+  after <- ampkit:::tensor_memory_stats()
+  expect_gte(after$collections - before$collections, 15)
+  expect_lte(after$full - before$full, 1)
+})
+
 test_that("a module defined in R is freed when dropped", {
   block <- nn_module(
     initialize = function() {
