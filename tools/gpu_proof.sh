@@ -9,13 +9,17 @@
 #   1. refuses at once, with the reason, where torch sees no CUDA device;
 #   2. installs .whl/ (--no-index) and builds ampkit against the interpreter's own torch
 #      (--no-build-isolation; the C++ tests too when GoogleTest came along);
-#   3. runs the C++ tests (ctest) and the device-generic Python suite's CUDA half (pytest -m cuda),
-#      and the R package's CUDA test where R and the ampkit R package are there;
-#   4. runs the benchmark with --device cuda (the seeds' GPU workloads included: seed_mlp,
-#      seed_bert) and counts host syncs per step (torch.cuda.set_sync_debug_mode);
+#   3. runs the C++ tests (ctest) and the device-generic Python suite's CUDA half (pytest -m cuda);
+#      where the machine has no R, unpacks .whl/r-bundle.tar.xz (tools/r_bundle.sh, as root);
+#      builds the R package against the interpreter's torch and runs its CUDA test;
+#   4. runs the benchmark with --device cuda twice: the R loops against Python's (the seeds' MLP,
+#      R torch's article loop, the small MLP) and the per-call overhead, then the larger
+#      workloads (seed_bert among them) into more/; counts host syncs per step
+#      (torch.cuda.set_sync_debug_mode);
 #   5. writes bench/results/gpu/<date>-<machine>/: results.json and results.png (the benchmark),
 #      gpu_proof.json and README.md (machine, GPU, driver, torch, CUDA; each stage; the
-#      acceptance checks), and the logs; with $OUT set (the device tool) a copy goes there too.
+#      acceptance checks), and the logs; with $OUT set (the device tool) the folder goes there
+#      as proof.tar.gz, with its README.md beside it.
 # Environment: PYTHON (default python3), GPU_PROOF_DIR (default the folder above),
 # AMPKIT_FUZZ_EXAMPLES (default 100 here), GPU_PROOF_BUDGET (seconds, default 500: each stage's
 # limit is cut to what is left of it, so the whole proof, report included, ends inside 9 minutes;

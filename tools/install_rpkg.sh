@@ -24,7 +24,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$log" "$work"' EXIT
 export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
 if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
-  R CMD INSTALL --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 || { cat "$log"; exit 1; }
+  # --preclean: objects in rpkg/src/ from another torch's build are not reused (the object cache
+  # keeps it cheap)
+  R CMD INSTALL --preclean --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 \
+    || { cat "$log"; exit 1; }
 else
   { (cd "$work" && R CMD build --no-manual "$root/rpkg") \
       && R CMD INSTALL --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } >"$log" 2>&1 \

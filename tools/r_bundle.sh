@@ -30,7 +30,8 @@ pack() {
     want <- c("bit64", "magrittr", "R6", "rlang", "withr", "testthat", "reticulate", "waldo")
     d <- tools::package_dependencies(want, db = ip, recursive = TRUE,
                                      which = c("Depends", "Imports", "LinkingTo"))
-    keep <- unique(c(want, unlist(d), rownames(ip)[ip[, "Priority"] %in% "base"]))
+    keep <- intersect(unique(c(want, unlist(d), rownames(ip)[ip[, "Priority"] %in% "base"])),
+                      rownames(ip))
     cat(sprintf("%s/%s", ip[keep, "LibPath"], keep), sep = "\n")')
   mkdir -p "$stage/usr/lib/R/library" "$stage/usr/lib/R/site-library" "$stage/usr/share/R" \
     "$stage/etc" "$stage/syslib" "$stage/bin"
@@ -49,9 +50,8 @@ pack() {
   rm -rf "$stage/usr/lib/R/modules/R_X11.so" "$stage/usr/lib/R/modules/R_de.so" \
     "$stage/usr/lib/R/modules/internet.so" "$stage/usr/lib/R/library/tcltk" \
     "$stage/usr/lib/R/library/grDevices/libs/cairo.so"
-  # Help pages and tests of the packages are not needed to run them.
-  # Help pages, translations, tests and the headers of packages compiled against (none are: the
-  # package links no other R package's code) are not needed to run them.
+  # Not needed to run the packages: help pages, translations, tinytest suites, examples, and
+  # the headers for compiling against them (the package links no other R package's code).
   find "$stage/usr/lib/R" -depth -type d \( -name help -o -name html -o -name doc -o -name po \
     -o -name tinytest -o -name include -o -name examples \) -path '*/library/*/*' -prune \
     -exec rm -rf {} +
@@ -62,10 +62,10 @@ pack() {
     | { xargs -0 ldd 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u \
     | while read -r name lib; do
         [[ "$name" =~ $base_libs ]] && continue
-        [[ "$lib" == /usr/lib/R/* ]] && continue
+        [[ "$(realpath "$lib")" == /usr/lib/R/* ]] && continue  # R's own (libR.so), carried
         cp -L "$lib" "$stage/syslib/$name"
       done
-  tar -C "$stage" -cJf "$out" .
+  tar -C "$stage" -cJf "$out.part" . && mv "$out.part" "$out"
   echo "r-bundle: $(du -h "$out" | cut -f1) in $out ($(wc -l <<< "$pkgs") R packages," \
     "$(ls "$stage/syslib" | wc -l) shared libraries)"
 }
@@ -89,9 +89,11 @@ unpack() {
   command -v make >/dev/null || cp "$stage/bin/make" /usr/local/bin/make
   # Only the libraries this machine lacks, found after its own (ld.so.conf.d is read in order).
   mkdir -p /usr/local/lib/ampkit-r
+  local known
+  known=$(ldconfig -p)
   for path in "$stage"/syslib/*; do
     name=$(basename "$path")
-    ldconfig -p | grep -q "^[[:space:]]*$name " || cp "$path" /usr/local/lib/ampkit-r/
+    grep -q "^[[:space:]]*$name " <<< "$known" || cp "$path" /usr/local/lib/ampkit-r/
   done
   echo /usr/local/lib/ampkit-r > /etc/ld.so.conf.d/zz-ampkit-r.conf
   ldconfig

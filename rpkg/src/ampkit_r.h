@@ -103,6 +103,9 @@ bool is_tensor(SEXP x);
 at::Tensor tensor_of(SEXP x, const char* arg);
 // A new R tensor holding one reference to `t` (its storage counted for the garbage collector).
 SEXP make_tensor(at::Tensor t);
+// A full collection of R's garbage (the finalizers free the tensors R dropped), counted with the
+// package's own (values.cpp): where an allocation failed.
+void collect_garbage();
 
 bool is_dtype(SEXP x);
 c10::ScalarType dtype_of(SEXP x, const char* arg);

@@ -607,12 +607,6 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
 // ---- the call
 // ------------------------------------------------------------------------------------
 
-void collect_garbage() {
-  SEXP call = PROTECT(Rf_lang1(Rf_install("gc")));
-  Rf_eval(call, R_BaseEnv);
-  UNPROTECT(1);
-}
-
 void fill(torch::jit::Stack& stack, const Op& op, const OverloadPlan& p, SEXP* args) {
   stack.clear();
   stack.reserve(p.args.size());

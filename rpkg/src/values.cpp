@@ -9,11 +9,13 @@
 // R's garbage collector sees a few dozen bytes per tensor, not its storage: left alone, a loop
 // of large temporaries grows without bound before a collection comes. The bytes of each new
 // storage an R tensor holds are counted; once the bytes made since the last collection pass
-// half of what was alive after it (and at least `floor`), the collector runs (young generations
-// first, a full collection when that freed too little), and the finalizers release the storages.
-// A full collection walks every R object (30-70 ms here, the package's functions included), a
-// young one about a millisecond; the counts and the time spent are kept (tensor_memory_stats(),
-// read by the benchmark's R runner).
+// half of what was alive after it (and at least `floor`), the collector runs, and the finalizers
+// release the storages. It runs a young collection (about a millisecond here), and a full one
+// (30-70 ms: it walks every R object, the package's functions included) only when the tensors
+// still alive hold half again as much as the working set (at least `floor` more): tensors alive
+// at any collection, R's own too, move to older generations that young collections leave alone.
+// The counts and the time spent are kept (tensor_memory_stats(), read by the benchmark's R
+// runner).
 // Only a fresh result is counted (its TensorImpl and storage held by no one else): a new R object
 // for a tensor that lives elsewhere (a parameter's gradient, an in-place op's own input, a view)
 // holds no new memory, and counting it made a full collection run at every training step (a full
@@ -87,24 +89,31 @@ SEXP gc_call(bool full) {
   return call;
 }
 
-// Runs R's collector (and so the finalizers of unreachable tensors). Called where an R tensor
-// was just made and protected.
-void collect() {
-  memory.collecting = true;
-  const auto started = std::chrono::steady_clock::now();
-  SEXP young = PROTECT(gc_call(false));
-  Rf_eval(young, R_BaseEnv);
+void run_gc(bool full) {
+  SEXP call = PROTECT(gc_call(full));
+  Rf_eval(call, R_BaseEnv);
   UNPROTECT(1);
-  memory.collections += 1;
-  // Tensors alive at any collection, R's own included, move to older generations that young
-  // collections leave alone: collect those too when the tensors still alive hold half again as
-  // much as after the last full collection (the working set; at least `floor` more).
-  if (memory.live > memory.live_after_full + std::max(memory.floor, memory.live_after_full / 2)) {
-    SEXP full = PROTECT(gc_call(true));
-    Rf_eval(full, R_BaseEnv);
-    UNPROTECT(1);
+  if (full) {
     memory.full_collections += 1;
     memory.live_after_full = memory.live;
+  } else {
+    memory.collections += 1;
+    // What is alive after any collection bounds the working set from above: it may have shrunk.
+    memory.live_after_full = std::min(memory.live_after_full, memory.live);
+  }
+}
+
+// Runs R's collector (and so the finalizers of unreachable tensors): young, then full when the
+// tensors still alive hold half again as much as the working set (the live bytes after the last
+// full collection; at least `floor` more). Called where an R tensor was just made and protected,
+// and, with `full`, where an allocation failed.
+void collect(bool full) {
+  memory.collecting = true;
+  const auto started = std::chrono::steady_clock::now();
+  run_gc(false);
+  if (full ||
+      memory.live > memory.live_after_full + std::max(memory.floor, memory.live_after_full / 2)) {
+    run_gc(true);
   }
   memory.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -135,6 +144,10 @@ void finalize_generator(SEXP x) {
 std::string arg_text(const char* arg) { return std::string("`") + arg + "`"; }
 
 }  // namespace
+
+void collect_garbage() {
+  if (!memory.collecting) collect(true);
+}
 
 // ---- tensors -----------------------------------------------------------------------------------
 
@@ -192,7 +205,7 @@ SEXP make_tensor(at::Tensor t) {
     memory.since_collection += bytes;
     if (!memory.collecting &&
         memory.since_collection > std::max(memory.floor, memory.live_after / 2)) {
-      collect();
+      collect(false);
     }
   }
   UNPROTECT(1);

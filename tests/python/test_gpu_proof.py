@@ -72,6 +72,27 @@ def test_acceptance_checks_read_the_benchmark_rows():
     }
 
 
+def test_report_joins_the_larger_workloads_run(tmp_path, monkeypatch):
+    # The proof's second benchmark writes into more/: its rows reach the report and its checks.
+    import json
+
+    report = _report_module()
+    monkeypatch.setattr(report, "_machine", lambda: {"gpu": "a GPU"})
+    (tmp_path / "more").mkdir()
+    first = {"training": [_row("seed_mlp", "fp32", "ampkit-r", 1.0, steps_per_s=1.0,
+                               peak_bytes=0, ratio_vs_ampkit_py=0.97)]}
+    second = {"training": [_row("seed_bert", "autocast+scaler", "ampkit-py", 2.0,
+                                steps_per_s=1.0, peak_bytes=0, ratio_vs_torch=1.02)]}
+    (tmp_path / "results.json").write_text(json.dumps(first))
+    (tmp_path / "more" / "results.json").write_text(json.dumps(second))
+    report.report(str(tmp_path), "1")
+    proof = json.loads((tmp_path / "gpu_proof.json").read_text())
+    checked = {row["what"] for row in proof["acceptance"]}
+    assert {"seed_mlp fp32: R steps/s / Python's",
+            "seed_bert: ampkit whole step time / torch.amp's"} <= checked
+    assert "| seed_bert | autocast+scaler | ampkit-py |" in (tmp_path / "README.md").read_text()
+
+
 def test_seed_gpu_suites_run_only_on_cuda_or_by_name():
     on_cpu = {s["name"] for s in load_suites(SUITES_DIR, None, "cpu")}
     on_cuda = {s["name"] for s in load_suites(SUITES_DIR, None, "cuda")}

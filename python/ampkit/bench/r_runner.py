@@ -124,8 +124,8 @@ class RCell:
         self.session = session
         # Over the timed steps: steps, seconds, and the package's garbage collections for tensor
         # memory (young ones, the full ones among them, their seconds).
-        self.collections = {"steps": 0, "seconds": 0.0, "young": 0, "full": 0,
-                            "collect_seconds": 0.0}
+        self.collections: Dict[str, Any] = {"steps": 0, "seconds": 0.0, "young": 0, "full": 0,
+                                            "collect_seconds": 0.0}
 
     def timed_steps(self, count: int = 1) -> "tuple[float, int]":
         """`count` steps of the R loop, back to back: their seconds, and the R process's peak
@@ -135,16 +135,22 @@ class RCell:
         c = self.collections
         c["steps"] += count
         c["seconds"] += seconds
-        c["young"] += int(answer["collections"])
-        c["full"] += int(answer["full"])
-        c["collect_seconds"] += float(answer["collect_seconds"])
+        if "collect_seconds" in answer:  # an R package older than these counts has none
+            c["young"] += int(answer["collections"])
+            c["full"] += int(answer["full"])
+            c["collect_seconds"] += float(answer["collect_seconds"])
+        else:
+            c["collect_seconds"] = None
         return seconds, int(answer["peak_bytes"])
 
-    def collection_fields(self) -> Dict[str, float]:
+    def collection_fields(self) -> Dict[str, Optional[float]]:
         """For the cell's row: the share of the R loop's time spent in the package's garbage
-        collections, and collections (all, full) per step."""
+        collections, and collections (all, full) per step (None where the R package does not
+        count them)."""
         c = self.collections
         steps = max(c["steps"], 1)
+        if c["collect_seconds"] is None:
+            return dict.fromkeys(("collect_share", "collections_per_step", "full_per_step"))
         return {"collect_share": c["collect_seconds"] / c["seconds"] if c["seconds"] else 0.0,
                 "collections_per_step": c["young"] / steps, "full_per_step": c["full"] / steps}
 
