@@ -137,3 +137,24 @@ def test_r_against_python_rows(results):
     assert all(0 <= r["collect_share"] < 1 and r["full_per_step"] >= 0 for r in compared)
     assert "in gc" in proc.stdout
     assert "one call (per call)" in proc.stdout and "process start-up" in proc.stdout
+
+
+def test_a_failing_r_row_keeps_the_training_rows(tmp_path, monkeypatch):
+    # The R runner stopping in its own rows (after the training cells) still prints and writes
+    # every row measured, and the run ends with status 1, naming the failure.
+    if r_unavailable() is not None:
+        pytest.skip(r_unavailable())
+    from ampkit.bench import cli
+
+    def stopped(device, **kwargs):
+        raise RuntimeError("the R runner stopped (exit 1); its messages are above")
+
+    monkeypatch.setattr(cli, "op_rows", stopped)
+    code = cli.main(["--size", "tiny", "--no-audit", "--only", "small_mlp",
+                     "--out", str(tmp_path)])
+    assert code == 1
+    with open(tmp_path / "results.json") as f:
+        data = json.load(f)
+    assert {r["impl"] for r in data["training"]} == {"ampkit-py", "torch.amp", "ampkit-r"}
+    assert any(not r.get("per_op") for r in data["r_against_python"]["matmul"])  # the product
+    assert "the R runner stopped" in data["r_against_python"]["failure"]

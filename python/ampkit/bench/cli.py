@@ -147,17 +147,25 @@ def main(argv: Optional[List[str]] = None) -> int:
             training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS),
                                          audit=not args.no_audit, r_cell=r_cell)
     matmul: List[Dict[str, Any]] = []
+    # The R runner's own rows after the training cells. Where the runner stops there, the rows
+    # measured so far are still printed and written (a failing R row once cost a GPU machine's
+    # whole training table), and the run ends with status 1.
+    r_failure: Optional[str] = None
     if r_session is not None:
         r_session.close()
-        _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
-        matmul = matmul_rows(args.device)
-        _progress(f"[{time.time() - started:6.1f}s] one call of each kind, Python and R ...")
-        matmul += op_rows(args.device, **({"repeats": 1, "number": 20} if size_name == "tiny"
-                                          else {}))
-        _progress(f"[{time.time() - started:6.1f}s] process start-up, Python and R ...")
-        # (a CUDA machine's Python start-up takes seconds: fewer repeats there)
-        matmul += startup_rows(repeats=1 if size_name == "tiny" else
-                               3 if args.device == "cuda" else 5)
+        try:
+            _progress(f"[{time.time() - started:6.1f}s] float32 matmul, Python and R ...")
+            matmul += matmul_rows(args.device)
+            _progress(f"[{time.time() - started:6.1f}s] one call of each kind, Python and R ...")
+            matmul += op_rows(args.device, **({"repeats": 1, "number": 20}
+                                              if size_name == "tiny" else {}))
+            _progress(f"[{time.time() - started:6.1f}s] process start-up, Python and R ...")
+            # (a CUDA machine's Python start-up takes seconds: fewer repeats there)
+            matmul += startup_rows(repeats=1 if size_name == "tiny" else
+                                   3 if args.device == "cuda" else 5)
+        except RuntimeError as error:
+            r_failure = str(error)
+            _progress(f"[{time.time() - started:6.1f}s] the R runner failed: {error}")
     report.add_ratios(training)
     r_rows = compare_rows(training)
 
@@ -192,10 +200,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                                   "overhead": overheads, "features": features,
                                   "precision": precision_rows,
                                   "r_against_python": {"training": r_rows,
-                                                       "matmul": matmul},
+                                                       "matmul": matmul,
+                                                       "failure": r_failure},
                                   "seconds": time.time() - started})
     charted = report.write_chart(png_path, training, overheads)
     chart = f" and {png_path}" if charted else " (no chart: matplotlib missing)"
     print(f"\nwrote {json_path}{chart}"
           + f" in {time.time() - started:.0f} s")
+    if r_failure is not None:
+        print(f"the R runner failed after the training cells: {r_failure}", file=sys.stderr)
+        return 1
     return 0

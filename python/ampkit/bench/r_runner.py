@@ -108,6 +108,9 @@ class RSession:
             except (RuntimeError, OSError):
                 pass
             self.proc.wait(timeout=60)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
     def __enter__(self) -> "RSession":
         return self
