@@ -532,11 +532,11 @@ cuda_peak_memory <- function() cuda_memory_stats()$allocated_bytes$all$peak
 
 # The benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator): glibc's
 # malloc keeps what it frees. Whether it could.
-steady_allocator <- function() .Call(C_steady_allocator)
+steady_allocator <- function() .Call(C_keep_freed_heap, -1)
 
 # The collector's share of tensor memory (values.cpp): the bytes R tensors hold, the bytes made
-# since the last collection, the bytes alive after it, the floor, the collections run (each
-# starts young; `full`: those that went on to a full one) and the seconds spent in them.
+# since the last collection, the bytes alive after it, the floor, the young and the full
+# collections run and the seconds spent in them.
 # Internal: for the benchmark's runner and the memory tests.
 tensor_memory_stats <- function() {
   v <- .Call(C_memory_stats, NULL)

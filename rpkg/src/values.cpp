@@ -66,8 +66,8 @@ struct Memory {
   int64_t live_after = 0;        // `live` after the last collection
   int64_t live_after_full = 0;   // `live` after the last full collection: the working set
   int64_t floor = int64_t{64} << 20;
-  int64_t collections = 0;       // collections run (each starts young)
-  int64_t full_collections = 0;  // of which went on to a full collection
+  int64_t collections = 0;       // young collections run
+  int64_t full_collections = 0;  // full collections run
   double seconds = 0;            // spent in them
   bool collecting = false;
 };
@@ -105,16 +105,18 @@ void run_gc(bool full) {
 
 // Runs R's collector (and so the finalizers of unreachable tensors): young, then full when the
 // tensors still alive hold half again as much as the working set (the live bytes after the last
-// full collection; at least `floor` more). Called where an R tensor was just made and protected,
-// and, with `full`, where an allocation failed.
+// full collection; at least `floor` more). Called where an R tensor was just made and protected;
+// with `full` (a full collection at once), where an allocation failed.
 void collect(bool full) {
   memory.collecting = true;
   const auto started = std::chrono::steady_clock::now();
-  run_gc(false);
-  if (full ||
-      memory.live > memory.live_after_full + std::max(memory.floor, memory.live_after_full / 2)) {
-    run_gc(true);
+  if (!full) {
+    run_gc(false);
+    const int64_t bound =
+        memory.live_after_full + std::max(memory.floor, memory.live_after_full / 2);
+    full = memory.live > bound;
   }
+  if (full) run_gc(true);
   memory.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   memory.since_collection = 0;
@@ -830,22 +832,20 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
   AMPKIT_R_END
 }
 
-// glibc's malloc keeps what it frees and serves blocks of up to 32 MiB from its heap, for the rest
-// of the process: the benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator
-// says why). Whether it could.
-// At load: glibc's malloc keeps up to 256 MiB it was given back at the top of its heap, and serves
-// blocks of up to 32 MiB from the heap (its own adaptive limit's ceiling, fixed). R frees a
-// tensor only when it collects, and then frees hundreds at once; glibc handed that memory back to
-// the system after each collection and faulted it in again at the next allocations: a 32x32
-// product from R took 9.9 us against 5.9 with the memory kept (Python: 6.7, freeing one at a time).
-extern "C" SEXP C_keep_freed_heap() {
+// glibc's malloc serves blocks of up to 32 MiB from its heap (its own adaptive limit's ceiling,
+// fixed) and keeps up to `trim_mb` MiB of what it was given back at the heap's top (negative: all
+// of it), for the rest of the process. Whether it could.
+// - At load, 256 MiB: R frees a tensor only when it collects, and then hundreds at once; glibc
+//   handed that memory back to the system after each collection and faulted it in again at the
+//   next allocations (a 32x32 product from R took 9.9 us, 6.2 with the memory kept; Python's 6.7,
+//   freeing one at a time).
+// - All of it: the benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator
+//   says why).
+extern "C" SEXP C_keep_freed_heap(SEXP trim_mb) {
+  const double mb = Rf_asReal(trim_mb);
+  const int trim = mb < 0 ? -1 : static_cast<int>(mb * (1 << 20));
   return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
-                          mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1);
-}
-
-extern "C" SEXP C_steady_allocator() {
-  return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
-                          mallopt(M_TRIM_THRESHOLD, -1) == 1);
+                          mallopt(M_TRIM_THRESHOLD, trim) == 1);
 }
 
 // The number of threads libtorch uses between operations (NULL reads). libtorch takes a new
