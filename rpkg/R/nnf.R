@@ -30,6 +30,7 @@ number_arg <- function(x, name) {
 
 # R torch's ignore_index: a 1-based class (>= 1 loses 1); negative ones (the default -100) stay.
 ignore_index_arg <- function(ignore_index) {
+  if (identical(ignore_index, -100)) return(-100L) # the default, read at every step
   ignore_index <- whole_number(ignore_index, "ignore_index")
   if (ignore_index == 0) {
     abort("`ignore_index` is 1-based (the first class is 1), but found 0.", class = "value_error")
@@ -460,7 +461,9 @@ nnf_binary_cross_entropy_with_logits <- function(input, target, weight = NULL,
 #' @export
 nnf_cross_entropy <- function(input, target, weight = NULL, ignore_index = -100,
                               reduction = "mean", label_smoothing = 0) {
-  if (!target$is_floating_point()) target <- one_based_tensor(target, "target")
+  if (!is_torch_tensor(target) || !meta(target, "is_floating_point")) {
+    target <- one_based_tensor(target, "target")
+  }
   .torch_cross_entropy_loss(input, target, weight, reduction_enum(reduction),
                             ignore_index_arg(ignore_index), label_smoothing)
 }

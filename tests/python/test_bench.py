@@ -88,6 +88,9 @@ def test_implementations_and_r_take_turns(monkeypatch):
             turns.extend(["ampkit-r"] * count)
             return 0.001 * count, 1
 
+        def untimed_steps(self, count):
+            turns.extend(["untimed ampkit-r"] * count)
+
         def final_loss(self):
             return 0.0
 
@@ -106,12 +109,20 @@ def test_implementations_and_r_take_turns(monkeypatch):
     assert rows[-1]["times_s"] == pytest.approx([0.003, 0.003])
 
     # With turns of 2 steps (the size's "turn"), 3 steps a repeat are a turn of 2 and one of 1:
-    # each implementation takes its 2 steps back to back, the order reversing each turn.
+    # each implementation takes its 2 steps back to back, the order reversing each turn, each
+    # turn after one untimed step of its own (a Python loop's untimed step is recorded as a
+    # step of it: the loop's own steps() runs it).
     turns.clear()
     training.run_python_cells(suite, dict(size, turn=2), "cpu", "fp32",
                               ["ampkit-py", "torch.amp"], r_cell=FakeRCell())
-    twice = [name for name in forward for _ in range(2)]
-    assert turns[2:] == (twice + backward) * 2
+
+    def warmed(name, count):
+        first = "untimed ampkit-r" if name == "ampkit-r" else name
+        return [first] + [name] * count
+
+    one_repeat = ([step for name in forward for step in warmed(name, 2)]
+                  + [step for name in backward for step in warmed(name, 1)])
+    assert turns[2:] == one_repeat * 2
 
 
 def test_r_against_python_rows(results):

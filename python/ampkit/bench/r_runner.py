@@ -146,6 +146,10 @@ class RCell:
             c["collect_seconds"] = None
         return seconds, int(answer["peak_bytes"])
 
+    def untimed_steps(self, count: int = 1) -> None:
+        """`count` steps of the R loop whose time and collections no row counts."""
+        self.session.request("step", count)
+
     def collection_fields(self) -> Dict[str, Optional[float]]:
         """For the cell's row: the share of the R loop's time spent in the package's garbage
         collections, and collections (all, full) per step (None where the R package does not

@@ -73,7 +73,12 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
     the other runner's turn and a pause, would time how fast a process wakes with cold caches
     (a small MLP's step: 0.4 ms back to back, 1.5 ms after a 10 ms pause, in R and in Python
     alike; worse for the process that waited through two turns of the other), not the step that
-    a training loop repeats. On a shared 2-core VM the same cell's speed drifts by 2x over
+    a training loop repeats. Such a turn also begins with one step more, untimed: the first
+    step after the pause still paid for the wake (R's small-MLP step alone, 10 steps after a
+    10 ms pause: 3.5 ms, the first 0.97 ms of it; back to back 2.7 ms, 0.26 ms a step), and
+    the process with the larger working set paid more (R's turns of 10 steps took 2.3x as long
+    as alone, Python's 1.5x). Every implementation takes the same untimed steps, so the losses
+    still compare. On a shared 2-core VM the same cell's speed drifts by 2x over
     minutes: with repeats of 8-10 steps in turn, the R/Python ratio of a cell differed by up to
     10% between two quiet runs. With `r_cell` (the same cell in the R runner's process, warmed
     up) the R loop takes its turn too, next to ampkit-py's; R's row comes last.
@@ -90,10 +95,13 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
         return seconds, measure.peak_memory_bytes(device)
 
     turns: Dict[str, Callable[[int], Tuple[float, int]]] = {}
+    untimed: Dict[str, Callable[[int], None]] = {}
     if r_cell is not None:
         turns["ampkit-r"] = r_cell.timed_steps
+        untimed["ampkit-r"] = r_cell.untimed_steps
     for impl in impls:
         turns[impl] = lambda count, loop=loops[impl]: python_steps(loop, count)
+        untimed[impl] = loops[impl].steps
     names = list(turns)
     times: Dict[str, List[float]] = {name: [] for name in names}
     peaks: Dict[str, int] = dict.fromkeys(names, 0)
@@ -104,6 +112,8 @@ def run_python_cells(suite: Dict[str, Any], size: Dict[str, Any], device: str, m
         for i, count in enumerate(counts):
             for name in (names if i % 2 == 0 else names[::-1]):
                 measure.settle()
+                if turn > 1:
+                    untimed[name](1)
                 seconds, peak = turns[name](count)
                 total[name] += seconds
                 peaks[name] = max(peaks[name], peak)

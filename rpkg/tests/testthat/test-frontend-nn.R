@@ -759,3 +759,39 @@ test_that("the regression and margin losses match PyTorch's modules", {
   nn$MultiLabelSoftMarginLoss()$forward(px, py_of(labels))$backward()
   expect_equal(as_array(x$grad), as_array(as_r_tensor(px$grad)), tolerance = 1e-6)
 })
+
+test_that("a forward's self$ reads go to the module lookup directly, with `$`'s meaning", {
+  counter <- nn_module(
+    "counter",
+    initialize = function() {
+      self$fc <- nn_linear(2, 2)
+      self$calls <- 0
+      self$scale <- nn_buffer(torch_tensor(2))
+    },
+    forward = function(x) {
+      self$calls <- self$calls + 1 # the target stays an assignment
+      twice <- function(self) self$value * 2 # a function's own `self` is left alone
+      y <- self[["fc"]](x) * self$scale
+      y + twice(list(value = self$calls)) + self$missing_field %||% 0
+    }
+  )
+  m <- counter()
+  code <- paste(deparse(body(attr(m, "module")$forward)), collapse = "\n")
+  expect_match(code, "C_module_lookup, self, \"fc\"", fixed = TRUE)
+  expect_match(code, "self$calls <- ", fixed = TRUE)
+  expect_match(code, "self$value * 2", fixed = TRUE)
+  x <- torch_ones(1, 2)
+  expected <- (torch_linear(x, m$fc$weight, m$fc$bias) * 2 + 2)$detach()
+  expect_equal(as_array(m(x)), as_array(expected))
+  expect_equal(m$calls, 1)
+  m$fc <- nn_linear(2, 2) # a replaced submodule is what the next call reads
+  expect_equal(as_array(m(x)), as_array((m$fc(x) * 2 + 4)$detach()))
+
+  # A class with its own `$` keeps R's dispatch to it.
+  `$.own_dollar` <- function(x, name) if (name == "answer") 42 else `$.nn_Module`(x, name)
+  registerS3method("$", "own_dollar", `$.own_dollar`)
+  own <- nn_module("own_dollar", forward = function(x) x + self$answer)
+  expect_equal(as_array(own()(torch_zeros(1))), 42)
+  expect_match(paste(deparse(body(attr(own(), "module")$forward)), collapse = ""), "self$answer",
+               fixed = TRUE)
+})

@@ -141,6 +141,14 @@ test_that("libtorch's errors reach R in R's words, and bad input never aborts", 
   expect_error(torch_ones(2, 2)$sum(dim = 3), "\\[-2, 2\\].*got 3", class = "index_error")
   expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 4L))),
                "Target 4 is out of bounds", class = "error")
+  expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 0L))),
+               "`target` is 1-based (the first is 1), but found 0.", fixed = TRUE,
+               class = "value_error")
+  # Class targets become 0-based in one pass; ignore_index's negative classes stay as they are.
+  input <- torch_randn(3, 3)
+  expect_equal(as_array(nnf_cross_entropy(input, torch_tensor(c(3L, -100L, 1L)))),
+               as_array(nnf_cross_entropy(input[c(1, 3), ], torch_tensor(c(3L, 1L)))),
+               tolerance = 1e-6)
   freed <- unserialize(serialize(torch_ones(2), NULL))  # a saved R session's tensor
   expect_error(freed + 1, "no longer exists", class = "value_error")
 })
