@@ -157,12 +157,12 @@ def checks(bench: Optional[Dict[str, Any]], sync_rows: Optional[List[Dict[str, A
 
 
 def report(directory: str, seconds: str) -> None:
-    bench = _load(directory, "results.json")
+    bench = first = _load(directory, "results.json")
     # The larger workloads run as a second benchmark, into more/: their rows join the first's.
     more = _load(os.path.join(directory, "more"), "results.json")
     if more and more.get("training"):
-        bench = bench or {}
-        bench["training"] = bench.get("training", []) + more["training"]
+        bench = dict(bench or {})
+        bench["training"] = (bench.get("training") or []) + more["training"]
     sync_rows = _load(directory, "syncs.json")
     stages = _stages(directory)
     tests = _pytest_counts(directory)
@@ -192,6 +192,11 @@ def report(directory: str, seconds: str) -> None:
                   "| implementation | optimizer | syncs/step |", "| --- | --- | --- |"]
         lines += [f"| {r['impl']} | {r['optimizer']} | {r['syncs_per_step']:g} |"
                   for r in sync_rows]
+    cut_short = [name for name, run in (("first", first), ("larger workloads", more))
+                 if run and run.get("complete") is False]
+    if cut_short:
+        lines += ["", f"The benchmark ({', '.join(cut_short)}) was cut short: its rows are those "
+                  "measured before."]
     if bench and bench.get("training"):
         lines += ["", "## Benchmark (--device cuda)", "",
                   "| workload | mode | implementation | time s | steps/s | x fp32 | /torch.amp | "

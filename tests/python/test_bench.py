@@ -169,3 +169,30 @@ def test_a_failing_r_row_keeps_the_training_rows(tmp_path, monkeypatch):
     assert {r["impl"] for r in data["training"]} == {"ampkit-py", "torch.amp", "ampkit-r"}
     assert any(not r.get("per_op") for r in data["r_against_python"]["matmul"])  # the product
     assert "the R runner stopped" in data["r_against_python"]["failure"]
+
+
+def test_a_run_cut_short_keeps_the_cells_it_finished(tmp_path, monkeypatch):
+    # results.json is written after every cell, marked incomplete until the end: a run stopped
+    # inside a cell (a crash, a time limit: the GPU proof's stages have one) keeps the rows of
+    # the cells before.
+    from ampkit.bench import cli
+
+    finished = []
+
+    def cell_then_stop(suite, size, device, mode, impls, **kwargs):
+        if finished:
+            raise KeyboardInterrupt  # as a time limit's signal would stop it
+        finished.append(mode)
+        return run_cell(suite, size, device, mode, impls, **kwargs)
+
+    run_cell = cli.run_python_cells
+    monkeypatch.setattr(cli, "run_python_cells", cell_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["--size", "tiny", "--no-audit", "--no-r", "--only", "small_mlp",
+                  "--out", str(tmp_path)])
+    with open(tmp_path / "results.json") as f:
+        data = json.load(f)
+    assert data["complete"] is False
+    assert {(r["mode"], r["impl"]) for r in data["training"]} == {
+        (finished[0], "ampkit-py"), (finished[0], "torch.amp")}
+    assert not (tmp_path / "results.json.partial").exists()

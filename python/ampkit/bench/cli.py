@@ -120,6 +120,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     measure.steady_allocator()  # and the same allocator policy
 
     started = time.time()
+    machine = {"platform": platform.platform(),
+               "processor": platform.processor() or platform.machine(),
+               "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device,
+               "python": platform.python_version(), "cuda": torch.version.cuda,
+               "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
+    json_path = os.path.join(args.out, "results.json")
     training: List[Dict[str, Any]] = []
     overheads: List[Dict[str, Any]] = []
     features: List[Dict[str, Any]] = []
@@ -127,15 +133,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     # The R runner: one Rscript process, started after the overhead timings (which it would
     # disturb), whose steps take turns with the Python runner's.
     r_session: Optional[RSession] = None
+
+    def write_results(matmul: List[Dict[str, Any]], r_failure: Optional[str],
+                      complete: bool) -> List[Dict[str, Any]]:
+        """results.json with the rows so far (the R/Python rows among them); written after
+        every cell too, `complete` false until the end, so that a run cut short (a time limit,
+        a crash inside a cell) keeps what it measured."""
+        report.add_ratios(training)
+        r_rows = compare_rows(training)
+        report.write_json(json_path, {"machine": machine, "size": size_name,
+                                      "training": training, "overhead": overheads,
+                                      "features": features, "precision": precision_rows,
+                                      "r_against_python": {"training": r_rows,
+                                                           "matmul": matmul,
+                                                           "failure": r_failure},
+                                      "seconds": time.time() - started, "complete": complete})
+        return r_rows
+
     for suite in suites:
         size = suite["sizes"][size_name]
         _progress(f"[{time.time() - started:6.1f}s] {suite['name']}: {suite['description']}")
         if suite["kind"] == "overhead":
             overheads += run_overhead(suite, size, args.device)
             features += run_features(size, args.device)
+            write_results([], None, complete=False)
             continue
         if suite["kind"] == "precision":
             precision_rows += precision.run(suite, size, args.device)
+            write_results([], None, complete=False)
             continue
         if r_missing is None and r_session is None:
             r_session = RSession(args.device)
@@ -146,6 +171,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                       "repeats)")
             training += run_python_cells(suite, size, args.device, mode, list(IMPLEMENTATIONS),
                                          audit=not args.no_audit, r_cell=r_cell)
+            write_results([], None, complete=False)
     matmul: List[Dict[str, Any]] = []
     # The R runner's own rows after the training cells. Where the runner stops there, the rows
     # measured so far are still printed and written (a failing R row once cost a GPU machine's
@@ -166,14 +192,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         except RuntimeError as error:
             r_failure = str(error)
             _progress(f"[{time.time() - started:6.1f}s] the R runner failed: {error}")
-    report.add_ratios(training)
-    r_rows = compare_rows(training)
-
-    machine = {"platform": platform.platform(),
-               "processor": platform.processor() or platform.machine(),
-               "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device,
-               "python": platform.python_version(), "cuda": torch.version.cuda,
-               "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None}
+    r_rows = write_results(matmul, r_failure, complete=True)
     print(f"\nampkit benchmark - {machine['platform']}, {machine['cpus']} CPUs, "
           f"torch {machine['torch']}"
           + (f", {machine['gpu']}" if machine["gpu"] else "") + f", sizes '{size_name}'")
@@ -194,15 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n" + report.feature_table(features))
     if precision_rows:
         print("\n" + precision.table(precision_rows))
-    json_path = os.path.join(args.out, "results.json")
     png_path = os.path.join(args.out, "results.png")
-    report.write_json(json_path, {"machine": machine, "size": size_name, "training": training,
-                                  "overhead": overheads, "features": features,
-                                  "precision": precision_rows,
-                                  "r_against_python": {"training": r_rows,
-                                                       "matmul": matmul,
-                                                       "failure": r_failure},
-                                  "seconds": time.time() - started})
     charted = report.write_chart(png_path, training, overheads)
     chart = f" and {png_path}" if charted else " (no chart: matplotlib missing)"
     print(f"\nwrote {json_path}{chart}"

@@ -79,9 +79,13 @@ def feature_table(rows: List[Dict[str, Any]]) -> str:
 
 
 def write_json(path: str, payload: Dict[str, Any]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
+    """Whole or not at all (written beside `path`, then renamed over it): a run stopped while
+    writing leaves the previous file."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    partial = path + ".partial"
+    with open(partial, "w") as f:
         json.dump(payload, f, indent=2)
+    os.replace(partial, path)
 
 
 def write_chart(path: str, training: List[Dict[str, Any]], overhead: List[Dict[str, Any]]) -> bool:
