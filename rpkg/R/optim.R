@@ -108,6 +108,9 @@ Optimizer <- R6::R6Class(
           if (!any(has_grad)) next
           private$update(group, group$params[has_grad], grads[has_grad],
                          grad_scale = grad_scale, found_inf = found_inf)
+          # These R objects of the gradients are the step's own: let go of them now, not at R's
+          # next collection (after zero_grad(set_to_none = TRUE) they would hold the gradients).
+          .Call(C_release_tensors, grads)
         }
       })
       invisible(loss)

@@ -11,6 +11,7 @@
   AMPKIT_ENTRY(C_r_from_tensor, 2) \
   AMPKIT_ENTRY(C_tensor_from_buffer, 3) \
   AMPKIT_ENTRY(C_is_tensor, 1) \
+  AMPKIT_ENTRY(C_release_tensors, 1) \
   AMPKIT_ENTRY(C_dtype_info, 1) \
   AMPKIT_ENTRY(C_dtype_named, 1) \
   AMPKIT_ENTRY(C_default_dtype, 1) \

@@ -614,6 +614,20 @@ extern "C" SEXP C_r_from_tensor(SEXP x, SEXP integer64) {
 
 extern "C" SEXP C_is_tensor(SEXP x) { return Rf_ScalarLogical(is_tensor(x)); }
 
+// Lets go of the tensors of a list's R tensor objects now, as their finalizers would at a later
+// collection: for R objects that no one reads again (an optimizer step's own objects of the
+// gradients, which would otherwise keep the last step's gradients alive after
+// zero_grad(set_to_none = TRUE), unseen by the collection rule: they are not fresh results).
+// Other elements are left alone; a released object reads as a freed tensor.
+extern "C" SEXP C_release_tensors(SEXP list) {
+  if (TYPEOF(list) == VECSXP) {
+    for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
+      if (is_tensor(VECTOR_ELT(list, i))) finalize_tensor(VECTOR_ELT(list, i));
+    }
+  }
+  return R_NilValue;
+}
+
 extern "C" SEXP C_dtype_info(SEXP dtype) {
   AMPKIT_R_BEGIN
   const c10::ScalarType t = dtype_of(dtype, "dtype");

@@ -39,6 +39,36 @@ test_that("a loop of large temporaries keeps peak memory within 2x of its workin
   expect_equal(values[[4L]], 1000)
 })
 
+test_that("gradients dropped by zero_grad(set_to_none = TRUE) are freed at once", {
+  skip_if_not(file.exists("/proc/self/clear_refs"), "needs Linux's /proc")
+  # An optimizer's step reads the gradients through R objects of its own; after the step they
+  # let go of them, else each step's dropped gradient (32 MiB here) would live on until R's next
+  # collection, which the collection rule does not hasten: a gradient is not a fresh result.
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script))
+  writeLines(c(
+    "suppressPackageStartupMessages(library(ampkit))",
+    paste("resident <-", paste(deparse(resident), collapse = "\n")),
+    "p <- nn_parameter(torch_zeros(8 * 2^20))",
+    "opt <- optim_sgd(list(p), lr = 0.1)",
+    "step <- function() {",
+    "  p$sum()$backward()",
+    "  opt$step()",
+    "  opt$zero_grad(set_to_none = TRUE)",
+    "}",
+    "step()",
+    "gc()",
+    "writeLines('5', '/proc/self/clear_refs')",
+    "baseline <- resident('VmRSS')",
+    "for (i in 1:40) step()",
+    "cat(baseline, resident('VmHWM'), 32 * 2^20, as_array(p[1]), '\\n')"
+  ), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
+  values <- as.numeric(strsplit(trimws(utils::tail(out, 1L)), " ")[[1L]])
+  expect_lte(values[[2L]] - values[[1L]], 4 * values[[3L]])
+  expect_equal(values[[4L]], -0.1 * 41, tolerance = 1e-5)
+})
+
 test_that("tensors freed by R's own collections bring no full collection", {
   # Each 16 MiB tensor is dropped and freed by a collection of R's own before the package's
   # next one: what R holds stays one tensor, so the package's collections (one every 5 of them)
