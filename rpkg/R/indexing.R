@@ -65,45 +65,21 @@ index_mask <- function(parent) {
   env
 }
 
-# The index arguments of a `[` call, evaluated R torch's way; a missing one stays the missing
-# argument (the whole dimension).
-index_args <- function(exprs, parent) { # nolint: cyclocomp_linter.
-  mask <- NULL
-  out <- vector("list", length(exprs))
-  for (i in seq_along(exprs)) {
-    if (identical(exprs[[i]], quote(expr = ))) { # nolint: spaces_inside_linter.
-      out[i] <- list(quote(expr = )) # nolint: spaces_inside_linter.
-      next
-    }
-    e <- exprs[[i]]
-    if (is.numeric(e) || is.logical(e) || is.null(e)) {
-      out[i] <- list(e)
-    } else if (is.symbol(e) && !identical(e, quote(..)) && !identical(e, quote(N)) &&
-               !identical(e, quote(newaxis))) {
-      out[i] <- list(eval(e, parent))
-    } else {
-      if (is.null(mask)) mask <- index_mask(parent)
-      out[i] <- list(eval(e, mask))
-    }
-  }
-  out
-}
+# An index argument that is not a value or a name (`a:b`, `N`, `..`, `-1`), evaluated in the index
+# mask over the caller's frame `env` (called from src/indexing.cpp, which reads the others).
+index_eval_masked <- function(expr, env) eval(expr, index_mask(env))
 
 #' @rdname tensor-indexing
 #' @export
-`[.torch_tensor` <- function(x, ..., drop = TRUE) {
-  exprs <- as.list(substitute(list(...)))[-1L]
-  .Call(C_tensor_index, x, index_args(exprs, parent.frame()), drop)
-}
+`[.torch_tensor` <- function(x, ..., drop = TRUE) .Call(C_tensor_index, x, environment(), drop)
 
 #' @rdname tensor-indexing
 #' @export
 `[<-.torch_tensor` <- function(x, ..., value) {
-  exprs <- as.list(substitute(list(...)))[-1L]
   if (is.atomic(value) && length(value) > 1L) {
     value <- torch_tensor(value, device = meta(x, "device"))
   }
-  index <- index_args(exprs, parent.frame())
+  index <- .Call(C_index_args, environment())
   # R torch's rule: in an assignment at most one index is a tensor (two would pair their
   # entries, PyTorch's advanced indexing, where R would take the grid of rows and columns).
   if (sum(vapply(index, function(i) is_torch_tensor(i) && length(dim(i)) > 0L, NA)) > 1L) {

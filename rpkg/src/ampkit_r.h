@@ -93,6 +93,9 @@ SEXP guarded_call(Body&& body) {
 // unchanged once back in R.
 SEXP eval_protected(SEXP call, SEXP env);
 
+// The package's namespace, where C++ calls the package's R helpers.
+SEXP package_namespace();
+
 // How an R value reads in a message: "a tensor", "a character vector of length 2", "NULL", ...
 std::string describe(SEXP x);
 

@@ -76,6 +76,7 @@
   AMPKIT_ENTRY(C_autograd_context, 3) \
   AMPKIT_ENTRY(C_zero_based, 2) \
   AMPKIT_ENTRY(C_tensor_index, 3) \
+  AMPKIT_ENTRY(C_index_args, 1) \
   AMPKIT_ENTRY(C_tensor_index_put, 3) \
   AMPKIT_ENTRY(C_pickle_save, 1) \
   AMPKIT_ENTRY(C_pickle_load, 1) \

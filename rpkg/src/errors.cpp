@@ -56,8 +56,10 @@ void keep(const std::string& r_class, const std::string& message,
   kept.core_type = core_type;
 }
 
+}  // namespace
+
 SEXP package_namespace() {
-  static SEXP ns = [] {
+  static SEXP ns = [] {  // kept by R's registry of namespaces
     SEXP name = PROTECT(Rf_mkString("ampkit"));
     SEXP env = R_FindNamespace(name);
     UNPROTECT(1);
@@ -65,8 +67,6 @@ SEXP package_namespace() {
   }();
   return ns;
 }
-
-}  // namespace
 
 void value_error(const std::string& message) { throw Error("value_error", message); }
 void type_error(const std::string& message) { throw Error("type_error", message); }

@@ -20,7 +20,9 @@
 #include <ATen/ops/ge.h>
 #include <ATen/ops/sub.h>
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 #include "ampkit_r.h"
@@ -281,12 +283,67 @@ extern "C" SEXP C_zero_based(SEXP x, SEXP arg) {
   AMPKIT_R_END
 }
 
-extern "C" SEXP C_tensor_index(SEXP x, SEXP args, SEXP drop) {
+// Whether an index argument written in the brackets is taken as written: a number, TRUE/FALSE,
+// NULL.
+bool written_value(SEXP expr) {
+  const int type = TYPEOF(expr);
+  return type == NILSXP ||
+         ((type == REALSXP || type == INTSXP || type == LGLSXP) && ATTRIB(expr) == R_NilValue);
+}
+
+// Whether a name in the brackets is one of the index mask's (R/indexing.R: index_mask()).
+bool masked_name(SEXP expr) {
+  static const SEXP names[] = {Rf_install("N"), Rf_install("newaxis"), Rf_install("..")};
+  return std::find(std::begin(names), std::end(names), expr) != std::end(names);
+}
+
+// The index arguments of a `[` call, the `...` of the method's frame `env`, evaluated R torch's
+// way: a missing one stays the missing argument (the whole dimension); a number, TRUE/FALSE or
+// NULL is taken as written, a name as R evaluates it; any other expression (`a:b`, `N`, `..`,
+// `-1`) in R's index mask over the caller's frame (index_eval_masked(), R/indexing.R). In C: in
+// R, reading the arguments cost more than the indexing (x[1, ] of a 64x64 tensor).
+SEXP index_args_of(SEXP env) {
+  SEXP dots = Rf_findVarInFrame(env, R_DotsSymbol);
+  if (TYPEOF(dots) != DOTSXP) return Rf_allocVector(VECSXP, 0);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, Rf_length(dots)));
+  static const SEXP masked = Rf_install("index_eval_masked");
+  R_xlen_t i = 0;
+  for (SEXP cell = dots; cell != R_NilValue; cell = CDR(cell), ++i) {
+    SEXP arg = CAR(cell);
+    if (arg == R_MissingArg || TYPEOF(arg) != PROMSXP) {
+      SET_VECTOR_ELT(out, i, arg);
+      continue;
+    }
+    SEXP expr = R_PromiseExpr(arg);
+    if (written_value(expr)) {
+      SET_VECTOR_ELT(out, i, expr);
+    } else if ((TYPEOF(expr) == SYMSXP && !masked_name(expr)) || PRENV(arg) == R_NilValue) {
+      SET_VECTOR_ELT(out, i, eval_protected(arg, R_BaseEnv));  // forces the promise
+    } else {
+      SEXP quoted = PROTECT(Rf_lang2(R_QuoteSymbol, expr));
+      SEXP call = PROTECT(Rf_lang3(masked, quoted, PRENV(arg)));
+      SET_VECTOR_ELT(out, i, eval_protected(call, package_namespace()));
+      UNPROTECT(2);
+    }
+  }
+  UNPROTECT(1);
+  return out;
+}
+
+extern "C" SEXP C_index_args(SEXP env) {
+  AMPKIT_R_BEGIN
+  return index_args_of(env);
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_tensor_index(SEXP x, SEXP env, SEXP drop) {
   AMPKIT_R_BEGIN
   at::Tensor out = tensor_of(x, "x");
+  SEXP args = PROTECT(index_args_of(env));
   for (const auto& piece : pieces_of(args, Rf_asLogical(drop) != FALSE, out.device())) {
     out = out.index(piece);
   }
+  UNPROTECT(1);
   return make_tensor(std::move(out));
   AMPKIT_R_END
 }

@@ -9,6 +9,10 @@
 
 #include "entries.h"
 
+namespace ampkit_r {
+SEXP package_namespace();  // errors.cpp (declared here: ampkit_r.h brings ATen, this file none)
+}  // namespace ampkit_r
+
 namespace {
 
 // A binding of an environment's own frame as .subset2() reads it (an active binding called, a
@@ -58,9 +62,8 @@ extern "C" SEXP C_module_lookup(SEXP instance, SEXP name) {
       Rf_inherits(instance, "R6ClassGenerator")) {
     static SEXP other = Rf_install("module_lookup_other");
     SEXP call = PROTECT(Rf_lang3(other, instance, name));
-    SEXP package = PROTECT(Rf_mkString("ampkit"));
-    SEXP value = Rf_eval(call, R_FindNamespace(package));
-    UNPROTECT(2);
+    SEXP value = Rf_eval(call, ampkit_r::package_namespace());
+    UNPROTECT(1);
     return value;
   }
   SEXP text = STRING_ELT(name, 0);

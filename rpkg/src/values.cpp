@@ -232,10 +232,9 @@ c10::ScalarType dtype_or_name_of(SEXP x, const char* arg) {
   if (TYPEOF(x) == STRSXP) {
     // A name ("float16", "half"): the package's alias table (R/values.R) is the one home.
     SEXP call = PROTECT(Rf_lang3(Rf_install("as_torch_dtype"), x, Rf_mkString(arg)));
-    SEXP ns = PROTECT(R_FindNamespace(Rf_mkString("ampkit")));
-    SEXP d = PROTECT(eval_protected(call, ns));
+    SEXP d = PROTECT(eval_protected(call, package_namespace()));
     const c10::ScalarType t = dtype_of(d, arg);
-    UNPROTECT(3);
+    UNPROTECT(2);
     return t;
   }
   return dtype_of(x, arg);

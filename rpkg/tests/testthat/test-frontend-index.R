@@ -209,3 +209,19 @@ test_that("head and tail take rows, as R torch's", {
   expect_identical(as_array(tail(m, n = 4)), cbind(7:10, 7:10))
   expect_identical(as_array(head(x, 20)), 1:10)
 })
+
+test_that("index arguments are read where they were written: through ..., from compiled code", {
+  # src/indexing.cpp reads the `[` method's `...` itself: written values, names, and the index
+  # mask's expressions (`a:b`, N), in the frame each was written in.
+  x <- torch_tensor(matrix(1:12, 3))
+  pass <- function(...) x[...]
+  expect_equal(as_array(pass(2, 2:3)), c(5L, 8L))
+  compiled <- compiler::cmpfun(function(k) x[k, 2:N])
+  expect_equal(as_array(compiled(3)), c(6L, 9L, 12L))
+  rows <- c(1, 3)
+  expect_equal(as_array(x[rows, -1]), c(10L, 12L))
+  missing_row <- function(j) x[j, ]
+  expect_error(missing_row(), "missing")
+  x[rows, 4] <- 0L
+  expect_equal(as_array(x[, 4]), c(0L, 11L, 0L))
+})
