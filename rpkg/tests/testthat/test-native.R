@@ -7,36 +7,43 @@ resident <- function(field) {
   as.numeric(sub("^[^0-9]*([0-9]+) kB$", "\\1", line)) * 1024
 }
 
-test_that("a loop of large temporaries keeps peak memory within 2x of its working set", {
-  skip_if_not(file.exists("/proc/self/clear_refs"), "needs Linux's /proc")
-  # In a fresh R process, as a user's script runs: the test process's own heap (every test
-  # file's objects, reticulate's namespaces) would make each of R's collections slower, not the
-  # memory different.
+# Runs `setup`, resets the process's peak memory (VmHWM), runs `loop`, and returns the resident
+# memory before the loop, the peak during it and the numbers `loop` leaves in `result`: in a
+# fresh R process, as a user's script runs (the test process's own heap, every test file's
+# objects and reticulate's namespaces, would make each of R's collections slower, not the memory
+# different).
+memory_of_loop <- function(setup, loop) {
   script <- tempfile(fileext = ".R")
   on.exit(unlink(script))
   writeLines(c(
     "suppressPackageStartupMessages(library(ampkit))",
     paste("resident <-", paste(deparse(resident), collapse = "\n")),
-    "temporary <- 64 * 2^20  # bytes: 16M float32",
-    "gc()",
-    "invisible(torch_ones(16 * 2^20)$sum())  # libtorch's first allocation of this size",
+    setup,
     "gc()",
     "writeLines('5', '/proc/self/clear_refs')  # resets the peak (VmHWM)",
     "baseline <- resident('VmRSS')",
-    "# R holds each step's 64 MiB tensor through `x` until the next step: R's collector sees",
-    "# a few dozen bytes of it.",
-    "for (i in 1:1000) x <- torch_empty(16 * 2^20)$fill_(i)",
-    "cat(baseline, resident('VmHWM'), temporary, as_array(x[1]), '\\n')"
+    loop,
+    "cat(baseline, resident('VmHWM'), result, '\\n')"
   ), script)
   out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
   values <- as.numeric(strsplit(trimws(utils::tail(out, 1L)), " ")[[1L]])
-  baseline <- values[[1L]]
-  peak <- values[[2L]]
-  temporary <- values[[3L]]
-  expect_lte(peak, 2 * (baseline + temporary))
+  list(baseline = values[[1L]], peak = values[[2L]], result = values[-(1:2)])
+}
+
+test_that("a loop of large temporaries keeps peak memory within 2x of its working set", {
+  skip_if_not(file.exists("/proc/self/clear_refs"), "needs Linux's /proc")
+  temporary <- 64 * 2^20 # bytes: 16M float32
+  m <- memory_of_loop(
+    "invisible(torch_ones(16 * 2^20)$sum())  # libtorch's first allocation of this size",
+    c("# R holds each step's 64 MiB tensor through `x` until the next step: R's collector sees",
+      "# a few dozen bytes of it.",
+      "for (i in 1:1000) x <- torch_empty(16 * 2^20)$fill_(i)",
+      "result <- as_array(x[1])")
+  )
+  expect_lte(m$peak, 2 * (m$baseline + temporary))
   # and what the loop added beyond its own tensor is a few temporaries, not a thousand
-  expect_lte(peak - baseline, 4 * temporary)
-  expect_equal(values[[4L]], 1000)
+  expect_lte(m$peak - m$baseline, 4 * temporary)
+  expect_equal(m$result, 1000)
 })
 
 test_that("gradients dropped by zero_grad(set_to_none = TRUE) are freed at once", {
@@ -44,29 +51,20 @@ test_that("gradients dropped by zero_grad(set_to_none = TRUE) are freed at once"
   # An optimizer's step reads the gradients through R objects of its own; after the step they
   # let go of them, else each step's dropped gradient (32 MiB here) would live on until R's next
   # collection, which the collection rule does not hasten: a gradient is not a fresh result.
-  script <- tempfile(fileext = ".R")
-  on.exit(unlink(script))
-  writeLines(c(
-    "suppressPackageStartupMessages(library(ampkit))",
-    paste("resident <-", paste(deparse(resident), collapse = "\n")),
-    "p <- nn_parameter(torch_zeros(8 * 2^20))",
-    "opt <- optim_sgd(list(p), lr = 0.1)",
-    "step <- function() {",
-    "  p$sum()$backward()",
-    "  opt$step()",
-    "  opt$zero_grad(set_to_none = TRUE)",
-    "}",
-    "step()",
-    "gc()",
-    "writeLines('5', '/proc/self/clear_refs')",
-    "baseline <- resident('VmRSS')",
-    "for (i in 1:40) step()",
-    "cat(baseline, resident('VmHWM'), 32 * 2^20, as_array(p[1]), '\\n')"
-  ), script)
-  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
-  values <- as.numeric(strsplit(trimws(utils::tail(out, 1L)), " ")[[1L]])
-  expect_lte(values[[2L]] - values[[1L]], 4 * values[[3L]])
-  expect_equal(values[[4L]], -0.1 * 41, tolerance = 1e-5)
+  gradient <- 32 * 2^20
+  m <- memory_of_loop(
+    c("p <- nn_parameter(torch_zeros(8 * 2^20))",
+      "opt <- optim_sgd(list(p), lr = 0.1)",
+      "step <- function() {",
+      "  p$sum()$backward()",
+      "  opt$step()",
+      "  opt$zero_grad(set_to_none = TRUE)",
+      "}",
+      "step()"),
+    c("for (i in 1:40) step()", "result <- as_array(p[1])")
+  )
+  expect_lte(m$peak - m$baseline, 4 * gradient)
+  expect_equal(m$result, -0.1 * 41, tolerance = 1e-5)
 })
 
 test_that("tensors freed by R's own collections bring no full collection", {
