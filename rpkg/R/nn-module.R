@@ -601,14 +601,11 @@ left_as_written <- function(e) {
 # `.Call(<namespace>$C_module_lookup, self, "name")` for a call `self$name` or
 # `self[["name"]]`, else NULL.
 self_read_lookup <- function(e) {
-  reads <- length(e) == 3L && identical(e[[2L]], quote(self)) &&
-    any(vapply(c(quote(`$`), quote(`[[`)), identical, NA, e[[1L]]))
-  if (!reads) return(NULL)
-  field <- if (is.symbol(e[[3L]]) && identical(e[[1L]], quote(`$`))) {
-    as.character(e[[3L]])
-  } else {
-    e[[3L]]
+  name <- call_name(e)
+  if (!name %in% c("$", "[[") || length(e) != 3L || !identical(e[[2L]], quote(self))) {
+    return(NULL)
   }
+  field <- if (name == "$" && is.symbol(e[[3L]])) as.character(e[[3L]]) else e[[3L]]
   if (!is.character(field) || length(field) != 1L) return(NULL)
   call(".Call", call("$", asNamespace("ampkit"), quote(C_module_lookup)), quote(self), field)
 }

@@ -52,9 +52,10 @@ struct Converted {
 // R torch's 1-based positions in a tensor, made 0-based: positive ones move down by one, negative
 // ones (from the end, or an ignore_index) stay; a 0 is `zero`'s error.
 at::Tensor zero_based_tensor(const at::Tensor& t, const std::function<void()>& zero) {
-  if (t.device().is_cpu() && t.scalar_type() == at::kLong && !t.requires_grad()) {
+  if (t.device().is_cpu() && t.scalar_type() == at::kLong) {
     // One pass over the data, not five ops and a read of their result: a loss's class targets
-    // come here at every step (nnf_cross_entropy's 16 targets: ~25 us -> ~1 us).
+    // come here at every step (the small conv net's cross-entropy: 62 -> 31 us over its
+    // forward).
     const at::Tensor in = t.contiguous();
     at::Tensor out = at::empty_like(in);
     const int64_t* from = in.const_data_ptr<int64_t>();
