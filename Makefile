@@ -95,11 +95,12 @@ bench: setup
 parity: setup
 	@$(PY) -m pytest -q tests/parity -p no:cacheprovider --parity-report
 
-# Style: ruff (Python), clang-format (C++), lintr (R); the configurations are in the repository.
+# Style: ruff (Python), clang-format (C++), lintr (R; it loads the installed package, found through
+# R_LIBS); the configurations are in the repository.
 lint: setup
 	@echo "== ruff" && $(PY) -m ruff check python tests tools rpkg/inst/python
 	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
-	@echo "== lintr" && Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
+	@echo "== lintr" && R_LIBS="$$($(PY) -m ampkit r-library --r-libs)" Rscript -e 'l <- lintr::lint_package("rpkg"); print(l); quit(status = length(l) > 0)'
 
 # On a GPU machine (the device tool's): `make gpu-wheels` here first (the build requirements and
 # GoogleTest into .whl/, carried there), then `make gpu-proof` there (tools/gpu_proof.sh: build

@@ -2,9 +2,16 @@
 and the scenario format live in tests/parity/parity_models.py, importable from both folders
 through pyproject.toml's `pythonpath`."""
 
+import os
+
 import pytest
 import torch
+from ampkit.r_library import r_environ
 from devices import CUDA, DEVICES
+
+# The R processes the tests start (the Rscript runners, R's examples) find the R package ampkit
+# where the set-up installed it: the R library of this Python's environment.
+os.environ.update(r_environ())
 
 
 @pytest.fixture(params=DEVICES)

@@ -148,7 +148,9 @@ else
     bash tools/install_rpkg.sh "$(command -v "$PY")" || r_here=0
 fi
 if [ $r_here -eq 1 ]; then
-  RETICULATE_PYTHON=$(command -v "$PY") stage "R CUDA tests (testthat)" 120 Rscript -e \
+  # the package is in the R library of $PY's environment (the benchmark's R runner is given it
+  # by ampkit itself)
+  R_LIBS="$("$PY" -m ampkit r-library --r-libs)" RETICULATE_PYTHON=$(command -v "$PY") stage "R CUDA tests (testthat)" 120 Rscript -e \
     'testthat::test_file("rpkg/tests/testthat/test-cuda.R", package = "ampkit", load_package = "installed", stop_on_failure = TRUE)'
 else
   skip "R CUDA tests (testthat)" "no R package on this machine"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs the R package from rpkg/ into R's library. The package records the Python it was
-# installed against (AMPKIT_PYTHON, read while R CMD INSTALL builds it; see rpkg/R/python.R), so
-# that nothing else is written: no ~/.Renviron, no global setting pointing into this checkout.
+# Installs the R package from rpkg/ into the R library of that Python's environment
+# (`python -m ampkit r-library`: .venv/lib/ampkit-R for the checkout's .venv; python/ampkit/
+# r_library.py), never into R's site library, which would outlive the checkout and point into it.
+# R finds it through R_LIBS (tools/test_rpkg.sh, and ampkit's Python for the R it starts). The
+# package records the Python it was installed against (AMPKIT_PYTHON, read while R CMD INSTALL
+# builds it; see rpkg/R/python.R), so that nothing else is written: no ~/.Renviron, no global
+# setting pointing into this checkout.
 # Its compiled objects are kept in build/r-objects (rpkg/src/Makevars.in) for the next install.
 # It is installed from the tarball R CMD build makes, not from rpkg/ itself: R CMD INSTALL
 # installs vignettes only as R CMD build leaves them (knitted into inst/doc, indexed in
@@ -18,7 +22,9 @@ py="${1:-$root/.venv/bin/python}"
 [[ "$py" == /* ]] || py="$PWD/$py"
 cd "$root"
 [ -f rpkg/DESCRIPTION ] || { echo "setup: no R package in rpkg/ yet"; exit 0; }
-echo "setup: installing the R package ampkit (against $py)"
+lib="$("$py" -m ampkit r-library)"
+echo "setup: installing the R package ampkit into $lib (against $py)"
+mkdir -p "$lib"
 log="$(mktemp)"
 work="$(mktemp -d)"
 trap 'rm -rf "$log" "$work"' EXIT
@@ -26,10 +32,11 @@ export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
 if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
   # --preclean: objects in rpkg/src/ from another torch's build are not reused (the object cache
   # keeps it cheap)
-  R CMD INSTALL --preclean --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 \
+  R CMD INSTALL -l "$lib" --preclean --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 \
     || { cat "$log"; exit 1; }
 else
   { (cd "$work" && R CMD build --no-manual "$root/rpkg") \
-      && R CMD INSTALL --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } >"$log" 2>&1 \
+      && R CMD INSTALL -l "$lib" --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } \
+    >"$log" 2>&1 \
     || { cat "$log"; exit 1; }
 fi

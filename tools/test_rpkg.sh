@@ -10,6 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 [ -f rpkg/DESCRIPTION ] || { echo "== R tests: no R package in rpkg/ yet"; exit 0; }
 export RETICULATE_PYTHON="${1:-${RETICULATE_PYTHON:-$root/.venv/bin/python}}"
+# The installed package is in that Python's environment's R library (tools/install_rpkg.sh).
+R_LIBS="$("$RETICULATE_PYTHON" -m ampkit r-library --r-libs)"
+export R_LIBS
 # R CMD build and R CMD check install the package again: from the objects tools/install_rpkg.sh
 # compiled (rpkg/src/Makevars.in).
 export AMPKIT_R_OBJECTS="$root/build/r-objects"

@@ -23,6 +23,8 @@ import threading
 import warnings
 from typing import Any, Optional
 
+from .r_library import r_environ, r_library
+
 __all__ = ["r_eval"]
 
 # The R side, defined once in a private environment: parse and evaluate `code` in the global
@@ -78,6 +80,9 @@ class _Session:
     """rpy2's embedded R, R's C API through ctypes.PyDLL (the GIL stays held), the R side."""
 
     def __init__(self) -> None:
+        # Where the R package ampkit is (ampkit.r_library): read by R when rpy2 starts it, and by
+        # the R processes it starts.
+        os.environ.update(r_environ())
         with warnings.catch_warnings():
             # rpy2 warns about R's environment (R_HOME, the C stack) on its import
             warnings.simplefilter("ignore")
@@ -93,6 +98,9 @@ class _Session:
         self.lib.Rf_endEmbeddedR.argtypes = [ctypes.c_int]
         # Defined and called through rpy2: this R code calls no Python.
         self.state = ri.evalr(_R_SETUP)
+        if r_library().is_dir():  # an R that rpy2 had started before did not read R_LIBS
+            lib_paths = ri.baseenv[".libPaths"]
+            lib_paths(ri.StrSexpVector([str(r_library()), *lib_paths()]))
         self.run, self.last = ri.parse("run()")[0], ri.parse("last()")[0]
         # atexit runs the last registered first: this ends R before rpy2's own handler does,
         # which then finds R ended and does nothing.

@@ -33,3 +33,16 @@ def test_bench_help_and_an_unknown_suite_list_the_suites():
     assert out.returncode != 0
     assert "unknown suite(s) nosuch" in out.stderr
     assert all(name in out.stderr for name in names)
+
+
+def test_r_library_prints_the_environments_r_library_or_r_libs_naming_it_first():
+    from ampkit.r_library import r_environ, r_library
+    out = _run("r-library")
+    assert out.returncode == 0
+    assert out.stdout == f"{r_library()}\n"
+    assert "r-library" in _run("--help").stdout
+    out = _run("r-library", "--r-libs")
+    assert out.returncode == 0
+    assert out.stdout == r_environ().get("R_LIBS", "") + "\n"
+    out = _run("r-library", "extra")
+    assert out.returncode == 2 and "the one option is --r-libs" in out.stderr

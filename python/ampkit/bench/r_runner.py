@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
+from ..r_library import r_environ
 from . import measure
 
 _FIND_RUNNER = (
@@ -42,7 +43,8 @@ def _probe() -> "tuple[Optional[str], Optional[str]]":
     """(path of run.R, None) when R can run the benchmark, else (None, the reason)."""
     if shutil.which("Rscript") is None:
         return None, "Rscript not found (install R: make setup)"
-    probe = subprocess.run(["Rscript", "-e", _FIND_RUNNER], capture_output=True, text=True)
+    probe = subprocess.run(["Rscript", "-e", _FIND_RUNNER], capture_output=True, text=True,
+                           env=r_environ())
     if probe.returncode != 0 or not probe.stdout.strip():
         return None, "the R package ampkit is not installed (make setup)"
     return probe.stdout.strip(), None
@@ -72,7 +74,7 @@ class RSession:
             raise RuntimeError(f"the R runner cannot run: {reason}")
         cmd = ["Rscript", script, device, str(torch.get_num_threads())]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+                                     text=True, bufsize=1, env=r_environ())
         self._answer()  # ready: the package is loaded and its torch given the thread count
 
     def _answer(self) -> Any:
@@ -309,7 +311,7 @@ def startup_rows(repeats: int = 5) -> List[Dict[str, Any]]:
     for _ in range(repeats):
         for lang, cmd in STARTUP.items():
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
+            subprocess.run(cmd, check=True, capture_output=True, env=r_environ())
             times[lang].append((time.perf_counter() - start) * 1e3)
     pairs = [q / p for p, q in zip(times["python"], times["r"])]
     return [{"what": "load the library, one tensor op", "python_ms":

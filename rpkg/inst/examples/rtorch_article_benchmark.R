@@ -3,6 +3,9 @@
 #   Rscript rpkg/inst/examples/rtorch_article_benchmark.R
 #   Rscript -e 'source(system.file("examples", "rtorch_article_benchmark.R", package = "ampkit"))'
 #
+# (R finds the package through R_LIBS: `export R_LIBS=$(.venv/bin/python -m ampkit r-library)`
+# in a checkout after `make setup`.)
+#
 # An MLP of 3 linear layers with ReLU, MSE loss and SGD (lr = 0.1), trained three times: fp32,
 # with autocast, with autocast and the grad scaler. The article's code as written, but for
 # `library(ampkit)` in place of `library(torch)` and the device: on CUDA (when
