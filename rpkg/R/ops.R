@@ -224,11 +224,13 @@ one_based_tensor <- function(x, arg) {
 
 # ---- operators -----------------------------------------------------------------------------------
 
-# An R value on the left of an operator becomes a tensor (R torch's rule); on the right a number
-# stays a scalar (libtorch's "wrapped number").
-left_tensor <- function(e1, e2) {
-  if (inherits(e1, "torch_tensor")) e1 else torch_tensor(e1, device = meta(e2, "device"))
-}
+# An R value on the left of an operator becomes a tensor on the device of the right one (R
+# torch's rule); on the right a number stays a scalar (libtorch's "wrapped number").
+left_tensor <- function(e1, e2) torch_tensor(e1, device = meta(e2, "device"))
+# An operator's left operand, written into each method: a tensor is tested inline with the builtin
+# typeof(), where calling a helper that called inherits() cost ~1.7 us of `x + y`'s ~4.4 (two
+# closure calls). An external pointer that is not a tensor fails the op's own check on `self`.
+left_operand <- quote(if (typeof(e1) == "externalptr") e1 else left_tensor(e1, e2))
 as_operand <- function(e, like) {
   if (is_torch_tensor(e)) e else torch_tensor(e, device = meta(like, "device"))
 }
@@ -244,7 +246,7 @@ operator_formals <- formals(function(e1, e2) NULL)
   if (missing(e2)) {
     return(e1)
   }
-  !!op_call(torch_add, self = quote(left_tensor(e1, e2)), other = quote(e2), alpha = 1L)
+  !!op_call(torch_add, self = left_operand, other = quote(e2), alpha = 1L)
 }))
 
 #' @export
@@ -252,29 +254,35 @@ operator_formals <- formals(function(e1, e2) NULL)
   if (missing(e2)) {
     return(torch_neg(e1))
   }
-  !!op_call(torch_sub, self = quote(left_tensor(e1, e2)), other = quote(e2), alpha = 1L)
+  !!op_call(torch_sub, self = left_operand, other = quote(e2), alpha = 1L)
 }))
 
 #' @export
 `*.torch_tensor` <- rlang::new_function(operator_formals, op_call(
-  torch_mul, self = quote(left_tensor(e1, e2)), other = quote(e2)
+  torch_mul, self = left_operand, other = quote(e2)
 ))
 
 #' @export
-`/.torch_tensor` <- function(e1, e2) torch_div(left_tensor(e1, e2), e2)
+`/.torch_tensor` <- rlang::new_function(
+  operator_formals, rlang::expr(torch_div(!!left_operand, e2))
+)
 
 #' @export
 # nolint start: object_name_linter.
-`^.torch_tensor` <- function(e1, e2) torch_pow(left_tensor(e1, e2), e2)
+`^.torch_tensor` <- rlang::new_function(operator_formals, op_call(
+  torch_pow, self = left_operand, exponent = quote(e2)
+))
 # nolint end
 
 #' @export
-`%%.torch_tensor` <- function(e1, e2) torch_fmod(left_tensor(e1, e2), e2)
+`%%.torch_tensor` <- rlang::new_function(operator_formals, op_call(
+  torch_fmod, self = left_operand, other = quote(e2)
+))
 
 #' @export
-`%/%.torch_tensor` <- function(e1, e2) { # nolint: object_name_linter.
-  torch_div(left_tensor(e1, e2), e2, rounding_mode = "trunc")
-}
+`%/%.torch_tensor` <- rlang::new_function( # nolint: object_name_linter.
+  operator_formals, rlang::expr(torch_div(!!left_operand, e2, rounding_mode = "trunc"))
+)
 
 #' @export
 Ops.torch_tensor <- function(e1, e2) {

@@ -21,10 +21,18 @@ test_that("arithmetic with tensors and R numbers on either side", {
   # R torch's definitions: `%%` is fmod, `%/%` division rounded toward zero
   expect_same_as_torch(x %% 2, p$fmod(2))
   expect_same_as_torch(x %/% 2, p$div(2, rounding_mode = "trunc"))
+  seven <- py_torch()$tensor(list(7))
+  expect_same_as_torch(7 %% x, py_torch()$fmod(seven, p))
+  expect_same_as_torch(7 %/% x, seven$div(p, rounding_mode = "trunc"))
   expect_same_as_torch(-x, p$neg())
   expect_same_as_torch(+x, p)
   # several R values become a tensor
   expect_same_as_torch(x + c(1, 2, 3), p$add(py_torch()$tensor(c(1, 2, 3))))
+  # an object of the package's that is not a tensor is refused on either side, named
+  for (op in list(`+`, `-`, `*`, `/`, `^`, `%%`, `%/%`)) {
+    expect_error(op(torch_generator(), x), "cannot be a torch_generator", class = "value_error")
+    expect_error(op(x, torch_generator()), "cannot be a torch_generator", class = "value_error")
+  }
 })
 
 test_that("R integers and doubles promote as R torch's operands", {
