@@ -63,6 +63,16 @@ arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   as.double(x)
 }
 
+# One of `choices`, by name (a reduction, a mode).
+arg_choice <- function(x, name, choices) {
+  if (!is.character(x) || length(x) != 1L || !x %in% choices) {
+    abort(sprintf("`%s` must be one of %s, got %s.", name,
+                  paste0("\"", choices, "\"", collapse = ", "), describe(x)),
+          class = "value_error")
+  }
+  x
+}
+
 # R torch's `...` between `code` and the named arguments: a misspelt or unnamed argument there is
 # an error, not silently ignored. rlang's check, raised as an ampkit_error naming each argument
 # found in `...` of the function whose frame is `env`.

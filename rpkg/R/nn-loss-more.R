@@ -29,7 +29,7 @@ nnf_cosine_embedding_loss <- function(input1, input2, target, margin = 0, reduct
   check_tensor(input1, "input1")
   check_tensor(input2, "input2")
   check_tensor(target, "target")
-  torch_cosine_embedding_loss(input1, input2, target, number_arg(margin, "margin"),
+  torch_cosine_embedding_loss(input1, input2, target, arg_number(margin, "margin"),
                               reduction_enum(reduction))
 }
 
@@ -107,7 +107,7 @@ nn_cosine_embedding_loss <- nn_module(
   "nn_cosine_embedding_loss",
   inherit = nn_loss,
   initialize = function(margin = 0, reduction = "mean") {
-    self$margin <- number_arg(margin, "margin")
+    self$margin <- arg_number(margin, "margin")
     self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
   },
   forward = function(input1, input2, target) {
@@ -122,7 +122,7 @@ nn_multi_margin_loss <- nn_module(
   inherit = nn_loss,
   initialize = function(p = 1, margin = 1, weight = NULL, reduction = "mean") {
     self$p <- margin_power(p)
-    self$margin <- number_arg(margin, "margin")
+    self$margin <- arg_number(margin, "margin")
     self$reduction <- arg_choice(reduction, "reduction", c("mean", "sum", "none"))
     if (!is.null(weight)) {
       if (!is_torch_tensor(weight)) weight <- torch_tensor(weight)

@@ -10,24 +10,6 @@ reduction_enum <- function(reduction) {
   code %||% arg_choice(reduction, "reduction", c("mean", "sum", "none"))
 }
 
-arg_choice <- function(x, name, choices) {
-  if (!is.character(x) || length(x) != 1L || !x %in% choices) {
-    abort(sprintf("`%s` must be one of %s, got %s.", name,
-                  paste0("\"", choices, "\"", collapse = ", "), describe(x)),
-          class = "value_error")
-  }
-  x
-}
-
-# A number checked as R torch's layer arguments are (NaN refused): an error of class
-# value_error naming the argument.
-number_arg <- function(x, name) {
-  if (!is.numeric(x) || length(x) != 1L || is.na(x)) {
-    abort(sprintf("`%s` must be a number, got %s.", name, describe(x)), class = "value_error")
-  }
-  as.double(x)
-}
-
 # R torch's ignore_index: a 1-based class (>= 1 loses 1); negative ones (the default -100) stay.
 ignore_index_arg <- function(ignore_index) {
   if (identical(ignore_index, -100)) return(-100L) # the default, read at every step
