@@ -12,6 +12,8 @@
 # build/vignette.rds), never from vignettes/*.Rmd, so an install of rpkg/ has no
 # vignette("amp", package = "ampkit"). R CMD build installs the package once more, into a
 # temporary library, to knit them (from the same objects: about 50 s more than rpkg/ alone).
+# The tarball is kept in build/r-tarball/ for tools/test_rpkg.sh's R CMD check: the package
+# checked is the one installed, and its vignettes are not knitted once more to build another.
 # Usage: tools/install_rpkg.sh [PYTHON]   (default: .venv/bin/python of this repository)
 # AMPKIT_RPKG_VIGNETTES=0 installs rpkg/ itself, without the vignettes and the extra install
 # (tools/gpu_proof.sh, where the vignettes are not run and every second counts).
@@ -29,6 +31,8 @@ log="$(mktemp)"
 work="$(mktemp -d)"
 trap 'rm -rf "$log" "$work"' EXIT
 export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
+tarball_dir="$root/build/r-tarball"
+rm -rf "$tarball_dir"  # a tarball of earlier sources would be checked in place of these
 if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
   # --preclean: objects in rpkg/src/ from another torch's build are not reused (the object cache
   # keeps it cheap)
@@ -39,4 +43,5 @@ else
       && R CMD INSTALL -l "$lib" --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } \
     >"$log" 2>&1 \
     || { cat "$log"; exit 1; }
+  mkdir -p "$tarball_dir" && cp "$work"/ampkit_*.tar.gz "$tarball_dir/"
 fi

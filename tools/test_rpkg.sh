@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The R package's testthat suite (against the installed package) and R CMD check of a freshly
-# built tarball, both against the venv's Python. Fails on a test failure and on any ERROR or
+# The R package's testthat suite (against the installed package) and R CMD check of the installed
+# package's tarball (build/r-tarball, kept by tools/install_rpkg.sh; else one built here), both
+# against the venv's Python. Fails on a test failure and on any ERROR or
 # WARNING from R CMD check (NOTEs are printed, not fatal). The check runs the examples and the
 # vignettes, not the tests again: testthat has just run them against the installed package, which
 # (unlike the check's own install) knows the Python it was installed against.
@@ -42,7 +43,12 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (
   cd "$work"
-  R CMD build --no-manual "$root/rpkg" >build.log 2>&1 || { cat build.log; exit 1; }
+  # The tarball of the installed package (tools/install_rpkg.sh keeps it), else a new one.
+  if compgen -G "$root/build/r-tarball/ampkit_*.tar.gz" >/dev/null; then
+    cp "$root"/build/r-tarball/ampkit_*.tar.gz .
+  else
+    R CMD build --no-manual "$root/rpkg" >build.log 2>&1 || { cat build.log; exit 1; }
+  fi
   _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual --no-tests ampkit_*.tar.gz >check.out 2>&1 || true
   log=ampkit.Rcheck/00check.log
   [ -f "$log" ] || { cat check.out; exit 1; }

@@ -20,21 +20,35 @@ def test_install_rpkg_records_the_python_and_writes_nothing_in_home(tmp_path):
     home, bin_dir, env_dir = tmp_path / "home", tmp_path / "bin", tmp_path / "env"
     home.mkdir()
     bin_dir.mkdir()
+    # a checkout of its own: the script keeps the tarball in its checkout's build/
+    root = tmp_path / "checkout"
+    (root / "tools").mkdir(parents=True)
+    (root / "rpkg").mkdir()
+    (root / "rpkg" / "DESCRIPTION").write_text("Package: ampkit\n")
+    script = root / "tools" / "install_rpkg.sh"
+    script.write_text((ROOT / "tools" / "install_rpkg.sh").read_text())
     seen = tmp_path / "seen"
-    # records what each R CMD was given, builds and installs nothing
-    _executable(bin_dir / "R", f"#!/bin/sh\necho \"$AMPKIT_PYTHON|$*\" >> {seen}\n")
+    # records what each R CMD was given; `build` leaves an empty tarball, nothing is installed
+    _executable(bin_dir / "R", f"#!/bin/sh\necho \"$AMPKIT_PYTHON|$*\" >> {seen}\n"
+                               "[ \"$2\" = build ] && touch ampkit_0.1.tar.gz\nexit 0\n")
     # a Python whose environment is env_dir: its `-m ampkit r-library` answers as ampkit's would
     python = _executable(bin_dir / "python", f"#!/bin/sh\n[ \"$*\" = \"-m ampkit r-library\" ] "
                                               f"&& echo {env_dir}/lib/ampkit-R\n")
     env = {**os.environ, "HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    subprocess.run(["bash", str(ROOT / "tools" / "install_rpkg.sh"), str(python)], env=env,
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(["bash", str(script), str(python)], env=env, check=True, capture_output=True,
+                   timeout=60)
     build, install = (line.split("|") for line in seen.read_text().strip().splitlines())
     # the tarball R CMD build makes (with the vignettes knitted), then R CMD INSTALL of it into
     # the environment's R library, both knowing the Python
     assert build[0] == install[0] == str(python)
-    assert build[1].startswith("CMD build") and build[1].endswith(str(ROOT / "rpkg"))
+    assert build[1].startswith("CMD build") and build[1].endswith(str(root / "rpkg"))
     assert install[1].startswith(f"CMD INSTALL -l {env_dir}/lib/ampkit-R ")
-    assert install[1].endswith(".tar.gz")
+    assert install[1].endswith("ampkit_0.1.tar.gz")
     assert (env_dir / "lib" / "ampkit-R").is_dir()
+    # the tarball installed, kept for tools/test_rpkg.sh's R CMD check
+    assert [p.name for p in (root / "build" / "r-tarball").iterdir()] == ["ampkit_0.1.tar.gz"]
     assert list(home.iterdir()) == []
+    # an install of rpkg/ itself makes no tarball: the one of earlier sources goes
+    subprocess.run(["bash", str(script), str(python)], env={**env, "AMPKIT_RPKG_VIGNETTES": "0"},
+                   check=True, capture_output=True, timeout=60)
+    assert not (root / "build" / "r-tarball").exists()
