@@ -705,15 +705,9 @@ nn_sequential <- nn_module(
                       modules[[i]])
     }
   },
-  forward = function(input) {
-    # An R module's forward called directly, as its callable would (one R call fewer a layer);
-    # other callables (script modules) called as they are.
-    for (m in private$modules_) {
-      instance <- attr(m, "module", exact = TRUE)
-      input <- if (is.null(instance)) m(input) else .subset2(instance, "forward")(input)
-    }
-    input
-  }
+  # Each module's forward on the last one's output, in C (rpkg/src/modules.cpp), which lets go of
+  # each output no R code can reach any more as soon as the next module has run.
+  forward = function(input) .Call(C_module_chain, private$modules_, input)
 )
 
 #' @export

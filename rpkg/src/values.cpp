@@ -8,20 +8,22 @@
 //
 // R's garbage collector sees a few dozen bytes per tensor, not its storage: left alone, a loop
 // of large temporaries grows without bound before a collection comes. The bytes of each new
-// storage an R tensor holds are counted; once the bytes made since the last collection pass
-// half of what was alive after it (and at least `floor`), the collector runs, and the finalizers
-// release the storages. It runs a young collection (about a millisecond here), and a full one
-// (30-70 ms: it walks every R object, the package's functions included) only when the tensors
-// still alive hold half again as much as the working set (at least `floor` more): tensors alive
-// at any collection, R's own too, move to older generations that young collections leave alone.
-// The counts and the time spent are kept (tensor_memory_stats(), read by the benchmark's R
-// runner).
+// storage an R tensor holds are counted; once the bytes made since the last collection (less
+// those freed since: let go of by the package itself, release_tensor(), such as nn_sequential()'s
+// layer outputs, or by R's own collections) pass half of what was alive after it (and at least
+// `floor`), the collector runs, and the finalizers release the storages. It runs a young collection
+// (about a millisecond here), and a full one (30-70 ms: it walks every R object, the package's
+// functions included) only when the tensors still alive hold half again as much as the working set
+// (at least `floor` more): tensors alive at any collection, R's own too, move to older generations
+// that young collections leave alone. The counts and the time spent are kept
+// (tensor_memory_stats(), read by the benchmark's R runner).
+//
 // Only a fresh result is counted (its TensorImpl and storage held by no one else): a new R object
 // for a tensor that lives elsewhere (a parameter's gradient, an in-place op's own input, a view)
-// holds no new memory, and counting it made a full collection run at every training step (a full
-// collection walks every R object: tens of milliseconds). The R object that counted its bytes
-// carries `counted` in its protected slot, and its finalizer takes the bytes back: the count is
-// the bytes R objects made, whoever frees them in the end.
+// holds no new memory, and counting it made a full collection run at every
+// training step (a full collection walks every R object: tens of milliseconds). The R object that
+// counted its bytes carries `counted` in its protected slot, and its finalizer takes the bytes
+// back: the count is the bytes R objects made, whoever frees them in the end.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -51,6 +53,8 @@ namespace ampkit_r {
 namespace {
 
 SEXP tensor_tag = nullptr;
+// The REFCNT of an R tensor just made: the references the package made (release_unreferenced()).
+int own_references = 0;
 SEXP counted = nullptr;  // the protected slot of a tensor whose bytes `memory` counted
 SEXP tensor_class = nullptr;
 SEXP dtype_class = nullptr;
@@ -62,7 +66,8 @@ using TensorPtr = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
 struct Memory {
   int64_t live = 0;              // bytes of storages held by R tensors (as counted)
-  int64_t since_collection = 0;  // bytes of new storages since the last collection
+  int64_t since_collection = 0;  // bytes of new storages since the last collection, less those
+                                 // freed since
   int64_t live_after = 0;        // `live` after the last collection
   int64_t live_after_full = 0;   // `live` after the last full collection: the working set
   int64_t floor = int64_t{64} << 20;
@@ -133,6 +138,8 @@ void finalize_tensor(SEXP x) {
     R_SetExternalPtrProtected(x, R_NilValue);
     const int64_t bytes = static_cast<int64_t>(owned->unsafe_storage().nbytes());
     memory.live = std::max<int64_t>(0, memory.live - bytes);
+    // Let go of before a collection (release_tensor()): bytes the next collection need not find.
+    memory.since_collection = std::max<int64_t>(0, memory.since_collection - bytes);
   }
 }
 
@@ -149,6 +156,18 @@ std::string arg_text(const char* arg) { return std::string("`") + arg + "`"; }
 
 void collect_garbage() {
   if (!memory.collecting) collect(true);
+}
+
+void release_tensor(SEXP x) {
+  if (is_tensor(x)) finalize_tensor(x);
+}
+
+// R counts the references to each object from R's own structures (R >= 4.0: REFCNT): bindings,
+// list elements, attributes, promises' values. The package's own are counted when a tensor is
+// made (its finalizer's weak reference: 1 in R 4.2); a tensor with no more than those is one no
+// R code can reach. References R does not count (C code's PROTECT) are the caller's to know of.
+void release_unreferenced(SEXP x) {
+  if (is_tensor(x) && REFCNT(x) <= own_references) finalize_tensor(x);
 }
 
 // ---- tensors -----------------------------------------------------------------------------------
@@ -202,6 +221,7 @@ SEXP make_tensor(at::Tensor t) {
       R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, bytes > 0 ? counted : R_NilValue));
   Rf_setAttrib(x, R_ClassSymbol, tensor_class);
   R_RegisterCFinalizerEx(x, finalize_tensor, TRUE);
+  own_references = REFCNT(x);
   if (bytes > 0) {
     memory.live += bytes;
     memory.since_collection += bytes;
@@ -620,9 +640,7 @@ extern "C" SEXP C_is_tensor(SEXP x) { return Rf_ScalarLogical(is_tensor(x)); }
 // Other elements are left alone; a released object reads as a freed tensor.
 extern "C" SEXP C_release_tensors(SEXP list) {
   if (TYPEOF(list) == VECSXP) {
-    for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
-      if (is_tensor(VECTOR_ELT(list, i))) finalize_tensor(VECTOR_ELT(list, i));
-    }
+    for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) release_tensor(VECTOR_ELT(list, i));
   }
   return R_NilValue;
 }
