@@ -109,13 +109,6 @@ SEXP make_tensor(at::Tensor t);
 // A full collection of R's garbage (the finalizers free the tensors R dropped), counted with the
 // package's own (values.cpp): where an allocation failed.
 void collect_garbage();
-// Lets go of an R tensor's reference now, as its finalizer would at R's next collection (the
-// object then reads as freed): for an R object that no R code can reach any more. Anything else
-// is left alone.
-void release_tensor(SEXP x);
-// The same, where R's reference count says no R code holds `x` any more (only the references the
-// package made with it).
-void release_unreferenced(SEXP x);
 
 bool is_dtype(SEXP x);
 c10::ScalarType dtype_of(SEXP x, const char* arg);

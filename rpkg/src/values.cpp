@@ -9,21 +9,21 @@
 // R's garbage collector sees a few dozen bytes per tensor, not its storage: left alone, a loop
 // of large temporaries grows without bound before a collection comes. The bytes of each new
 // storage an R tensor holds are counted; once the bytes made since the last collection (less
-// those freed since: let go of by the package itself, release_tensor(), such as nn_sequential()'s
-// layer outputs, or by R's own collections) pass half of what was alive after it (and at least
-// `floor`), the collector runs, and the finalizers release the storages. It runs a young collection
-// (about a millisecond here), and a full one (30-70 ms: it walks every R object, the package's
-// functions included) only when the tensors still alive hold half again as much as the working set
-// (at least `floor` more): tensors alive at any collection, R's own too, move to older generations
-// that young collections leave alone. The counts and the time spent are kept
+// those freed since: let go of by the package itself, such as nn_sequential()'s layer outputs
+// (release_unreferenced()), or by R's own collections) pass half of what was alive after it (and at
+// least `floor`), the collector runs, and the finalizers release the storages. It runs a young
+// collection (about a millisecond here), and a full one (30-70 ms: it walks every R object, the
+// package's functions included) only when the tensors still alive hold half again as much as the
+// working set (at least `floor` more): tensors alive at any collection, R's own too, move to older
+// generations that young collections leave alone. The counts and the time spent are kept
 // (tensor_memory_stats(), read by the benchmark's R runner).
 //
 // Only a fresh result is counted (its TensorImpl and storage held by no one else): a new R object
 // for a tensor that lives elsewhere (a parameter's gradient, an in-place op's own input, a view)
-// holds no new memory, and counting it made a full collection run at every
-// training step (a full collection walks every R object: tens of milliseconds). The R object that
-// counted its bytes carries `counted` in its protected slot, and its finalizer takes the bytes
-// back: the count is the bytes R objects made, whoever frees them in the end.
+// holds no new memory, and counting it made a full collection run at every training step (a full
+// collection walks every R object: tens of milliseconds). The R object that counted its bytes
+// carries `counted` in its protected slot, and its finalizer takes the bytes back: the count is
+// the bytes R objects made, whoever frees them in the end.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -138,7 +138,8 @@ void finalize_tensor(SEXP x) {
     R_SetExternalPtrProtected(x, R_NilValue);
     const int64_t bytes = static_cast<int64_t>(owned->unsafe_storage().nbytes());
     memory.live = std::max<int64_t>(0, memory.live - bytes);
-    // Let go of before a collection (release_tensor()): bytes the next collection need not find.
+    // Freed before the package's next collection (let go of, or collected by R's own): bytes
+    // that collection need not find.
     memory.since_collection = std::max<int64_t>(0, memory.since_collection - bytes);
   }
 }
@@ -158,10 +159,8 @@ void collect_garbage() {
   if (!memory.collecting) collect(true);
 }
 
-void release_tensor(SEXP x) {
-  if (is_tensor(x)) finalize_tensor(x);
-}
-
+// Lets go of an R tensor's reference now, as its finalizer would at R's next collection (the
+// object then reads as freed), where R's reference count says no R code holds it any more.
 // R counts the references to each object from R's own structures (R >= 4.0: REFCNT): bindings,
 // list elements, attributes, promises' values. The package's own are counted when a tensor is
 // made (its finalizer's weak reference: 1 in R 4.2); a tensor with no more than those is one no
@@ -640,7 +639,9 @@ extern "C" SEXP C_is_tensor(SEXP x) { return Rf_ScalarLogical(is_tensor(x)); }
 // Other elements are left alone; a released object reads as a freed tensor.
 extern "C" SEXP C_release_tensors(SEXP list) {
   if (TYPEOF(list) == VECSXP) {
-    for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) release_tensor(VECTOR_ELT(list, i));
+    for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
+      if (is_tensor(VECTOR_ELT(list, i))) finalize_tensor(VECTOR_ELT(list, i));
+    }
   }
   return R_NilValue;
 }
