@@ -29,6 +29,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/Formatting.h>
 #include <ATen/core/Generator.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
@@ -85,6 +86,37 @@ int64_t fresh_bytes(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();
   if (!storage || storage.use_count() != 1) return 0;
   return static_cast<int64_t>(storage.nbytes());
+}
+
+// A fresh scalar that holds a far larger storage alone gets a storage of its own size. libtorch's
+// mse_loss, smooth_l1_loss, binary_cross_entropy and soft_margin_loss reduce into their
+// elementwise buffer and return a 0-dim view of it (2.13; in Python too): the R object that keeps
+// the loss (`loss <- loss_fn(...)`, until the next step's rebinds it) would keep the buffer, the
+// size of the batch's output, until R's next collection, which the buffer's bytes bring sooner.
+// Python frees it at the rebinding. The copy changes no value, and the tensor keeps its
+// TensorImpl (its grad_fn, version, requires_grad): no autograd node saved the buffer (its
+// storage is held by this tensor alone), so none reads the old storage.
+// Storages below this bring collections too seldom to be worth a copy (a few microseconds).
+constexpr int64_t kCompactFrom = int64_t{1} << 20;
+
+void compact_scalar(const at::Tensor& t) {
+  if (t.dim() != 0 || t.layout() != at::kStrided || t.is_quantized() || t.is_conj() || t.is_neg() ||
+      t.use_count() != 1 || !t.has_storage()) {
+    return;
+  }
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const c10::Storage& storage = impl->storage();
+  if (!storage || storage.use_count() != 1 || storage.nbytes() < kCompactFrom ||
+      !impl->allow_tensor_metadata_change()) {
+    return;
+  }
+  at::Tensor own = at::empty({}, t.options());
+  {
+    at::NoGradGuard no_grad;
+    own.copy_(t);
+  }
+  impl->set_storage_keep_dtype(own.storage());
+  impl->set_storage_offset(0);
 }
 
 SEXP gc_call(bool full) {
@@ -215,6 +247,7 @@ void release_pending_buffers() {
 
 SEXP make_tensor(at::Tensor t) {
   release_pending_buffers();
+  compact_scalar(t);
   const int64_t bytes = fresh_bytes(t);
   SEXP x = PROTECT(
       R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, bytes > 0 ? counted : R_NilValue));

@@ -111,6 +111,42 @@ test_that("nn_sequential() lets go of its layers' outputs as soon as the next la
   expect_equal(as_array(x), x0)  # the caller's input is the caller's, untouched
 })
 
+test_that("a loss does not keep its elementwise buffer", {
+  skip_if_no_ampkit()
+  # libtorch's mse_loss, smooth_l1_loss, binary_cross_entropy and soft_margin_loss reduce into
+  # their elementwise buffer and return a 0-dim view of it. A loss kept in R (until the next
+  # step's rebinds it) would keep that buffer until R's next collection: the R object gets a
+  # storage of its own size, and stays the same autograd node. Python's torch is the oracle.
+  torch_manual_seed(2)
+  a <- torch_randn(256, 1024, requires_grad = TRUE) # 1 MiB
+  p <- torch_rand(256, 1024)
+  losses <- list(
+    list(nnf_mse_loss, "mse_loss", "MseLossBackward0"),
+    list(nnf_smooth_l1_loss, "smooth_l1_loss", "SmoothL1LossBackward0"),
+    list(function(x, y) nnf_binary_cross_entropy(torch_sigmoid(x), y), "binary_cross_entropy",
+         "BinaryCrossEntropyBackward0"),
+    list(nnf_soft_margin_loss, "soft_margin_loss", "SoftMarginLossBackward0")
+  )
+  torch <- reticulate::import("torch", convert = FALSE)
+  py_a <- reticulate::r_to_py(a)
+  py_p <- reticulate::r_to_py(p)
+  for (loss in losses) {
+    before <- ampkit:::tensor_memory_stats()
+    value <- loss[[1]](a, p)
+    expect_equal(ampkit:::tensor_memory_stats()$live - before$live, 4, label = loss[[2]])
+    expect_output(print(value$grad_fn), loss[[3]], fixed = TRUE)
+    value$backward()
+    grad <- as_array(a$grad)
+    a$grad <- NULL
+    input <- if (loss[[2]] == "binary_cross_entropy") torch$sigmoid(py_a) else py_a
+    oracle <- torch$nn$functional[[loss[[2]]]](input, py_p)
+    oracle$backward()
+    expect_identical(as_array(value), reticulate::py_to_r(oracle$item()), label = loss[[2]])
+    expect_identical(grad, as_array(reticulate::py_to_r(py_a$grad)), label = loss[[2]])
+    py_a$grad <- NULL
+  }
+})
+
 test_that("an output a layer keeps hold of stays alive", {
   kept <- new.env()
   keeper <- nn_module(forward = function(x) {
