@@ -294,20 +294,30 @@ optimizer_params <- function(scaler_state, optimizer) {
     abort(sprintf("`optimizer` must be a torch optimizer, got %s.", describe(optimizer)),
           class = "value_error")
   }
-  groups <- optimizer$param_groups
-  signature <- lapply(groups, function(g) g$params)
-  cached <- optimizer$.ampkit_params
-  if (!is.null(cached) && identical(cached$signature, signature) &&
-      identical(cached$scaler, scaler_state)) {
+  # (.subset2: the optimizer's fields without `$`'s dispatch on its classes, ~1 us each)
+  groups <- .subset2(optimizer, "param_groups")
+  cached <- .subset2(optimizer, ".ampkit_params")
+  known <- !is.null(cached) && identical(cached$scaler, scaler_state)
+  # The same groups object: identical() answers at once, by address (the cache's reference to it
+  # makes any change to it a copy). Groups changed otherwise (a learning rate) keep the list
+  # while their parameters are the same ones.
+  if (known && identical(cached$groups, groups)) {
     return(cached$list)
   }
-  params <- unlist(lapply(groups, function(g) g$params), recursive = FALSE)
+  signature <- lapply(groups, function(g) g$params)
+  if (known && identical(cached$signature, signature)) {
+    cached$groups <- groups
+    optimizer$.ampkit_params <- cached
+    return(cached$list)
+  }
+  params <- unlist(signature, recursive = FALSE)
   number <- scaler_state$optimizers_met
   scaler_state$optimizers_met <- number + 1L
   names <- .Call(C_param_names, lapply(groups, function(g) g$param_names),
                  as.numeric(lengths(signature)), number)
   list <- .Call(C_param_list, unname(params), names)
-  optimizer$.ampkit_params <- list(signature = signature, scaler = scaler_state, list = list)
+  optimizer$.ampkit_params <- list(signature = signature, groups = groups, scaler = scaler_state,
+                                   list = list)
   list
 }
 
@@ -351,31 +361,32 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       private$state$optimizers_met <- 0L
       private$state$python <- list()
       info <- .Call(C_scaler_info, ptr)
+      private$enabled <- info[[1L]]  # fixed at construction (not part of a checkpoint)
       if (nzchar(info[[3L]])) rlang::warn(info[[3L]], class = "ampkit_warning", call = call)
     },
     scale = function(outputs) {
-      if (is.list(outputs) && !is_torch_tensor(outputs)) {
+      if (is_torch_tensor(outputs)) {
+        return(.Call(C_scaler_scale, private$ptr, outputs))
+      }
+      if (is.list(outputs)) {
         # Element by element: names and nesting of an R list survive.
         return(lapply(outputs, self$scale))
       }
       if (inherits(outputs, "python.builtin.object")) {
         return(r_tensor_to_py(self$scale(py_tensor_to_r(outputs))))
       }
-      if (!is_torch_tensor(outputs)) {
-        abort(sprintf("`outputs` must be a tensor or a list of tensors, got %s.",
-                      describe(outputs)), sys.call(), class = "value_error")
-      }
-      .Call(C_scaler_scale, private$ptr, outputs)
+      abort(sprintf("`outputs` must be a tensor or a list of tensors, got %s.", describe(outputs)),
+            sys.call(), class = "value_error")
     },
     unscale_ = function(optimizer) {
-      if (!self$is_enabled()) {
+      if (!private$enabled) {
         return(invisible(NULL))
       }
       .Call(C_scaler_unscale, private$ptr, optimizer_params(private$state, optimizer))
       invisible(NULL)
     },
     step = function(optimizer, ...) {
-      if (!self$is_enabled()) {
+      if (!private$enabled) {
         return(invisible(optimizer$step(...)))
       }
       params <- optimizer_params(private$state, optimizer)
@@ -393,7 +404,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
         .Call(C_scaler_mark_stepped, private$ptr, params)
         return(invisible(NULL))
       }
-      if (!python && isTRUE(optimizer$.fused)) {
+      if (!python && isTRUE(.subset2(optimizer, ".fused"))) {
         # A fused optimizer skips on the device itself: no host read.
         args <- .Call(C_scaler_fused_step_args, private$ptr, params, NULL)
         value <- optimizer$step(..., grad_scale = args[[1L]], found_inf = args[[2L]])
@@ -417,9 +428,9 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       invisible(NULL)
     },
     get_scale = function() .Call(C_scaler_get_scale, private$ptr),
-    is_enabled = function() .Call(C_scaler_info, private$ptr)[[1L]],
+    is_enabled = function() private$enabled,
     state_dict = function() {
-      if (!self$is_enabled()) {
+      if (!private$enabled) {
         return(list())
       }
       .Call(C_scaler_state_dict, private$ptr)
@@ -482,7 +493,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       .Call(C_scaler_info, private$ptr)[[4L]]
     }
   ),
-  private = list(ptr = NULL, state = NULL)
+  private = list(ptr = NULL, state = NULL, enabled = NULL)
 )
 
 # A state for the core: an R list of numbers, flags, strings and NULLs (a Python dict, from a
