@@ -145,6 +145,11 @@ test_that("a loss does not keep its elementwise buffer", {
     expect_identical(grad, as_array(reticulate::py_to_r(py_a$grad)), label = loss[[2]])
     py_a$grad <- NULL
   }
+  # A scalar view of a tensor R holds shares its storage: it stays a view.
+  x <- torch_zeros(2^19)
+  v <- x[2]
+  v$add_(1)
+  expect_equal(as_array(x[1:3]), c(0, 1, 0))
 })
 
 test_that("an output a layer keeps hold of stays alive", {
