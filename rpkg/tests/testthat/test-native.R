@@ -85,6 +85,20 @@ test_that("tensors freed by R's own collections bring no collection of the packa
   expect_lte(after$live - before$live, 16 * 2^20)
 })
 
+test_that("the package's full collection on demand counts as one and frees what R dropped", {
+  gc()
+  kept <- torch_ones(2^20) # 4 MiB that stay
+  dropped <- torch_ones(2^20)
+  dropped <- NULL
+  before <- ampkit:::tensor_memory_stats()
+  ampkit:::tensor_memory_collect()
+  after <- ampkit:::tensor_memory_stats()
+  expect_equal(after$full - before$full, 1)
+  expect_equal(before$live - after$live, 4 * 2^20)
+  expect_equal(after$live_after, after$live)
+  expect_equal(as_array(kept[1]), 1)
+})
+
 test_that("nn_sequential() lets go of its layers' outputs as soon as the next layer has run", {
   torch_manual_seed(1)
   l1 <- nn_linear(256, 256)
