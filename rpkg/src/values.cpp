@@ -99,16 +99,13 @@ int64_t fresh_bytes(const at::Tensor& t) {
 // Storages below this bring collections too seldom to be worth a copy (a few microseconds).
 constexpr int64_t kCompactFrom = int64_t{1} << 20;
 
-void compact_scalar(const at::Tensor& t) {
-  if (t.dim() != 0 || t.layout() != at::kStrided || t.is_quantized() || t.is_conj() || t.is_neg() ||
-      t.use_count() != 1 || !t.has_storage()) {
-    return;
-  }
+// Called where fresh_bytes() (the one rule of "held alone") found at least kCompactFrom bytes;
+// true when the tensor was given a storage of its own size.
+bool compact_scalar(const at::Tensor& t) {
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  const c10::Storage& storage = impl->storage();
-  if (!storage || storage.use_count() != 1 || storage.nbytes() < kCompactFrom ||
+  if (t.dim() != 0 || t.layout() != at::kStrided || t.is_quantized() || t.is_conj() || t.is_neg() ||
       !impl->allow_tensor_metadata_change()) {
-    return;
+    return false;
   }
   at::Tensor own = at::empty({}, t.options());
   {
@@ -117,6 +114,7 @@ void compact_scalar(const at::Tensor& t) {
   }
   impl->set_storage_keep_dtype(own.storage());
   impl->set_storage_offset(0);
+  return true;
 }
 
 SEXP gc_call(bool full) {
@@ -247,8 +245,8 @@ void release_pending_buffers() {
 
 SEXP make_tensor(at::Tensor t) {
   release_pending_buffers();
-  compact_scalar(t);
-  const int64_t bytes = fresh_bytes(t);
+  int64_t bytes = fresh_bytes(t);
+  if (bytes >= kCompactFrom && compact_scalar(t)) bytes = fresh_bytes(t);
   SEXP x = PROTECT(
       R_MakeExternalPtr(t.unsafeReleaseTensorImpl(), tensor_tag, bytes > 0 ? counted : R_NilValue));
   Rf_setAttrib(x, R_ClassSymbol, tensor_class);
