@@ -1,7 +1,7 @@
-# R values converted to what Python and the core take. R checks only what it needs to convert
-# (one non-missing value of the right type); numbers go to Python as doubles, and the core judges
-# them: ranges (`growth_factor` > 1, ...) and whole numbers (`growth_interval`), with its own
-# messages, which reach R through call_python().
+# R values checked and converted for the compiled layer (ops.cpp's conversions) and the core. R
+# checks what it needs to convert (one non-missing value of the right type); the core judges the
+# rest (ranges such as `growth_factor` > 1, whole numbers such as `growth_interval`) with its own
+# messages, which reach R as conditions (errors.R).
 
 # A value as the messages show it: "got 1.5.", "got NA.", "got \"a\".", "got NULL.".
 describe <- function(x) {
@@ -11,7 +11,7 @@ describe <- function(x) {
     paste("a Python", class(x)[[1L]])
   } else if (inherits(x, "torch_tensor")) {
     "a tensor"
-  } else if (!is.atomic(x)) {
+  } else if (!is.atomic(x) || inherits(x, torch_value_classes)) {
     paste("a", class(x)[[1L]])
   } else if (length(x) == 1L && (is.numeric(x) || is.logical(x) || is.character(x))) {
     describe_scalar(x)
@@ -49,8 +49,8 @@ arg_flag <- function(x, name, call = NULL, null_ok = FALSE) {
   x
 }
 
-# A Python float: one number, not NA (which Python has no value for). NaN and Inf pass: whether
-# they are allowed is the core's rule, as is whether the number must be whole.
+# One number, as a double, not NA (the core's settings have no value for it). NaN and Inf pass:
+# whether they are allowed is the core's rule, as is whether the number must be whole.
 arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   if (null_ok && is.null(x)) {
     return(NULL)
@@ -86,7 +86,8 @@ check_dots_empty <- function(env = parent.frame(), call = NULL) {
 # One whole number (a size, a count, a dim), as an R integer where it fits.
 whole_number <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(x) && length(x) == 1L) x <- x$item()
-  if (!is.numeric(x) || length(x) != 1L || is.na(x) || !is.finite(x) || x != trunc(x)) {
+  if (!is.numeric(x) || inherits(x, torch_value_classes) || length(x) != 1L || is.na(x) ||
+        !is.finite(x) || x != trunc(x)) {
     abort(sprintf("`%s` must be a whole number, got %s.", name, describe(x)), call,
           class = "value_error")
   }
@@ -100,11 +101,44 @@ whole_numbers <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (is.null(x)) {
     return(integer())
   }
-  if (!is.numeric(x) || anyNA(x) || any(!is.finite(x)) || any(x != trunc(x))) {
+  if (!is.numeric(x) || inherits(x, torch_value_classes) || anyNA(x) || any(!is.finite(x)) ||
+        any(x != trunc(x))) {
     abort(sprintf("`%s` must be whole numbers, got %s.", name, describe(x)), call,
           class = "value_error")
   }
   if (all(abs(x) <= .Machine$integer.max)) as.integer(x) else x
+}
+
+# The classes of torch's values that R holds as numbers or strings (values.R): a dtype, layout
+# or memory format is an integer and a device a string, yet none is a size or a number.
+torch_value_classes <- c("torch_dtype", "torch_layout", "torch_memory_format", "torch_device")
+
+# Sizes given in `...` (`torch_zeros(2, 3)`, `x$view(c(2, 3))`, `x$view(list(2, 3))`, a tensor's
+# values) as one vector of numbers, which whole_numbers() or the op then judges. A named element
+# is an error unless its name is `arg`, R torch's name of the sizes (`x$permute(dims = c(2, 1))`),
+# and so is a torch value: a misspelt argument (`dtpye = torch_long()`) or a dtype given by
+# position would otherwise be read as one more size.
+sizes_of <- function(dots, arg = "size") {
+  given <- names(dots)
+  if (!is.null(given)) {
+    unknown <- given[nzchar(given) & given != arg]
+    if (length(unknown)) {
+      abort(sprintf("`%s` is not an argument here: the sizes are given unnamed, or as `%s`.",
+                    unknown[[1L]], arg), class = "value_error")
+    }
+  }
+  size <- lapply(dots, function(s) {
+    if (is_torch_tensor(s)) {
+      as_array(s)
+    } else if (inherits(s, "integer64")) {
+      as.double(s)
+    } else if (is.object(s) && is.atomic(s)) {
+      abort(sprintf("`%s` must be numbers, got %s.", arg, describe(s)), class = "value_error")
+    } else {
+      s
+    }
+  })
+  unlist(size, use.names = FALSE) %||% integer()
 }
 
 int_arg <- function(x, name, null_ok = FALSE) {

@@ -8,12 +8,8 @@ resolve_size <- function(dots, size = NULL) {
   if (length(dots) && !is.null(size)) {
     abort("You should specify a single size argument.", class = "value_error")
   }
-  size <- if (length(dots)) size_args_list(dots) else size
+  size <- if (length(dots)) sizes_of(dots) else size
   whole_numbers(size %||% integer(), "size")
-}
-
-size_args_list <- function(dots) {
-  unlist(lapply(dots, function(s) if (is_torch_tensor(s)) as_array(s) else s))
 }
 
 check_names <- function(names) {

@@ -370,11 +370,6 @@ scatter_call <- function(method, self, dim, index, src, reduce) {
   }
 }
 
-# A size given as numbers, vectors of numbers or a list (`x$view(2, 3)`, `x$view(c(2, 3))`).
-size_args <- function(...) {
-  size <- unlist(lapply(list(...), function(s) if (is_torch_tensor(s)) as_array(s) else s))
-  if (is.null(size)) integer() else size
-}
 
 # The 1-based index positions in a result (R torch adds 1 to returned indices).
 plus_one <- function(indices) indices + 1L
@@ -383,6 +378,19 @@ plus_one <- function(indices) indices + 1L
 with_attributes_of <- function(x, like) {
   attributes(x) <- attributes(like)
   x
+}
+
+# `x$new_zeros(2, 3, dtype = )` and its kin: the sizes in `...`, as the creation functions take
+# them, then the schema's options; a dtype or device not given is x's (libtorch's rule).
+new_sized <- function(name) {
+  force(name)
+  function(self, ..., dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL,
+           requires_grad = FALSE) {
+    created(tensor_methods[[name]](self, size = sizes_of(list(...)),
+                                   dtype = as_torch_dtype(dtype), layout = layout,
+                                   device = as_torch_device(device), pin_memory = pin_memory),
+            requires_grad)
+  }
 }
 
 written_methods <- list( # nolint: cyclocomp_linter.
@@ -426,9 +434,9 @@ written_methods <- list( # nolint: cyclocomp_linter.
     if (length(args) == 1L && (identical(names(args), "dtype") || is_torch_dtype(args[[1L]]))) {
       return(tensor_methods$view(self, dtype = args[[1L]]))
     }
-    tensor_methods$view(self, size = size_args(...))
+    tensor_methods$view(self, size = sizes_of(args))
   },
-  reshape = function(self, ...) tensor_methods$reshape(self, shape = size_args(...)),
+  reshape = function(self, ...) tensor_methods$reshape(self, shape = sizes_of(list(...), "shape")),
   expand = function(self, ..., implicit = FALSE) {
     sizes <- list(...)
     # R torch's signature is expand(size, implicit): a flag after the size is `implicit`.
@@ -436,15 +444,17 @@ written_methods <- list( # nolint: cyclocomp_linter.
       implicit <- sizes[[length(sizes)]]
       sizes <- sizes[-length(sizes)]
     }
-    tensor_methods$expand(self, size = do.call(size_args, sizes), implicit = implicit)
+    tensor_methods$expand(self, size = sizes_of(sizes), implicit = implicit)
   },
-  permute = function(self, ...) tensor_methods$permute(self, dims = size_args(...)),
-  `repeat` = function(self, ...) tensor_methods[["repeat"]](self, repeats = size_args(...)),
-  tile = function(self, ...) tensor_methods$tile(self, dims = size_args(...)),
-  flip = function(self, ...) tensor_methods$flip(self, dims = size_args(...)),
-  new_zeros = function(self, ...) tensor_methods$new_zeros(self, size = size_args(...)),
-  new_ones = function(self, ...) tensor_methods$new_ones(self, size = size_args(...)),
-  new_empty = function(self, ...) tensor_methods$new_empty(self, size = size_args(...)),
+  permute = function(self, ...) tensor_methods$permute(self, dims = sizes_of(list(...), "dims")),
+  `repeat` = function(self, ...) {
+    tensor_methods[["repeat"]](self, repeats = sizes_of(list(...), "repeats"))
+  },
+  tile = function(self, ...) tensor_methods$tile(self, dims = sizes_of(list(...), "dims")),
+  flip = function(self, ...) tensor_methods$flip(self, dims = sizes_of(list(...), "dims")),
+  new_zeros = new_sized("new_zeros"),
+  new_ones = new_sized("new_ones"),
+  new_empty = new_sized("new_empty"),
   to = function(self, dtype = NULL, device = NULL, other = NULL, non_blocking = FALSE,
                 copy = FALSE, memory_format = NULL) {
     if (!is.null(other)) {

@@ -93,6 +93,33 @@ test_that("creation functions take sizes as doubles and R torch's options", {
   expect_error(torch_zeros(2, names = "a"), "Named tensors", class = "not_implemented_error")
 })
 
+test_that("sizes in `...` are numbers: a misspelt argument or a dtype there is an error", {
+  skip_if_no_ampkit()
+  x <- torch_randn(2, 3)
+  # Each was read as one more size before (a dtype is an integer in R: torch_long() gave 4).
+  expect_error(torch_randn(2, 3, dtpye = torch_long()), "`dtpye` is not an argument here",
+               class = "value_error")
+  expect_error(torch_ones(2, 3, torch_long()), "`size` must be numbers, got a torch_dtype",
+               class = "value_error")
+  expect_error(x$view(3, 2, foo = 1), "`foo` is not an argument here", class = "value_error")
+  expect_error(x$new_zeros(2, torch_strided()), "got a torch_layout", class = "value_error")
+  expect_error(torch_full(torch_long(), 1), "`size` must be whole numbers, got a torch_dtype",
+               class = "value_error")
+  # R torch's own names of the sizes, tensors and integer64 values are sizes.
+  expect_equal(x$permute(dims = c(2, 1))$shape, c(3L, 2L))
+  expect_equal(x$view(size = c(3, 2))$shape, c(3L, 2L))
+  expect_equal(x$reshape(shape = 6)$shape, 6L)
+  expect_equal(x$`repeat`(repeats = c(1, 2))$shape, c(2L, 6L))
+  expect_equal(x$expand(size = c(4, 2, 3))$shape, c(4L, 2L, 3L))
+  expect_equal(torch_zeros(bit64::as.integer64(2), torch_tensor(3L))$shape, c(2L, 3L))
+  # $new_zeros() and its kin take the sizes in `...`, then libtorch's options (x's by default)
+  y <- x$new_zeros(2, 4, dtype = torch_long(), requires_grad = FALSE)
+  expect_equal(y$shape, c(2L, 4L))
+  expect_true(y$dtype == torch_long())
+  expect_true(x$new_ones(c(3, 1))$dtype == torch_float())
+  expect_true(x$new_empty(1, requires_grad = TRUE)$requires_grad)
+})
+
 test_that("torch_arange includes its end, as in R torch", {
   skip_if_no_ampkit()
   torch <- py_torch()
