@@ -38,8 +38,8 @@
 #' @importFrom utils head tail str .DollarNames
 "_PACKAGE"
 
-# The Python modules as reticulate's delay-load proxies, so that library(ampkit) starts no
-# Python. python_modules() imports them on first use, or raises the one "unavailable" error.
+# The Python modules, imported on first use by python_modules() (which raises the one
+# "unavailable" error), so that library(ampkit) starts no Python.
 .py <- new.env(parent = emptyenv())
 
 .onLoad <- function(libname, pkgname) {
@@ -95,19 +95,19 @@ keep_torch_blas <- function() {
   invisible()
 }
 
-# The modules (ampkit, its R glue, torch) imported on the first call, and the functions
-# of the autocast hot path, looked up once: in reticulate an attribute lookup costs as much as a
-# call. A failure is not remembered: a later call tries again (the extension may have been
-# rebuilt meanwhile).
+# The modules (ampkit, its R glue, torch) imported on the first call, looked up once: in
+# reticulate an attribute lookup costs as much as a call. A failure is not remembered: a later
+# call tries again (the extension may have been rebuilt meanwhile).
 # By hand, not by import()'s delay_load hooks: reticulate 1.28 drops a proxy's hooks at its first
 # import attempt, so after a failure it would neither retry nor raise the "unavailable" error.
-# (.onLoad's delay-loaded "ampkit" only steers reticulate's choice of a Python.)
+# (.onLoad only steers reticulate's choice of a Python: prefer_installed_python().)
 python_modules <- function() {
   if (!.py$ready) {
     .py$ampkit <- tryCatch(reticulate::import("ampkit"), error = abort_unavailable)
     .py$torch <- reticulate::import("torch")
-    # ampkit.r_glue is R's whole interface to ampkit's Python side (no private name is read
-    # from R); it ships inside the Python package, versioned with the extension it calls.
+    # ampkit.r_glue holds what R asks of ampkit's Python side beyond its public functions (no
+    # private name is read from R); it ships inside the Python package, versioned with the
+    # extension it calls.
     .py$glue <- reticulate::import("ampkit.r_glue")
     .py$ready <- TRUE
     warn_foreign_blas()

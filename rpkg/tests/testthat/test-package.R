@@ -36,16 +36,9 @@ fake_ampkit <- function(extension = TRUE) {
     "torch_first = 'torch' in sys.modules",
     "if os.path.exists(os.path.join(os.path.dirname(__file__), os.pardir, 'broken')):",
     "    raise ImportError(f'the fake ampkit is broken (torch imported first: {torch_first})')",
-    "import ampkit._C",
-    "def is_autocast_enabled(device_type):",
-    "    return device_type == 'fake'",
-    "def get_autocast_dtype(device_type):",
-    "    return None"
+    "import ampkit._C"
   ), file.path(pkg, "__init__.py"))
-  if (extension) {
-    writeLines(c("def enter_autocast(request):", "    return request",
-                 "def exit_autocast(token):", "    return None"), file.path(pkg, "_C.py"))
-  }
+  if (extension) writeLines("# the stand-in's extension: importable", file.path(pkg, "_C.py"))
   writeLines(c("def new_sharded_scaler(device, options, process_group):", "    return None",
                "def deepspeed_options(config):", "    return {'init_scale': 1234.0}",
                "def megatron_options(**arguments):", "    return {'init_scale': 1234.0}"),
