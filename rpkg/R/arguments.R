@@ -73,12 +73,15 @@ arg_choice <- function(x, name, choices) {
   x
 }
 
-# R torch's `...` between `code` and the named arguments: a misspelt or unnamed argument there is
-# an error, not silently ignored. rlang's check, raised as an ampkit_error naming each argument
-# found in `...` of the function whose frame is `env`.
-check_dots_empty <- function(env = parent.frame(), call = NULL) {
+# R torch's `...` before named arguments (with_autocast(code, ..., device_type),
+# load_state_dict(state_dict, ..., .refer_to_state_dict)), or a method's `...` that R's generic
+# imposes (mean()): a misspelt or unnamed argument there is an error, not silently ignored.
+# rlang's check, raised as an ampkit_error naming each argument found in `...` of the function
+# whose frame is `env`; `example` shows one argument named as documented.
+check_dots_empty <- function(env = parent.frame(), call = NULL, example = NULL) {
   rlang::check_dots_empty(env = env, call = call, error = function(cnd) {
-    hint <- "The arguments after `...` must be named as documented, e.g. `device_type = \"cpu\"`."
+    hint <- paste0("The arguments after `...` must be named as documented",
+                   if (!is.null(example)) paste0(", e.g. ", example), ".")
     abort(c(cnd$message, cnd$body, i = hint), call)
   })
 }

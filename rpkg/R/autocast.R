@@ -71,7 +71,7 @@ NULL
 with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
                           cache_enabled = NULL) {
   # rlang's check costs ~2 us even with `...` empty; skipped then, as this is the hot path.
-  if (...length() > 0L) check_dots_empty(call = sys.call())
+  if (...length() > 0L) check_dots_empty(call = sys.call(), example = autocast_dots_example)
   if (missing(device_type)) {
     abort("`device_type` must be given, e.g. device_type = \"cpu\".", sys.call())
   }
@@ -81,12 +81,15 @@ with_autocast <- function(code, ..., device_type, dtype = NULL, enabled = TRUE,
   .Call(C_with_autocast, environment(), device_type, dtype, enabled, cache_enabled)
 }
 
+# How the regions' misplaced arguments should read (check_dots_empty()'s hint).
+autocast_dots_example <- "`device_type = \"cpu\"`"
+
 #' @rdname autocast
 #' @export
 local_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enabled = NULL,
                            ..., .env = parent.frame()) {
   call <- sys.call()
-  if (...length() > 0L) check_dots_empty(call = call)
+  if (...length() > 0L) check_dots_empty(call = call, example = autocast_dots_example)
   context <- open_region(device_type, dtype, enabled, cache_enabled, call)
   defer_unset(context, .env)
   invisible(context)

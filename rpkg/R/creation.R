@@ -21,7 +21,7 @@ check_names <- function(names) {
 
 # A factory's result with R torch's options applied.
 created <- function(x, requires_grad) {
-  if (isTRUE(requires_grad)) x$requires_grad_(TRUE)
+  if (arg_flag(requires_grad, "requires_grad")) x$requires_grad_(TRUE)
   x
 }
 

@@ -398,8 +398,10 @@ DataLoader <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter. (R to
     .auto_collation = function() {
       !is.null(self$batch_sampler) && !self$.has_getbatch
     },
+    # Batches of indices where there is a batch size (collated here, or fetched whole by
+    # .getbatch()), else single indices (PyTorch's and R torch's `batch_size = NULL`).
     .index_sampler = function() {
-      if (self$.auto_collation || self$.has_getbatch) self$batch_sampler else self$sampler
+      if (is.null(self$batch_sampler)) self$sampler else self$batch_sampler
     }
   )
 )

@@ -105,7 +105,7 @@ Bernoulli <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
       p <- private$.param()
       values <- torch_tensor(c(0, 1), dtype = p$dtype, device = p$device)
       values <- values$view(c(-1L, rep(1L, length(self$batch_shape))))
-      if (isTRUE(expand)) values <- values$expand(c(-1L, self$batch_shape))
+      if (arg_flag(expand, "expand")) values <- values$expand(c(-1L, self$batch_shape))
       values
     }
   ),
@@ -194,7 +194,7 @@ Categorical <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
       values <- torch_tensor(seq_len(private$.num_events), dtype = torch_long(),
                              device = private$.param()$device)
       values <- values$view(c(-1L, rep(1L, length(self$batch_shape))))
-      if (isTRUE(expand)) values <- values$expand(c(-1L, self$batch_shape))
+      if (arg_flag(expand, "expand")) values <- values$expand(c(-1L, self$batch_shape))
       values
     }
   ),

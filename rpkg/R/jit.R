@@ -334,7 +334,7 @@ nn_ScriptModule <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
       invisible(self)
     },
     register_buffer = function(name, tensor, persistent = TRUE) {
-      if (!isTRUE(persistent)) {
+      if (!arg_flag(persistent, "persistent")) {
         abort("ScriptModule does not support non persistent buffers.", class = "runtime_error")
       }
       .Call(C_jit_module_register, private$ptr, "buffer", module_key(name), tensor)

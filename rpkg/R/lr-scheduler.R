@@ -183,6 +183,8 @@ lr_multiplicative <- function(optimizer, lr_lambda, last_epoch = -1, verbose = F
 #' @rdname lr_schedulers
 #' @export
 lr_cosine_annealing <- function(optimizer, T_max, eta_min = 0, last_epoch = -1, verbose = FALSE) {
+  T_max <- arg_number(T_max, "T_max") # nolint: object_name_linter.
+  eta_min <- arg_number(eta_min, "eta_min")
   cls <- new_scheduler("lr_cosine_annealing", list(T_max = T_max, eta_min = eta_min),
     function() {
       lrs <- group_lrs(self)
@@ -211,6 +213,12 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
   check_optimizer(optimizer)
   arg_choice(anneal_strategy, "anneal_strategy", c("cos", "linear"))
   total_steps <- cycle_length(total_steps, epochs, steps_per_epoch)
+  pct_start <- arg_number(pct_start, "pct_start")
+  if (!(pct_start >= 0 && pct_start <= 1)) {  # PyTorch's rule and words
+    abort(sprintf("Expected float between 0 and 1 pct_start, but got %s", describe(pct_start)),
+          class = "value_error")
+  }
+  cycle_momentum <- arg_flag(cycle_momentum, "cycle_momentum")
   momentum_key <- if (!is.null(optimizer$defaults$betas)) "betas" else "momentum"
   if (cycle_momentum && momentum_key == "momentum" && is.null(optimizer$defaults$momentum)) {
     abort("optimizer must support momentum with `cycle_momentum` option enabled",
@@ -241,13 +249,34 @@ lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
 
 cycle_length <- function(total_steps, epochs, steps_per_epoch) {
   if (!is.null(total_steps)) {
-    return(total_steps)
+    return(positive_count(total_steps, "total_steps"))
   }
   if (is.null(epochs) || is.null(steps_per_epoch)) {
     abort("You must define either total_steps OR (epochs AND steps_per_epoch)",
           class = "value_error")
   }
-  epochs * steps_per_epoch
+  positive_count(epochs, "epochs") * positive_count(steps_per_epoch, "steps_per_epoch")
+}
+
+# PyTorch's OneCycleLR rule for its counts: a positive whole number.
+positive_count <- function(x, name) {
+  n <- whole_number(x, name)
+  if (n <= 0) {
+    abort(sprintf("Expected positive integer %s, but got %s", name, describe(x)),
+          class = "value_error")
+  }
+  n
+}
+
+# A setting given once or per parameter group (PyTorch's schedulers' rule: one value, or as many
+# as the optimizer has groups), as one number per group.
+per_group <- function(x, name, optimizer) {
+  n <- length(optimizer$param_groups)
+  if (!is.numeric(x) || anyNA(x) || !length(x) %in% c(1L, n)) {
+    rule <- if (n == 1L) "one number" else sprintf("one number or %d (one per parameter group)", n)
+    abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), class = "value_error")
+  }
+  rep_len(as.double(x), n)
 }
 
 # The groups' cycle bounds (PyTorch's OneCycleLR.__init__): initial, max and min rates, and the
@@ -255,15 +284,17 @@ cycle_length <- function(total_steps, epochs, steps_per_epoch) {
 one_cycle_groups <- function(optimizer, max_lr, div_factor, final_div_factor, momentum_key,
                              base_momentum, max_momentum) {
   n <- length(optimizer$param_groups)
-  max_lrs <- rep_len(max_lr, n)
+  max_lrs <- per_group(max_lr, "max_lr", optimizer)
+  max_momentums <- per_group(max_momentum, "max_momentum", optimizer)
+  base_momentums <- per_group(base_momentum, "base_momentum", optimizer)
   for (i in seq_len(n)) {
     optimizer$param_groups[[i]]$initial_lr <- max_lrs[[i]] / div_factor
     optimizer$param_groups[[i]]$max_lr <- max_lrs[[i]]
     optimizer$param_groups[[i]]$min_lr <- max_lrs[[i]] / div_factor / final_div_factor
     if (!is.null(momentum_key)) {
-      optimizer$param_groups[[i]]$max_momentum <- rep_len(max_momentum, n)[[i]]
-      optimizer$param_groups[[i]]$base_momentum <- rep_len(base_momentum, n)[[i]]
-      set_momentum(optimizer, i, momentum_key, rep_len(max_momentum, n)[[i]])
+      optimizer$param_groups[[i]]$max_momentum <- max_momentums[[i]]
+      optimizer$param_groups[[i]]$base_momentum <- base_momentums[[i]]
+      set_momentum(optimizer, i, momentum_key, max_momentums[[i]])
     }
   }
 }
@@ -308,13 +339,17 @@ lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience
                                  threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
                                  min_lr = 0, eps = 1e-8, verbose = FALSE) {
   check_optimizer(optimizer)
-  if (factor >= 1) abort("Factor should be < 1.0.", class = "value_error")
+  if (arg_number(factor, "factor") >= 1) abort("Factor should be < 1.0.", class = "value_error")
   arg_choice(mode, "mode", c("min", "max"))
   arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
+  patience <- arg_number(patience, "patience")
+  threshold <- arg_number(threshold, "threshold")
+  cooldown <- arg_number(cooldown, "cooldown")
+  eps <- arg_number(eps, "eps")
   obj <- structure(new.env(parent = emptyenv()),
                    class = c("lr_reduce_on_plateau", "lr_scheduler"))
   obj$optimizer <- optimizer
-  obj$min_lrs <- rep_len(min_lr, length(optimizer$param_groups))
+  obj$min_lrs <- per_group(min_lr, "min_lr", optimizer)
   obj$best <- if (mode == "min") Inf else -Inf
   obj$num_bad_epochs <- 0
   obj$cooldown_counter <- 0
@@ -357,7 +392,7 @@ reduce_lrs <- function(optimizer, factor, min_lrs, eps, verbose) {
     new <- max(old * factor, min_lrs[[i]])
     if (old - new > eps) {
       optimizer$param_groups[[i]]$lr <- new
-      if (isTRUE(verbose)) {
+      if (arg_flag(verbose, "verbose")) {
         message(sprintf("Reducing learning rate of group %d to %.4e.", i, new))
       }
     }

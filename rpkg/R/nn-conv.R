@@ -155,7 +155,8 @@ conv_transpose_module <- function(classname, nd, f) {
       self$weight <- nn_parameter(torch_empty(c(self$in_channels,
                                                 self$out_channels %/% self$groups,
                                                 self$kernel_size)))
-      self$bias <- if (isTRUE(bias)) nn_parameter(torch_empty(self$out_channels)) else NULL
+      has_bias <- arg_flag(bias, "bias")
+      self$bias <- if (has_bias) nn_parameter(torch_empty(self$out_channels)) else NULL
       self$reset_parameters()
     },
     reset_parameters = function() reset_linear_like(self),

@@ -202,7 +202,7 @@ nn_linear <- nn_module(
     self$out_features <- whole_number(out_features, "out_features")
     self$out_feature <- self$out_features # the name older R torch versions used
     self$weight <- nn_parameter(torch_empty(self$out_features, self$in_features))
-    if (isTRUE(bias)) {
+    if (arg_flag(bias, "bias")) {
       self$bias <- nn_parameter(torch_empty(self$out_features))
     } else {
       self$bias <- NULL
@@ -220,14 +220,10 @@ conv_module <- function(classname, nd, f) {
     classname,
     initialize = function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
                           dilation = 1, groups = 1, bias = TRUE, padding_mode = "zeros") {
-      self$kernel_size <- rep_len(whole_numbers(kernel_size, "kernel_size"), nd)
-      self$stride <- rep_len(whole_numbers(stride, "stride"), nd)
-      self$padding <- if (is.character(padding)) {
-        padding
-      } else {
-        rep_len(whole_numbers(padding, "padding"), nd)
-      }
-      self$dilation <- rep_len(whole_numbers(dilation, "dilation"), nd)
+      self$kernel_size <- nd_sizes(kernel_size, "kernel_size", nd, min = 1L)
+      self$stride <- nd_sizes(stride, "stride", nd, min = 1L)
+      self$padding <- if (is.character(padding)) padding else nd_sizes(padding, "padding", nd)
+      self$dilation <- nd_sizes(dilation, "dilation", nd, min = 1L)
       self$groups <- whole_number(groups, "groups")
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
@@ -236,7 +232,8 @@ conv_module <- function(classname, nd, f) {
       self$weight <- nn_parameter(torch_empty(c(self$out_channels,
                                                 self$in_channels / self$groups,
                                                 self$kernel_size)))
-      self$bias <- if (isTRUE(bias)) nn_parameter(torch_empty(self$out_channels)) else NULL
+      has_bias <- arg_flag(bias, "bias")
+      self$bias <- if (has_bias) nn_parameter(torch_empty(self$out_channels)) else NULL
       self$reset_parameters()
     },
     reset_parameters = function() reset_linear_like(self),
@@ -314,7 +311,8 @@ nn_avg_pool2d <- nn_module(
 #' @export
 nn_adaptive_avg_pool2d <- nn_module(
   "nn_adaptive_avg_pool2d",
-  initialize = function(output_size) self$output_size <- rep_len(output_size, 2L),
+  # As given: the op takes one size or two (and says so otherwise), as nnf_adaptive_avg_pool2d().
+  initialize = function(output_size) self$output_size <- output_size,
   forward = function(input) nnf_adaptive_avg_pool2d(input, self$output_size)
 )
 
@@ -805,7 +803,7 @@ nn_utils_clip_grad_norm_ <- function(parameters, max_norm, norm_type = 2,
   with_no_grad({
     norms <- torch__foreach_norm(grads, norm_type)
     total <- torch_linalg_vector_norm(torch_stack(norms), norm_type)
-    if (isTRUE(error_if_nonfinite) && !as.logical(torch_isfinite(total))) {
+    if (arg_flag(error_if_nonfinite, "error_if_nonfinite") && !as.logical(torch_isfinite(total))) {
       abort("The total norm of gradients is non-finite, so it cannot be clipped.",
             class = "runtime_error")
     }

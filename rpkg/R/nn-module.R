@@ -161,10 +161,10 @@ nn_Module <- R6::R6Class(
       invisible(self)
     },
     named_parameters = function(recursive = TRUE) {
-      if (isTRUE(recursive)) self$parameters else private$parameters_
+      if (arg_flag(recursive, "recursive")) self$parameters else private$parameters_
     },
     named_buffers = function(recursive = TRUE) {
-      if (isTRUE(recursive)) self$buffers else private$buffers_
+      if (arg_flag(recursive, "recursive")) self$buffers else private$buffers_
     },
     # Parameters and persistent buffers, the module's own first, then its submodules' (R torch's
     # and PyTorch's order). Without `keepvars`, each is detached: a plain tensor sharing the
@@ -188,6 +188,7 @@ nn_Module <- R6::R6Class(
       out
     },
     load_state_dict = function(state_dict, ..., .refer_to_state_dict = FALSE) {
+      check_dots_empty()
       if (inherits(state_dict, "python.builtin.object")) {
         state_dict <- py_state_dict_to_r(state_dict)
       }
@@ -196,7 +197,11 @@ nn_Module <- R6::R6Class(
         abort(sprintf("`state_dict` must be a named list of tensors, got %s.",
                       describe(state_dict)), class = "value_error")
       }
-      private$load_from(state_dict, "", isTRUE(.refer_to_state_dict))
+      refer <- arg_flag(.refer_to_state_dict, ".refer_to_state_dict")
+      # Every key and shape is checked before anything is loaded: an error leaves the module as
+      # it was, not half loaded.
+      private$load_from(state_dict, "", refer, check = TRUE)
+      private$load_from(state_dict, "", refer, check = FALSE)
       invisible(create_nn_module_callable(self))
     },
     register_forward_hook = function(hook) add_forward_hook(self, hook, pre = FALSE),
@@ -235,7 +240,7 @@ nn_Module <- R6::R6Class(
     modules_ = list(),
     non_persistent_buffers_ = character(),
     forward_hooks_ = list(),
-    load_from = function(state_dict, prefix, refer) {
+    load_from = function(state_dict, prefix, refer, check) {
       own <- c(names(private$parameters_),
                setdiff(names(private$buffers_), private$non_persistent_buffers_))
       for (name in own) {
@@ -252,7 +257,15 @@ nn_Module <- R6::R6Class(
         # A module restored by readRDS() has tensors that no longer exist: loading a state dict
         # gives it new ones (R torch's way to repair such a module).
         lost <- !is.null(target) && !isTRUE(meta(target, "defined"))
-        if (refer || lost) {
+        if (check) {
+          # PyTorch's rule and words (R torch's copy_() would broadcast a smaller tensor).
+          if (!lost && !identical(value$shape, target$shape)) {
+            abort(sprintf(paste0("size mismatch for %s: copying a param with shape (%s) from ",
+                                 "checkpoint, the shape in current model is (%s)."),
+                          key, toString(value$shape), toString(target$shape)),
+                  class = "runtime_error")  # PyTorch's RuntimeError
+          }
+        } else if (refer || lost) {
           if (is_param) {
             trained <- if (lost) TRUE else target$requires_grad
             private$parameters_[[name]] <- nn_parameter(if (lost) value$clone() else value,
@@ -266,7 +279,7 @@ nn_Module <- R6::R6Class(
       }
       for (name in names(private$modules_)) {
         .subset2(module_of(private$modules_[[name]]), ".__enclos_env__")$private$load_from(
-          state_dict, paste0(prefix, name, "."), refer)
+          state_dict, paste0(prefix, name, "."), refer, check)
       }
     }
   ),
@@ -360,7 +373,7 @@ detached_entry <- function(x) {
 clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE, memo = NULL) {
   instance <- module_of(module)
   r6_clone <- .subset2(instance, ".__enclos_env__")$private$.r6_clone
-  if (!isTRUE(deep)) return(create_nn_module_callable(r6_clone(deep = FALSE)))
+  if (!arg_flag(deep, "deep")) return(create_nn_module_callable(r6_clone(deep = FALSE)))
   memo <- memo %||% new.env(parent = emptyenv())
   key <- paste0("m", rlang::obj_address(instance))
   if (!is.null(memo[[key]])) return(memo[[key]])
@@ -368,7 +381,7 @@ clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE, memo 
   callable <- create_nn_module_callable(copy)
   memo[[key]] <- callable
   priv <- .subset2(copy, ".__enclos_env__")$private
-  if (isTRUE(replace_values)) {
+  if (arg_flag(replace_values, "replace_values")) {
     priv$parameters_ <- lapply(priv$parameters_, clone_tensor, memo = memo)
     priv$buffers_ <- lapply(priv$buffers_, clone_tensor, memo = memo)
   }

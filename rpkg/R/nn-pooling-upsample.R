@@ -163,7 +163,7 @@ nnf_lp_pool1d <- function(input, norm_type, kernel_size, stride = NULL, ceil_mod
   }
   # PyTorch's composition: the average of the p-th powers, times the window's size, to the 1/p.
   out <- nnf_avg_pool1d(input$pow(norm_type), kernel_size, stride, 0, ceil_mode)
-  size <- prod(rep_len(whole_numbers(kernel_size, "kernel_size"), 1L))
+  size <- prod(nd_sizes(kernel_size, "kernel_size", 1L, min = 1L))
   (torch_sign(out) * torch_relu(torch_abs(out)))$mul(size)$pow(1 / norm_type)
 }
 
@@ -176,7 +176,7 @@ nnf_lp_pool2d <- function(input, norm_type, kernel_size, stride = NULL, ceil_mod
   }
   out <- torch_avg_pool2d(input$pow(norm_type), pool_sizes(kernel_size, "kernel_size"),
                           pool_sizes(stride, "stride"), 0L, arg_flag(ceil_mode, "ceil_mode"))
-  size <- prod(rep_len(whole_numbers(kernel_size, "kernel_size"), 2L))
+  size <- prod(nd_sizes(kernel_size, "kernel_size", 2L, min = 1L))
   (torch_sign(out) * torch_relu(torch_abs(out)))$mul(size)$pow(1 / norm_type)
 }
 

@@ -79,21 +79,21 @@ nnf_linear <- function(input, weight, bias = NULL) torch_linear(input, weight, b
 #' @export
 nnf_relu <- function(input, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) torch_relu_(input) else torch_relu(input)
+  if (arg_flag(inplace, "inplace")) torch_relu_(input) else torch_relu(input)
 }
 
 #' @rdname nnf
 #' @export
 nnf_relu6 <- function(input, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) torch_hardtanh_(input, 0, 6) else torch_hardtanh(input, 0, 6)
+  if (arg_flag(inplace, "inplace")) torch_hardtanh_(input, 0, 6) else torch_hardtanh(input, 0, 6)
 }
 
 #' @rdname nnf
 #' @export
 nnf_leaky_relu <- function(input, negative_slope = 0.01, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) {
+  if (arg_flag(inplace, "inplace")) {
     torch_leaky_relu_(input, negative_slope)
   } else {
     torch_leaky_relu(input, negative_slope)
@@ -104,14 +104,14 @@ nnf_leaky_relu <- function(input, negative_slope = 0.01, inplace = FALSE) {
 #' @export
 nnf_elu <- function(input, alpha = 1, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) torch_elu_(input, alpha) else torch_elu(input, alpha)
+  if (arg_flag(inplace, "inplace")) torch_elu_(input, alpha) else torch_elu(input, alpha)
 }
 
 #' @rdname nnf
 #' @export
 nnf_celu <- function(input, alpha = 1, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) torch_celu_(input, alpha) else torch_celu(input, alpha)
+  if (arg_flag(inplace, "inplace")) torch_celu_(input, alpha) else torch_celu(input, alpha)
 }
 
 #' @rdname nnf
@@ -125,7 +125,7 @@ nnf_gelu <- function(input, approximate = "none") {
 #' @export
 nnf_silu <- function(input, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) torch_silu_(input) else torch_silu(input)
+  if (arg_flag(inplace, "inplace")) torch_silu_(input) else torch_silu(input)
 }
 
 #' @rdname nnf
@@ -153,7 +153,7 @@ nnf_softplus <- function(input, beta = 1, threshold = 20) {
 #' @export
 nnf_hardtanh <- function(input, min_val = -1, max_val = 1, inplace = FALSE) {
   check_tensor(input, "input")
-  if (isTRUE(inplace)) {
+  if (arg_flag(inplace, "inplace")) {
     torch_hardtanh_(input, min_val, max_val)
   } else {
     torch_hardtanh(input, min_val, max_val)
@@ -188,7 +188,11 @@ nnf_log_softmax <- function(input, dim = NULL, dtype = NULL) {
 #' @export
 nnf_dropout <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   check_probability(p)
-  if (isTRUE(inplace)) torch_dropout_(input, p, training) else torch_dropout(input, p, training)
+  if (arg_flag(inplace, "inplace")) {
+    torch_dropout_(input, p, training)
+  } else {
+    torch_dropout(input, p, training)
+  }
 }
 
 #' @rdname nnf
@@ -214,7 +218,7 @@ nnf_dropout2d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
       "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout ",
       "behavior, please switch to using dropout1d instead."), class = "ampkit_warning")
   }
-  if (isTRUE(inplace)) {
+  if (arg_flag(inplace, "inplace")) {
     torch_feature_dropout_(input, p, training)
   } else {
     torch_feature_dropout(input, p, training)
@@ -249,7 +253,7 @@ nnf_conv2d <- function(input, weight, bias = NULL, stride = 1, padding = 0, dila
 #' @export
 nnf_max_pool2d <- function(input, kernel_size, stride = kernel_size, padding = 0, dilation = 1,
                            ceil_mode = FALSE, return_indices = FALSE) {
-  if (!isTRUE(return_indices)) {
+  if (!arg_flag(return_indices, "return_indices")) {
     return(torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode))
   }
   # The output and the (1-based, as R torch's) positions of the maxima in each flattened plane.
@@ -346,7 +350,8 @@ check_bag_options <- function(input, weight, mode, scale_grad_by_freq, sparse,
     abort(sprintf("`weight` must be a 2-D tensor (num_embeddings, embedding_dim), got %d-D.",
                   weight$dim()), class = "value_error")
   }
-  if (mode == "max" && (isTRUE(scale_grad_by_freq) || isTRUE(sparse))) {
+  if (mode == "max" && (arg_flag(scale_grad_by_freq, "scale_grad_by_freq") ||
+                          arg_flag(sparse, "sparse"))) {
     abort("mode \"max\" supports neither `scale_grad_by_freq` nor `sparse`.",
           class = "value_error")
   }

@@ -120,7 +120,7 @@ torch_topk <- function(self, k, dim = -1L, largest = TRUE, sorted = TRUE) {
 #' @rdname torch_index_ops
 #' @export
 torch_nonzero <- function(self, as_list = FALSE) {
-  if (isTRUE(as_list)) {
+  if (arg_flag(as_list, "as_list")) {
     return(lapply(torch_nonzero_numpy(self), plus_one))
   }
   plus_one(.torch_nonzero(self))
@@ -353,14 +353,24 @@ Math.torch_tensor <- function(x, ...) {
 
 #' @export
 Summary.torch_tensor <- function(..., na.rm = FALSE) { # nolint: object_name_linter.
-  if (isTRUE(na.rm)) {
+  if (arg_flag(na.rm, "na.rm")) {
     abort("Torch tensors do not have NAs!", class = "value_error")
   }
   args <- list(...)
-  # R torch's sum(x, dim =, keepdim =) and prod(...): a reduction over `dim` of one tensor.
+  # R torch's sum(x, dim =, keepdim =) and prod(...): a reduction over `dim` of one tensor. Any
+  # other name is a misspelt argument, not one more value to reduce (base R's rule would add it).
+  given <- names(args)
+  unknown <- setdiff(given[nzchar(given)], c("dim", "keepdim"))
+  if (length(unknown)) {
+    abort(sprintf("`%s` is not an argument of %s() for tensors (`dim`, `keepdim`, `na.rm` are).",
+                  unknown[[1L]], .Generic), class = "value_error") # nolint: object_usage_linter.
+  }
   dim <- args[["dim"]]
-  keepdim <- isTRUE(args[["keepdim"]])
+  keepdim <- arg_flag(args[["keepdim"]] %||% FALSE, "keepdim")
   args[c("dim", "keepdim")] <- NULL
+  if (keepdim && is.null(dim)) {
+    abort("`keepdim` keeps the dimensions `dim` reduces: give `dim` too.", class = "value_error")
+  }
   if (!is.null(dim)) {
     if (length(args) != 1L) {
       abort("`dim` reduces one tensor, but several were given.", class = "value_error")
@@ -401,7 +411,8 @@ Summary.torch_tensor <- function(..., na.rm = FALSE) { # nolint: object_name_lin
 # nolint start: object_name_linter.
 mean.torch_tensor <- function(x, dim, keepdim = FALSE, na.rm = FALSE, ...) {
 # nolint end
-  if (isTRUE(na.rm)) {
+  if (...length() > 0L) check_dots_empty()  # mean(x, dims = 1), mean(x, trim = 0.1)
+  if (arg_flag(na.rm, "na.rm")) {
     abort("Torch tensors do not have NAs!", class = "value_error")
   }
   if (missing(dim)) torch_mean(x) else torch_mean(x, dim = dim, keepdim = keepdim)
@@ -495,7 +506,7 @@ window_of <- function(f, window_length, ..., dtype, layout, device, requires_gra
     abort("argument 'window_length' must be int, not NULL", class = "value_error")
   }
   created(f(whole_number(window_length, "window_length"), ..., dtype = as_torch_dtype(dtype),
-            layout = layout, device = creation_device(device)), isTRUE(requires_grad))
+            layout = layout, device = creation_device(device)), requires_grad)
 }
 
 #' @rdname torch_spectral
@@ -700,8 +711,9 @@ torch_triu_indices <- function(row, col, offset = 0, dtype = NULL, device = NULL
 #' @rdname torch_wrappers
 #' @export
 torch_lu <- function(A, pivot = TRUE, get_infos = FALSE, out = NULL) { # nolint: object_name_linter.
-  result <- torch_linalg_lu_factor_ex(A, pivot = pivot, check_errors = !isTRUE(get_infos))
-  result <- if (isTRUE(get_infos)) result else result[1:2]
+  get_infos <- arg_flag(get_infos, "get_infos")
+  result <- torch_linalg_lu_factor_ex(A, pivot = pivot, check_errors = !get_infos)
+  result <- if (get_infos) result else result[1:2]
   if (is.null(out)) {
     return(result)
   }

@@ -63,7 +63,12 @@ Optimizer <- R6::R6Class(
       for (g in groups) self$add_param_group(g)
     },
     add_param_group = function(param_group) {
-      params <- param_group$params
+      if (!is.list(param_group) || !"params" %in% names(param_group)) {
+        abort(sprintf("A parameter group must be a list with `params` (its tensors), got %s.",
+                      describe(param_group)), class = "value_error")
+      }
+      params <- param_group[["params"]]
+      if (is_torch_tensor(params)) params <- list(params)
       names <- names(params)
       params <- unname(params)
       for (p in params) {
@@ -72,6 +77,15 @@ Optimizer <- R6::R6Class(
                         describe(p)), class = "value_error")
         }
         if (!p$is_leaf) abort("can't optimize a non-leaf Tensor", class = "value_error")
+      }
+      # A parameter listed twice would be stepped twice a step (PyTorch: an error across groups,
+      # a warning, to become an error, within one).
+      keys <- vapply(params, xptr_address, "")
+      if (anyDuplicated(keys)) {
+        abort("a parameter appears more than once in the parameter group", class = "value_error")
+      }
+      if (any(keys %in% vapply(private$all_params(), xptr_address, ""))) {
+        abort("some parameters appear in more than one parameter group", class = "value_error")
       }
       param_group$params <- params
       if (!is.null(names) && all(nzchar(names))) param_group$param_names <- names
@@ -503,9 +517,11 @@ OptimSgd <- new_optimizer("optim_sgd", sgd_update) # nolint: object_name_linter.
 optim_sgd <- optimizer_generator(function(params, lr = optim_required(), momentum = 0,
                                           dampening = 0, weight_decay = 0, nesterov = FALSE,
                                           maximize = FALSE, fused = FALSE) {
+  fused <- arg_flag(fused, "fused")
   defaults <- list(lr = check_lr(lr), momentum = check_nonneg(momentum, "momentum"),
                    dampening = dampening, weight_decay = check_nonneg(weight_decay, "weight_decay"),
-                   nesterov = arg_flag(nesterov, "nesterov"), maximize = maximize, fused = fused)
+                   nesterov = arg_flag(nesterov, "nesterov"),
+                   maximize = arg_flag(maximize, "maximize"), fused = fused)
   if (nesterov && (momentum <= 0 || dampening != 0)) {
     abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
   }
@@ -595,9 +611,11 @@ fused_adam <- function(group, params, grads, tensors, decoupled, grad_scale, fou
 }
 
 adam_like <- function(class, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused) {
+  fused <- arg_flag(fused, "fused")
   defaults <- list(lr = check_lr(lr), betas = check_betas(betas), eps = check_nonneg(eps, "eps"),
                    weight_decay = check_nonneg(weight_decay, "weight_decay"),
-                   amsgrad = arg_flag(amsgrad, "amsgrad"), maximize = maximize, fused = fused)
+                   amsgrad = arg_flag(amsgrad, "amsgrad"),
+                   maximize = arg_flag(maximize, "maximize"), fused = fused)
   opt <- class$new(params, defaults)
   opt$.fused <- fused
   opt

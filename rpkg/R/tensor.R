@@ -41,7 +41,7 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
   if (is_torch_tensor(data)) {
     out <- tensor_methods$clone(tensor_methods$detach(data))
     if (!is.null(dtype) || !is.null(device)) out <- out$to(dtype = dtype, device = device)
-    if (isTRUE(requires_grad)) out$requires_grad_(TRUE)
+    if (arg_flag(requires_grad, "requires_grad")) out$requires_grad_(TRUE)
     return(out)
   }
   if (is.null(data)) {
@@ -52,7 +52,7 @@ torch_tensor <- function(data, dtype = NULL, device = NULL, requires_grad = FALS
           class = "value_error")
   }
   out <- .Call(C_tensor_from_r, data, dtype, device, arg_flag(requires_grad, "requires_grad"))
-  if (isTRUE(pin_memory)) out <- out$pin_memory()
+  if (arg_flag(pin_memory, "pin_memory")) out <- out$pin_memory()
   out
 }
 
@@ -439,8 +439,10 @@ written_methods <- list( # nolint: cyclocomp_linter.
   reshape = function(self, ...) tensor_methods$reshape(self, shape = sizes_of(list(...), "shape")),
   expand = function(self, ..., implicit = FALSE) {
     sizes <- list(...)
-    # R torch's signature is expand(size, implicit): a flag after the size is `implicit`.
-    if (length(sizes) > 1L && is.logical(sizes[[length(sizes)]])) {
+    # R torch's signature is expand(size, implicit): a flag after the size, unnamed, is `implicit`.
+    last <- names(sizes)[length(sizes)]
+    unnamed <- is.null(last) || !nzchar(last)
+    if (length(sizes) > 1L && is.logical(sizes[[length(sizes)]]) && unnamed) {
       implicit <- sizes[[length(sizes)]]
       sizes <- sizes[-length(sizes)]
     }
@@ -532,6 +534,22 @@ written_methods <- list( # nolint: cyclocomp_linter.
   },
   backward = function(self, gradient = NULL, retain_graph = create_graph, create_graph = FALSE,
                       inputs = NULL, ...) {
+    if (...length() > 0L) {
+      # R torch's `...` takes its deprecated `keep_graph`; any other argument is misspelt.
+      extra <- list(...)
+      if ("keep_graph" %in% names(extra)) {
+        rlang::warn(c("`keep_graph` has been deprecated. Please use `retain_graph` instead.",
+                      i = "`keep_graph` will take precedence."), class = "ampkit_warning",
+                    .frequency = "once", .frequency_id = "keep_graph")
+        retain_graph <- extra[["keep_graph"]]
+        extra[["keep_graph"]] <- NULL
+      }
+      if (length(extra)) {
+        given <- (names(extra) %||% "")[[1L]]
+        what <- if (nzchar(given)) sprintf("`%s`", given) else "by position after `inputs`"
+        abort(sprintf("`$backward()` takes no argument %s.", what), class = "value_error")
+      }
+    }
     autograd_backward(self, gradient, retain_graph, create_graph, inputs)
   },
   register_hook = function(self, hook) register_tensor_hook(self, hook),

@@ -380,7 +380,10 @@ is_meta_device <- function(x) identical(as_torch_device(x)$type, "meta")
 #' @return An object of class `torch_layout` or `torch_memory_format`.
 #' @name torch_layout
 #' @examples
-#' torch_zeros(2, 3, 4, 5, memory_format = torch_channels_last_format())$is_contiguous()
+#' x <- torch_empty(2, 3, 4, 5, memory_format = torch_channels_last_format())
+#' x$is_contiguous() # FALSE: its channels are its last dimension in memory
+#' x$stride()
+#' torch_zeros(2, layout = torch_strided())
 NULL
 
 # libtorch's enum values (c10/core/Layout.h, c10/core/MemoryFormat.h).
