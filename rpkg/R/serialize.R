@@ -26,7 +26,9 @@
 #'   any R object holding tensors (a module, a dataset).
 #' @param path A file path or a connection (`torch_load()`: or a raw vector).
 #' @param device Where `torch_load()` puts tensors (`NULL`: where they were).
-#' @param ... Unused.
+#' @param ... Must be empty (a misspelt argument is an error).
+#' @param compress Accepted for R torch's code (a flag): the files are
+#'   PyTorch's format, whose tensors are stored uncompressed.
 #' @param legacy_stream Unused (R torch's argument).
 #' @return `torch_save()`: `path`, invisibly. `torch_serialize()`: a raw vector.
 #'   `torch_load()`, `load_state_dict()`: the object.
@@ -42,13 +44,15 @@ NULL
 
 #' @rdname torch_save
 #' @export
-torch_save <- function(obj, path, ...) {
+torch_save <- function(obj, path, ..., compress = TRUE) {
   UseMethod("torch_save")
 }
 
 #' @rdname torch_save
 #' @export
-torch_save.default <- function(obj, path, ...) {
+torch_save.default <- function(obj, path, ..., compress = TRUE) {
+  if (...length() > 0L) check_dots_empty()
+  arg_flag(compress, "compress")
   bytes <- .Call(C_pickle_save, if (is_plain_value(obj)) obj else r_object_archive(obj))
   if (inherits(path, "connection")) {
     writeBin(bytes, path)
@@ -64,7 +68,9 @@ torch_save.default <- function(obj, path, ...) {
 
 #' @rdname torch_save
 #' @export
-torch_save.torch_optimizer <- function(obj, path, ...) { # nolint: object_name_linter.
+# nolint start: object_name_linter.
+torch_save.torch_optimizer <- function(obj, path, ..., compress = TRUE) {
+# nolint end
   abort(paste0("`obj` is an optimizer: save its state dict, ",
                "`torch_save(opt$state_dict(), path)`, and load it with ",
                "`opt$load_state_dict(torch_load(path))`."), class = "value_error")

@@ -355,6 +355,7 @@ with_device <- function(code, ..., device) {
 #' @param .env The environment whose exit restores the previous default.
 #' @export
 local_device <- function(device, ..., .env = parent.frame()) {
+  if (...length() > 0L) check_dots_empty()
   before <- .default_device$device
   .default_device$device <- as_torch_device(device)
   withr::defer(.default_device$device <- before, envir = .env)

@@ -73,6 +73,12 @@ test_that("misspelt arguments are errors, not taken by `...` or read as data", {
   m <- nn_linear(2, 2)
   expect_error(m$load_state_dict(m$state_dict(), .refer_to_state = TRUE), "refer_to_state",
                class = "ampkit_error")
+  path <- tempfile(fileext = ".pt")
+  expect_error(torch_save(x, path, compres = FALSE), "compres", class = "ampkit_error")
+  expect_false(file.exists(path))
+  torch_save(x, path, compress = FALSE)  # R torch's argument
+  expect_equal(as_array(torch_load(path)), as_array(x))
+  expect_error(local_device("cpu", "x"), class = "ampkit_error")
 })
 
 test_that("load_state_dict() checks every shape before it loads anything", {
