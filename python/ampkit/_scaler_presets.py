@@ -8,6 +8,7 @@ the peers' own classes (tests/python/test_scaler_presets.py) with the same overf
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import abc
 from typing import Any, Dict, Iterator, Optional
 
@@ -24,7 +25,10 @@ _DEEPSPEED_FP16_DEFAULTS = {
     "consecutive_hysteresis": False,
     "min_loss_scale": 1,
 }
-# Keys of that section which do not touch the scaler.
+# The powers of two that are positive float32 numbers (subnormals included): the scale's range.
+_FLOAT32_POWERS = (-149, 127)
+# The section's other keys: `enabled` (false gives a disabled scaler) and keys that do not touch
+# the scaler.
 _DEEPSPEED_FP16_OTHER_KEYS = ("enabled", "auto_cast", "loss_scale", "fp16_master_weights_and_grads")
 
 
@@ -55,8 +59,12 @@ def deepspeed_options(config: Any) -> Dict[str, Any]:
         raise _C.ArgumentError(
             f"`config` has key(s) {unknown} that DeepSpeed's fp16 section does not have; its "
             f"keys are {list(known)}.")
+    enabled = section.get("enabled", True)
+    if not isinstance(enabled, bool):  # "auto" is HF's placeholder, resolved before DeepSpeed
+        raise _C.ArgumentTypeError(
+            f"In `config`: `enabled` must be true or false, got {enabled!r}.")
     loss_scale = section.get("loss_scale", 0)
-    if loss_scale != 0:
+    if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or loss_scale != 0:
         raise _C.ArgumentError(
             f"In `config`: `loss_scale` must be 0 (DeepSpeed's dynamic loss scaling, which "
             f"ampkit reproduces), got {loss_scale!r}: a static scale needs no scaler.")
@@ -68,7 +76,17 @@ def deepspeed_options(config: Any) -> Dict[str, Any]:
     if isinstance(power, bool) or not isinstance(power, int):
         raise _C.ArgumentTypeError(
             f"In `config`: `initial_scale_power` must be an int, got {type(power).__name__}.")
+    if not _FLOAT32_POWERS[0] <= power <= _FLOAT32_POWERS[1]:
+        raise _C.ArgumentError(
+            f"In `config`: `initial_scale_power` must be from {_FLOAT32_POWERS[0]} to "
+            f"{_FLOAT32_POWERS[1]} (2**power a positive float32, as the scale is held), "
+            f"got {power}.")
+    floor = given["min_loss_scale"]
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)):
+        raise _C.ArgumentTypeError(
+            f"In `config`: `min_loss_scale` must be a number, got {floor!r}.")
     return {
+        "enabled": enabled,
         "init_scale": 2.0 ** power,
         "growth_factor": 2.0,
         "backoff_factor": 0.5,
@@ -82,11 +100,19 @@ def deepspeed_options(config: Any) -> Dict[str, Any]:
 
 
 def _float32(name: str, value: Any) -> Any:
-    """A number as Megatron holds it (a float32 tensor); other values are left for the core to
-    refuse by name."""
+    """A number as Megatron holds it (a float32 tensor), refused where float32 has no room for
+    it (rounded, it would reach the core as inf or 0, and the core's message would show that
+    value, not the one given); other values are left for the core to refuse by name."""
+    if value is None:  # Megatron asserts its scales and factors are numbers
+        raise _C.ArgumentTypeError(f"`{name}` must be a number, got None.")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
-    return float(torch.tensor(value, dtype=torch.float32))
+    rounded = float(torch.tensor(value, dtype=torch.float32))
+    if math.isfinite(value) and value != 0 and (math.isinf(rounded) or rounded == 0):
+        raise _C.ArgumentError(
+            f"`{name}` must be within float32's range (Megatron holds it as a float32 "
+            f"tensor), got {value!r}.")
+    return rounded
 
 
 def megatron_options(*, initial_scale: Any, min_scale: Any, growth_factor: Any,

@@ -474,10 +474,11 @@ class autocast_audit:
             >>> print(audit.table(limit=3))  # doctest: +ELLIPSIS
             autocast audit: ...
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise _C.ArgumentTypeError(
                 f"`limit` must be a whole number >= 0 or None, got {limit!r}.")
+        if limit is not None and limit < 0:  # the right type, a wrong value
+            raise _C.ArgumentError(f"`limit` must be a whole number >= 0 or None, got {limit!r}.")
         s = self.summary()
         rows = s["ops"] if limit is None else s["ops"][:limit]
         head = (f"autocast audit: {s['calls']} op calls, {s['time_s'] * 1e3:.2f} ms in ops; "

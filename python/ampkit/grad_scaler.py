@@ -131,8 +131,9 @@ class GradScaler:
         ``config`` is a DeepSpeed config or its ``"fp16"`` section, with DeepSpeed's keys and
         defaults: ``initial_scale_power`` (16), ``loss_scale_window`` (1000), ``hysteresis`` (2),
         ``consecutive_hysteresis`` (False), ``min_loss_scale`` (1); ``loss_scale`` must be 0
-        (dynamic). The schedule is DeepSpeed's: the first growth comes one clean step later than
-        torch.amp's (``growth_delay=1``), and a back-off due at ``min_loss_scale`` raises.
+        (dynamic); ``"enabled": false`` gives a disabled scaler. The schedule is DeepSpeed's:
+        the first growth comes one clean step later than torch.amp's (``growth_delay=1``), and
+        a back-off due at ``min_loss_scale`` raises.
         ``device`` (``None``: ``"cuda"`` where torch sees a CUDA device, else ``"cpu"``) is the
         device type of the scale.
 

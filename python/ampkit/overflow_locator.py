@@ -278,8 +278,10 @@ class overflow_locator:
                  "parameters": first(s.index, "parameters")} for s in self._steps]
 
     def table(self, passes: Iterable[str] = ("forward", "backward", "parameters")) -> str:
-        """The summary as a readable table (``print(loc)`` prints it)."""
-        rows = [r for r in self.summary() if r["pass"] in tuple(passes)]
+        """The summary as a readable table (``print(loc)`` prints it), of the rows of
+        ``passes``."""
+        passes = _passes(passes, "overflow_locator.table")
+        rows = [r for r in self.summary() if r["pass"] in passes]
         columns = ["step", "pass", "module", "dtype", "amax", "inf", "nan", "underflow",
                    "overflow", "headroom"]
         body = [[str(r["step"]), r["pass"], r["module"], r["dtype"], f"{r['amax']:.4g}",
@@ -319,12 +321,8 @@ def plot_summary(summary: List[Dict[str, Any]], path: str,
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    passes = list(passes)
-    unknown = [p for p in passes if p not in _PASSES]
-    if unknown or not passes:
-        raise _C.ArgumentError(
-            f"overflow_locator.plot: `passes` must name some of 'forward', 'backward' and "
-            f"'parameters', got {passes!r}.")
+    passes = _passes(passes, "overflow_locator.plot")
+    modules = _modules(modules, summary)
     order: List[str] = []  # one colour per module in every panel, in forward order
     for r in sorted(summary, key=lambda r: r["pass"] != "forward"):
         if r["module"] not in order:
@@ -342,6 +340,42 @@ def plot_summary(summary: List[Dict[str, Any]], path: str,
     finally:
         plt.close(fig)
     return path
+
+
+def _check_number(value: Any, name: str, rule: Callable[[float], bool], text: str) -> None:
+    """A finite real number that keeps ``rule``, or an ArgumentError naming it."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or not rule(value)):
+        raise _C.ArgumentError(
+            f"suggest_policy: `{name}` must be a finite number {text}, got {value!r}.")
+
+
+def _passes(passes: Iterable[str], where: str) -> List[str]:
+    """``passes`` as a list, refused unless it names some of the three (a string alone would
+    be read letter by letter, and an unknown name would select nothing)."""
+    given = [passes] if isinstance(passes, str) else list(passes)
+    if isinstance(passes, str) or not given or any(p not in _PASSES for p in given):
+        raise _C.ArgumentError(
+            f"{where}: `passes` must be a list naming some of 'forward', 'backward' and "
+            f"'parameters', got {passes!r}.")
+    return given
+
+
+def _modules(modules: Optional[Iterable[str]],
+             summary: List[Dict[str, Any]]) -> Optional[List[str]]:
+    """The module names a plot is limited to, each one the summary has (a name that is not
+    would draw nothing, silently)."""
+    if modules is None:
+        return None
+    known = list(dict.fromkeys(r["module"] for r in summary))
+    given = [modules] if isinstance(modules, str) else list(modules)
+    unknown = [m for m in given if m not in known]
+    if isinstance(modules, str) or not given or unknown:
+        shown = ", ".join(repr(m) for m in known[:12]) + (", ..." if len(known) > 12 else "")
+        raise _C.ArgumentError(
+            f"overflow_locator.plot: `modules` must be a list of the modules measured "
+            f"({shown}), got {modules!r}.")
+    return given
 
 
 def _panel(ax: Any, rows: List[Dict[str, Any]], modules: Optional[Iterable[str]],
@@ -465,7 +499,7 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
         ['output held 96 inf and 0 NaN in float16']
     """
     from .autocast import autocast
-    from .precision_policy import _default_device, precision_policy
+    from .precision_policy import _check_device, _default_device, precision_policy
 
     if not isinstance(model, torch.nn.Module):
         raise _C.ArgumentTypeError(
@@ -473,6 +507,14 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
     if dtype not in _LOW:
         raise _C.ArgumentError(
             f"suggest_policy: `dtype` must be torch.float16 or torch.bfloat16, got {dtype!r}.")
+    if isinstance(batches, torch.Tensor):  # list() would split it into its rows
+        raise _C.ArgumentTypeError(
+            "suggest_policy: `batches` must be a list of batches, got a tensor; give [x].")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise _C.ArgumentError(
+            f"suggest_policy: `max_rounds` must be a whole number >= 1, got {max_rounds!r}.")
+    _check_number(margin, "margin", lambda v: v >= 0, ">= 0")
+    _check_number(loss_scale, "loss_scale", lambda v: v > 0, "> 0")
     batches = list(batches)
     if not batches:
         raise _C.ArgumentError("suggest_policy: `batches` is empty; give at least one batch.")
@@ -482,6 +524,7 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
             "suggest_policy: with `loss_fn`, each batch must be a pair (inputs, target).")
     if device_type is None:
         device_type = _default_device(model)
+    _check_device(device_type, "suggest_policy")
     leaves = list(_leaf_names(model))
     names = [name for name, _ in model.named_modules()]
     params = list(model.parameters())

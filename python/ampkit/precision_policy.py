@@ -125,6 +125,18 @@ def _default_device(model: torch.nn.Module) -> str:
     return "cpu"
 
 
+def _check_device(device: str, where: str) -> None:
+    """Refuse a device type autocast cannot run on here (CUDA without CUDA): every rule would
+    silently do nothing there. A device string autocast does not know raises its own error."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        region = autocast(device)
+    if not region.enabled or caught:
+        why = "; ".join(str(w.message) for w in caught) or "autocast is disabled there"
+        raise _C.ArgumentError(
+            f"{where}: `device_type` {device!r} is one autocast cannot use here ({why}).")
+
+
 def _check_autocast(key: Any, device: str, dtype: torch.dtype) -> None:
     """Refuse a dtype autocast cannot use on the device (ampkit.autocast would warn and run
     disabled, silently not doing what the rule asks)."""
@@ -414,6 +426,7 @@ def resolve_rules(names: Sequence[str], types: Sequence[Sequence[str]],
         ...               [(ModuleType("Linear"), "float32"), ("re:1", "bfloat16")], "cpu")
         [(1, 'float32', 'Linear'), (2, 'bfloat16', "'re:1'")]
     """
+    _check_device(device_type, "precision_policy")
     chosen: Dict[int, Tuple[torch.dtype, Any]] = {}
     for key, value in rules:
         dtype = _as_dtype(key, value)

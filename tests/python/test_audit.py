@@ -367,8 +367,10 @@ def test_bad_input_names_the_argument():
         ampkit.autocast_audit()(3)
     with pytest.raises(TypeError, match=r"takes no arguments, got a function.*parentheses"):
         ampkit.autocast_audit(lambda: None)
-    with pytest.raises(ampkit.ArgumentTypeError, match="`limit` must be a whole number"):
+    with pytest.raises(ampkit.ArgumentError, match="`limit` must be a whole number"):
         ampkit.autocast_audit().table(limit=-1)
+    with pytest.raises(ampkit.ArgumentTypeError, match="`limit` must be a whole number"):
+        ampkit.autocast_audit().table(limit="3")
     with pytest.raises(ampkit.StateError, match="without a matching __enter__"):
         ampkit.autocast_audit().__exit__(None, None, None)
 

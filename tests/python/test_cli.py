@@ -33,6 +33,15 @@ def test_bench_help_and_an_unknown_suite_list_the_suites():
     assert out.returncode != 0
     assert "unknown suite(s) nosuch" in out.stderr
     assert all(name in out.stderr for name in names)
+    # refused before anything runs (each crashed with a KeyError, or ran every suite)
+    out = _run("bench", "--size", "nosuch", "--only", "small_mlp", "--no-r")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "--size nosuch: suite small_mlp has the size sets" in out.stderr
+    out = _run("bench", "--only", "seed_mlp", "--no-r")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "it runs on cuda (--device)" in out.stderr
+    out = _run("bench", "--only")
+    assert out.returncode != 0 and "expected at least one argument" in out.stderr
 
 
 def test_r_library_prints_the_environments_r_library_or_r_libs_naming_it_first():

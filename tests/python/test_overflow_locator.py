@@ -249,6 +249,22 @@ def test_bad_use():
         loc(3)
 
 
+def test_table_and_plot_refuse_what_would_select_nothing(tmp_path):
+    model = _forward_overflow_model()
+    with ampkit.overflow_locator(model) as loc:
+        _step(model, X)
+    # a string, an unknown pass or none: the table was its header alone
+    for passes in ("forward", ["fwd"], []):
+        with pytest.raises(ampkit.ArgumentError, match="`passes` must be a list naming"):
+            loc.table(passes=passes)
+    assert len(loc.table(passes=["forward"]).splitlines()) > 1
+    # a string ("10" plotted modules '1' and '0'), an unknown module or none: an empty panel
+    for modules in ("10", ["nosuch"], []):
+        with pytest.raises(ampkit.ArgumentError, match="`modules` must be a list of the modules"):
+            loc.plot(str(tmp_path / "p.png"), modules=modules)
+    assert not (tmp_path / "p.png").exists()
+
+
 # -- suggest_policy --------------------------------------------------------------------------
 
 def test_suggest_policy_keeps_the_forward_overflow_in_float32():
@@ -324,6 +340,23 @@ def test_suggest_policy_bad_input():
         ampkit.suggest_policy(model, [X], loss_fn=_mse)
     with pytest.raises(ampkit.ArgumentTypeError, match="`model` must be"):
         ampkit.suggest_policy("model", [X])
+    # each of these measured nothing, or measured wrongly, and returned a suggestion
+    with pytest.raises(ampkit.ArgumentTypeError, match="got a tensor; give \\[x\\]"):
+        ampkit.suggest_policy(model, X)  # was split into its rows, one batch each
+    for rounds in (0, -3, 1.5, "4", True):
+        with pytest.raises(ampkit.ArgumentError, match="`max_rounds` must be a whole number"):
+            ampkit.suggest_policy(model, [X], max_rounds=rounds)
+    for margin in (float("nan"), -1, "1", float("inf")):
+        with pytest.raises(ampkit.ArgumentError, match="`margin` must be a finite number >= 0"):
+            ampkit.suggest_policy(model, [X], margin=margin)
+    for scale in (0, -2.0, float("nan"), "x"):
+        with pytest.raises(ampkit.ArgumentError, match="`loss_scale` must be a finite number > 0"):
+            ampkit.suggest_policy(model, [(X, X[:, :1])], loss_fn=_mse, loss_scale=scale)
+    if not torch.cuda.is_available():  # autocast would run disabled: nothing measured in float16
+        with pytest.raises(ampkit.ArgumentError, match="`device_type` 'cuda' is one autocast"):
+            ampkit.suggest_policy(model, [X], device_type="cuda")
+    # margin 0 is a rule of its own: only values beyond float16's largest number
+    assert ampkit.suggest_policy(model, [_guide_data()[0]], margin=0).rounds >= 1
 
 
 @pytest.mark.parametrize("module", ["ampkit.precision_policy", "ampkit.overflow_locator"])

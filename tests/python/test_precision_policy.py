@@ -322,16 +322,21 @@ def test_bad_rules_name_the_rule_and_leave_the_model_untouched(rules, error, wor
     assert _forwards(model) == []
 
 
-def test_a_dtype_autocast_cannot_use_on_the_device_is_refused():
+def test_a_device_type_autocast_cannot_use_is_refused_before_anything_is_installed():
     model = _model()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         if torch.cuda.is_available():
             pytest.skip("needs a machine without CUDA")
-        with pytest.raises(ampkit.ArgumentError, match=r"rule '0' asks for float16 on "
-                                                       r"device type 'cuda'"):
-            ampkit.precision_policy(model, {"2": torch.float32, "0": torch.float16},
-                                    device_type="cuda")
+        # float32 rules too: under autocast("cpu") the policy's regions for "cuda" would
+        # silently leave every module in bfloat16
+        for rules in ({"2": torch.float32}, {"2": torch.float32, "0": torch.float16}):
+            with pytest.raises(ampkit.ArgumentError,
+                               match=r"`device_type` 'cuda' is one autocast cannot use here"):
+                ampkit.precision_policy(model, rules, device_type="cuda")
+    # a device string autocast does not know: its own error, at once (it came at the forward)
+    with pytest.raises(ampkit.DeviceStringError):
+        ampkit.precision_policy(model, {"2": torch.float32}, device_type="nosuch")
     assert _forwards(model) == []
 
 

@@ -217,3 +217,11 @@ def test_presets_without_a_device_scale_where_torch_computes(make):
     scaler.step(opt)
     scaler.update()
     assert scaler.stats()["steps"] == 1
+
+
+def test_a_disabled_deepspeed_section_gives_a_disabled_scaler():
+    # DeepSpeed scales no loss where its fp16 section is disabled; the preset ignored the key
+    off = ampkit.GradScaler.from_deepspeed({"fp16": {"enabled": False}}, "cpu")
+    assert not off.is_enabled()
+    assert ampkit.GradScaler.from_deepspeed({"fp16": {"enabled": True}}, "cpu").is_enabled()
+    assert ampkit.GradScaler.from_deepspeed({"fp16": {}}, "cpu").is_enabled()

@@ -74,6 +74,17 @@ def load_suites(directory: str, names: Optional[List[str]],
     return sorted(suites, key=lambda s: (s["kind"] != "overhead", s["name"]))
 
 
+def check_sizes(suites: List[Dict[str, Any]], size_name: str) -> None:
+    """Refuse, before anything runs, a size set that a chosen suite lacks (a misspelt --size, or
+    a GPU-only suite named on the CPU), naming the sets it has."""
+    for suite in suites:
+        if size_name not in suite["sizes"]:
+            devices = suite.get("devices")
+            hint = f"; it runs on {', '.join(devices)} (--device)" if devices else ""
+            raise SystemExit(f"--size {size_name}: suite {suite['name']} has the size sets "
+                             f"{', '.join(suite['sizes'])}{hint}")
+
+
 def run_overhead(suite: Dict[str, Any], size: Dict[str, Any],
                  device: str = "cpu") -> List[Dict[str, Any]]:
     _progress("  autocast enter+exit ...")
@@ -104,7 +115,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "(default: the device's)")
     parser.add_argument("--suites", default=SUITES_DIR,
                         help="suites folder (default: the suites shipped in ampkit.bench)")
-    parser.add_argument("--only", nargs="*", help="suite names to run (default: all)")
+    parser.add_argument("--only", nargs="+", help="suite names to run (default: all)")
     parser.add_argument("--no-r", action="store_true", help="skip the R runner")
     parser.add_argument("--no-audit", action="store_true",
                         help="skip the audit of one extra, untimed ampkit-py step per workload "
@@ -115,6 +126,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("--device cuda: no CUDA device here")
     size_name = args.size or args.device
     suites = load_suites(args.suites, args.only, args.device)
+    check_sizes(suites, size_name)
     r_missing = "--no-r given" if args.no_r else r_unavailable()
     torch.set_num_threads(max(1, os.cpu_count() or 1))  # the R runner takes the same number
     measure.steady_allocator()  # and the same allocator policy

@@ -58,6 +58,7 @@ def use_ampkit(accelerator: "accelerate.Accelerator", **scaler_kwargs: Any
         >>> import torch
         >>> from accelerate import Accelerator
         >>> from ampkit.integrations.accelerate import use_ampkit
+        >>> _ = torch.manual_seed(0)  # the scaled gradients of other draws may overflow
         >>> accelerator = use_ampkit(Accelerator(mixed_precision="fp16", cpu=True))
         >>> model = torch.nn.Linear(4, 2)
         >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
