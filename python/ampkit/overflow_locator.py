@@ -513,8 +513,7 @@ def suggest_policy(model: torch.nn.Module, batches: Iterable[Any],
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise _C.ArgumentError(
             f"suggest_policy: `max_rounds` must be a whole number >= 1, got {max_rounds!r}.")
-    _check_number(margin, "margin", lambda v: v >= 0, ">= 0")
-    _check_number(loss_scale, "loss_scale", lambda v: v > 0, "> 0")
+    modules_to_keep([], [], [], dtype, loss_scale, margin)  # the rule judges its arguments
     batches = list(batches)
     if not batches:
         raise _C.ArgumentError("suggest_policy: `batches` is empty; give at least one batch.")
@@ -600,6 +599,8 @@ def modules_to_keep(summary: Iterable[Mapping[str, Any]],
     if dtype not in _LOW:
         raise _C.ArgumentError(
             f"suggest_policy: `dtype` must be torch.float16 or torch.bfloat16, got {dtype!r}.")
+    _check_number(margin, "margin", lambda v: v >= 0, ">= 0")
+    _check_number(loss_scale, "loss_scale", lambda v: v > 0, "> 0")
     low = str(dtype)[6:]
     limit = torch.finfo(dtype).max / 2.0 ** margin
     leaves = set(leaves)

@@ -505,6 +505,10 @@ suggest_policy <- function(model, batches, dtype = "float16", loss_fn = NULL,
   loss_scale <- arg_number(loss_scale, "loss_scale", call)
   margin <- arg_number(margin, "margin", call)
   max_rounds <- whole_number(max_rounds, "max_rounds", call)
+  if (max_rounds < 1L) {
+    abort(sprintf("`max_rounds` must be at least 1, got %d.", max_rounds), call,
+          class = "value_error")
+  }
   if (!is.null(device_type)) device_type <- arg_string(device_type, "device_type", call)
   if (is_python_module(model)) {
     return(python_suggest_policy(model, batches, dtype, loss_fn, loss_scale, margin,
@@ -513,8 +517,11 @@ suggest_policy <- function(model, batches, dtype = "float16", loss_fn = NULL,
   check_r_model(model, call)
   device_type <- device_type %||% model_device_type(model)
   decide <- python_module("ampkit.overflow_locator")$modules_to_keep
-  # The rule judges its own arguments (`dtype`): asked once with no rows, before measuring.
+  # The rules judge their own arguments (`dtype`, `margin`, `loss_scale`; the device type a
+  # policy can use): asked once with no rows and no rules, before measuring.
   call_python(decide(list(), list(), list(), dtype, loss_scale, margin), call)
+  call_python(python_module("ampkit.precision_policy")$resolve_rules(
+    list(), list(), list(), device_type), call)
   modules <- model_modules(model)
   leaves <- modules$names[nzchar(modules$names) & vapply(modules$modules, function(m) {
     length(.subset2(module_of(m), ".__enclos_env__")$private$modules_) == 0L

@@ -320,6 +320,17 @@ test_that("suggest_policy suggests what Python's does for the same weights", {
                class = "ampkit_error")
   expect_error(suggest_policy(model, list(x), dtype = "float32"),
                "`dtype` must be torch.float16 or torch.bfloat16", class = "ampkit_error")
+  # each measured nothing, or nothing in float16, and returned an empty suggestion
+  expect_error(suggest_policy(model, list(x), max_rounds = 0), "`max_rounds` must be at least 1",
+               class = "ampkit_error")
+  expect_error(suggest_policy(model, list(x), margin = NaN),
+               "`margin` must be a finite number >= 0", class = "ampkit_error")
+  expect_error(suggest_policy(model, list(list(x, y)), loss_fn = mse, loss_scale = 0),
+               "`loss_scale` must be a finite number > 0", class = "ampkit_error")
+  if (!cuda_is_available()) {
+    expect_error(suggest_policy(model, list(x), device_type = "cuda"),
+                 "`device_type` 'cuda' is one autocast cannot use here", class = "ampkit_error")
+  }
 })
 
 test_that("PyTorch modules go to Python's implementations, as before", {
