@@ -504,11 +504,7 @@ suggest_policy <- function(model, batches, dtype = "float16", loss_fn = NULL,
   dtype <- arg_string(dtype, "dtype", call, example = "such as \"float16\" or \"bfloat16\"")
   loss_scale <- arg_number(loss_scale, "loss_scale", call)
   margin <- arg_number(margin, "margin", call)
-  max_rounds <- whole_number(max_rounds, "max_rounds", call)
-  if (max_rounds < 1L) {
-    abort(sprintf("`max_rounds` must be at least 1, got %d.", max_rounds), call,
-          class = "value_error")
-  }
+  max_rounds <- round_count(max_rounds, call)
   if (!is.null(device_type)) device_type <- arg_string(device_type, "device_type", call)
   if (is_python_module(model)) {
     return(python_suggest_policy(model, batches, dtype, loss_fn, loss_scale, margin,
@@ -679,4 +675,14 @@ python_suggest_policy <- function(model, batches, dtype, loss_fn, loss_scale, ma
   out <- rep("float32", length(rules))
   names(out) <- shown_names(names(rules))
   suggestion(out, reasons, found$rounds)
+}
+
+# suggest_policy()'s `max_rounds`: a whole number, at least 1 (0 would measure nothing).
+round_count <- function(max_rounds, call) {
+  max_rounds <- whole_number(max_rounds, "max_rounds", call)
+  if (max_rounds < 1L) {
+    abort(sprintf("`max_rounds` must be at least 1, got %d.", max_rounds), call,
+          class = "value_error")
+  }
+  max_rounds
 }
