@@ -341,7 +341,7 @@ extern "C" SEXP C_tensor_index(SEXP x, SEXP env, SEXP drop) {
   AMPKIT_R_BEGIN
   at::Tensor out = tensor_of(x, "x");
   SEXP args = PROTECT(index_args_of(env));
-  for (const auto& piece : pieces_of(args, Rf_asLogical(drop) != FALSE, out.device())) {
+  for (const auto& piece : pieces_of(args, flag_of(drop, "drop"), out.device())) {
     out = out.index(piece);
   }
   UNPROTECT(1);

@@ -22,6 +22,8 @@ test_that("flags are TRUE or FALSE: 1, \"yes\" or NA is an error, not FALSE", {
                "`maximize`", class = "value_error")
   m <- nn_linear(2, 2)
   expect_error(m$clone(deep = "yes"), "`deep`", class = "value_error")
+  expect_error(x[1, , drop = "no"], "`drop` must be TRUE or FALSE", class = "value_error")
+  expect_equal(x[1, , drop = FALSE]$shape, c(1L, 3L))
   # the right values do what they say
   expect_null(nn_linear(3, 4, bias = FALSE)$bias)
   expect_equal(nn_conv2d(3, 4, 3, bias = TRUE)$bias$shape, 4L)
