@@ -73,6 +73,18 @@ void validate_state(const ScalerState& state, const char* scale_name) {
     refuse("_growth_tracker",
            ">= " + format_number(lowest) + (s.growth_delay ? " (-`growth_delay`)" : ""), tracker);
   }
+  // The skipped iterations are some of the iterations, and the current run of skips some of
+  // those: stats() would report impossible counts otherwise.
+  const ScalerCounters& c = state.counters;
+  if (c.skipped_steps > c.steps) {
+    refuse("_skipped_steps", "<= `_steps` (" + std::to_string(c.steps) + ")",
+           static_cast<double>(c.skipped_steps));
+  }
+  if (c.consecutive_skipped_steps > c.skipped_steps) {
+    refuse("_consecutive_skipped_steps",
+           "<= `_skipped_steps` (" + std::to_string(c.skipped_steps) + ")",
+           static_cast<double>(c.consecutive_skipped_steps));
+  }
 }
 
 }  // namespace ampkit

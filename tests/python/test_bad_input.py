@@ -295,6 +295,11 @@ ROWS: List[Row] = [
     Row("load_state_dict", "_growth_tracker", _state(_growth_tracker=0.5), ValueError, "got 0.5"),
     Row("load_state_dict", "_growth_tracker", _state(_growth_tracker=inf), ValueError, "got inf"),
     Row("load_state_dict", "_growth_tracker", _state(_growth_tracker=2**31), ValueError, "at most"),
+    Row("load_state_dict", "_skipped_steps", _state(_steps=1, _skipped_steps=5), ValueError,
+        "`_skipped_steps` must be <= `_steps` (1), got 5"),
+    Row("load_state_dict", "_consecutive_skipped_steps",
+        _state(_steps=9, _skipped_steps=2, _consecutive_skipped_steps=3), ValueError,
+        "`_consecutive_skipped_steps` must be <= `_skipped_steps` (2), got 3"),
     # ---- ampkit.autocast(...) ----
     Row("autocast", "device_type", 3, TypeError, "must be a str"),
     Row("autocast", "device_type", None, TypeError, "got NoneType"),
