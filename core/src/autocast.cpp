@@ -38,8 +38,9 @@ c10::DeviceType parse_device_type(const std::string& device_type, const char* ar
 c10::DeviceType autocast_device_type(const std::string& device_type) {
   const c10::DeviceType type = parse_device_type(device_type);
   if (!at::autocast::is_autocast_available(type)) {
-    throw ArgumentError("`device_type`: User specified an unsupported autocast device_type '" +
-                        device_type + "'.");
+    // A RuntimeError in torch too (torch.autocast("meta")): a DeviceStringError is both.
+    throw DeviceStringError("`device_type`: User specified an unsupported autocast device_type '" +
+                            device_type + "'.");
   }
   return type;
 }

@@ -369,8 +369,8 @@ PYBIND11_MODULE(_C, m) {
       m, "DeviceStringError",
       py::make_tuple(m.attr("ArgumentError"), py::handle(PyExc_RuntimeError)))
       .attr("__doc__") =
-      "A string that names no device: an ArgumentError (a ValueError) and a "
-      "RuntimeError, the type torch raises for it.";
+      "A string that names no device, or a device autocast does not run on: an "
+      "ArgumentError (a ValueError) and a RuntimeError, the type torch raises for it.";
   auto argument_type_error =
       py::register_exception<ArgumentTypeError>(m, "ArgumentTypeError", PyExc_TypeError);
   argument_type_error.attr("__doc__") = "An argument of the wrong type; a TypeError.";

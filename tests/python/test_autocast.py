@@ -213,6 +213,7 @@ def test_cuda_without_cuda_warns_and_disables():
 @pytest.mark.parametrize("args,error,match", [
     (("tpu9",), ValueError, "`device_type` must be a device type"),
     (("meta",), ValueError, "unsupported autocast device_type 'meta'"),
+    (("meta",), RuntimeError, "unsupported"),  # torch's type: `except RuntimeError` catches it
     ((3,), TypeError, "`device_type` must be a str"),
     (("cpu", "bfloat16"), TypeError, "`dtype` must be a torch.dtype"),
     (("cpu", None, "yes"), TypeError, "`enabled` must be a bool"),

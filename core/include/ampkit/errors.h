@@ -15,9 +15,10 @@ class ArgumentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// A string that names no device ("tpu9", "cuda:x"). torch raises RuntimeError("Invalid device
-// string: ...") here and torch's own tests expect that type: Python: ampkit.DeviceStringError,
-// an ArgumentError (so a ValueError) and a RuntimeError.
+// A string that names no device ("tpu9", "cuda:x"), or a device autocast does not run on
+// ("meta"). torch raises RuntimeError for both ("Invalid device string: ...") and torch's own
+// tests expect that type: Python: ampkit.DeviceStringError, an ArgumentError (so a ValueError)
+// and a RuntimeError.
 class DeviceStringError : public ArgumentError {
  public:
   using ArgumentError::ArgumentError;
