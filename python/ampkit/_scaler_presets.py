@@ -130,7 +130,8 @@ def megatron_options(*, initial_scale: Any, min_scale: Any, growth_factor: Any,
 
 
 # ampkit's option names as each peer spells them, for messages about a peer's own arguments.
-DEEPSPEED_NAMES = {"growth_interval": "loss_scale_window", "min_scale": "min_loss_scale",
+DEEPSPEED_NAMES = {"init_scale": "2**initial_scale_power",
+                   "growth_interval": "loss_scale_window", "min_scale": "min_loss_scale",
                    "hysteresis": "hysteresis", "consecutive_hysteresis": "consecutive_hysteresis"}
 MEGATRON_NAMES = {"init_scale": "initial_scale"}
 

@@ -423,7 +423,18 @@ written_methods <- list( # nolint: cyclocomp_linter.
   # The address of the first element, a number (PyTorch's data_ptr()): the same in Python for
   # the same tensor.
   data_ptr = function(self) meta(self, "data_ptr"),
-  is_contiguous = function(self) meta(self, "is_contiguous"),
+  # PyTorch's is_contiguous(memory_format =): dense in that order (channels last: NHWC).
+  is_contiguous = function(self, memory_format = NULL) {
+    if (is.null(memory_format) || identical(memory_format, torch_contiguous_format())) {
+      return(meta(self, "is_contiguous"))
+    }
+    if (!identical(memory_format, torch_channels_last_format())) {
+      abort(sprintf(paste0("`memory_format` must be torch_contiguous_format() or ",
+                           "torch_channels_last_format(), got %s."), describe(memory_format)),
+            class = "value_error")
+    }
+    meta(self, "is_channels_last")
+  },
   item = function(self) {
     value <- as_array(self$reshape(1L)[1L])
     if (is.integer(value) || is.logical(value) || is.complex(value)) value else as.double(value)

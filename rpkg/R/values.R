@@ -383,6 +383,7 @@ is_meta_device <- function(x) identical(as_torch_device(x)$type, "meta")
 #' @examples
 #' x <- torch_empty(2, 3, 4, 5, memory_format = torch_channels_last_format())
 #' x$is_contiguous() # FALSE: its channels are its last dimension in memory
+#' x$is_contiguous(memory_format = torch_channels_last_format())
 #' x$stride()
 #' torch_zeros(2, layout = torch_strided())
 NULL

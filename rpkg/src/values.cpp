@@ -795,6 +795,9 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   if (field == "numel") return Rf_ScalarReal(static_cast<double>(t.numel()));
   if (field == "element_size") return Rf_ScalarInteger(static_cast<int>(t.element_size()));
   if (field == "is_contiguous") return Rf_ScalarLogical(t.is_contiguous());
+  if (field == "is_channels_last") {
+    return Rf_ScalarLogical(t.is_contiguous(at::MemoryFormat::ChannelsLast));
+  }
   if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
   if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
   if (field == "storage_offset") return Rf_ScalarReal(static_cast<double>(t.storage_offset()));

@@ -142,7 +142,7 @@ ROWS: List[Row] = [
     Row("from_deepspeed", "config", {"fp16": {"loss_scale_window": 0}}, ValueError,
         "`loss_scale_window` must be a whole number >= 1, got 0"),
     Row("from_deepspeed", "config", {"fp16": {"min_loss_scale": 2**17}}, ValueError,
-        "`init_scale` must be >= `min_loss_scale`"),
+        "`2**initial_scale_power` must be >= `min_loss_scale`"),
     Row("from_deepspeed", "config", {"hysteresis": 0}, ValueError,
         "`hysteresis` must be a whole number >= 1, got 0"),
     Row("from_deepspeed", "config", {"initial_scale_power": 1.5}, TypeError,

@@ -120,6 +120,20 @@ test_that("sizes in `...` are numbers: a misspelt argument or a dtype there is a
   expect_true(x$new_empty(1, requires_grad = TRUE)$requires_grad)
 })
 
+test_that("$is_contiguous() takes PyTorch's memory_format", {
+  skip_if_no_ampkit()
+  torch <- py_torch()
+  x <- torch_empty(2, 3, 4, 5, memory_format = torch_channels_last_format())
+  px <- py_of(x)
+  expect_identical(x$is_contiguous(), reticulate::py_to_r(px$is_contiguous()))
+  expect_identical(x$is_contiguous(memory_format = torch_channels_last_format()),
+                   reticulate::py_to_r(px$is_contiguous(memory_format = torch$channels_last)))
+  expect_true(x$is_contiguous(memory_format = torch_channels_last_format()))
+  expect_true(torch_zeros(2, 3, 4, 5)$is_contiguous(memory_format = torch_contiguous_format()))
+  expect_error(x$is_contiguous(memory_format = torch_preserve_format()), "`memory_format` must be",
+               class = "value_error")
+})
+
 test_that("torch_arange includes its end, as in R torch", {
   skip_if_no_ampkit()
   torch <- py_torch()
