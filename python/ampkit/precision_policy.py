@@ -125,26 +125,31 @@ def _default_device(model: torch.nn.Module) -> str:
     return "cpu"
 
 
-def _check_device(device: str, where: str) -> None:
-    """Refuse a device type autocast cannot run on here (CUDA without CUDA): every rule would
-    silently do nothing there. A device string autocast does not know raises its own error."""
+def _autocast_refusal(device: str, dtype: Optional[torch.dtype] = None) -> Optional[str]:
+    """Why ampkit.autocast(device, dtype) would warn and run disabled here, silently not doing
+    what a policy asks (None where it runs). A device string autocast does not know raises its
+    own error."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        region = autocast(device)
-    if not region.enabled or caught:
-        why = "; ".join(str(w.message) for w in caught) or "autocast is disabled there"
+        region = autocast(device, dtype=dtype)
+    if region.enabled and not caught:
+        return None
+    return "; ".join(str(w.message) for w in caught) or "autocast is disabled there"
+
+
+def _check_device(device: str, where: str) -> None:
+    """Refuse a device type autocast cannot run on here (CUDA without CUDA): every rule would
+    silently do nothing there."""
+    why = _autocast_refusal(device)
+    if why is not None:
         raise _C.ArgumentError(
             f"{where}: `device_type` {device!r} is one autocast cannot use here ({why}).")
 
 
 def _check_autocast(key: Any, device: str, dtype: torch.dtype) -> None:
-    """Refuse a dtype autocast cannot use on the device (ampkit.autocast would warn and run
-    disabled, silently not doing what the rule asks)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        region = autocast(device, dtype=dtype)
-    if not region.enabled or caught:
-        why = "; ".join(str(w.message) for w in caught) or "autocast is disabled there"
+    """Refuse a dtype autocast cannot use on the device."""
+    why = _autocast_refusal(device, dtype)
+    if why is not None:
         raise _C.ArgumentError(
             f"precision_policy: rule {_rule_text(key)} asks for {_dtype_name(dtype)} on "
             f"device type {device!r}, which autocast cannot use here ({why}).")

@@ -370,7 +370,6 @@ scatter_call <- function(method, self, dim, index, src, reduce) {
   }
 }
 
-
 # The 1-based index positions in a result (R torch adds 1 to returned indices).
 plus_one <- function(indices) indices + 1L
 
