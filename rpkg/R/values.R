@@ -541,12 +541,14 @@ steady_allocator <- function() .Call(C_keep_freed_heap, -1)
 
 # The collector's share of tensor memory (values.cpp): the bytes R tensors hold, the bytes made
 # since the last collection, the bytes alive after it, the floor, the young and the full
-# collections run and the seconds spent in them.
+# collections run and the seconds spent in them, and whether a collection waits for the end of
+# a backward pass. `defer_cpu = TRUE` lets CPU tensors defer a collection as CUDA ones do (the
+# tests' switch: the rule is for devices that queue work; FALSE sets it back).
 # Internal: for the benchmark's runner and the memory tests.
-tensor_memory_stats <- function() {
-  v <- .Call(C_memory_stats, NULL)
+tensor_memory_stats <- function(defer_cpu = NULL) {
+  v <- .Call(C_memory_stats, NULL, defer_cpu)
   list(live = v[[1]], since_collection = v[[2]], live_after = v[[3]], floor = v[[4]],
-       collections = v[[5]], full = v[[6]], seconds = v[[7]])
+       collections = v[[5]], full = v[[6]], seconds = v[[7]], pending = v[[8]] == 1)
 }
 
 # A full collection of the package's own now: R's collector runs, and what R tensors hold after

@@ -109,6 +109,8 @@ SEXP make_tensor(at::Tensor t);
 // A full collection of R's garbage (the finalizers free the tensors R dropped), counted with the
 // package's own (values.cpp): where an allocation failed.
 void collect_garbage();
+// Runs the collection that waits for the end of a backward pass, if one does (values.cpp).
+void collect_pending();
 
 bool is_dtype(SEXP x);
 c10::ScalarType dtype_of(SEXP x, const char* arg);

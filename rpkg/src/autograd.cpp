@@ -398,6 +398,9 @@ extern "C" SEXP C_backward(SEXP tensors, SEXP grads, SEXP retain_graph, SEXP cre
   if (!Rf_isNull(retain_graph)) retain = flag(retain_graph);
   const bool create = flag(create_graph);
   run_autograd([&] { torch::autograd::backward(outs, gs, retain, create, ins); });
+  // The device has the whole backward pass queued: a collection due since the forward pass
+  // costs it nothing now.
+  collect_pending();
   return R_NilValue;
   AMPKIT_R_END
 }
@@ -414,6 +417,7 @@ extern "C" SEXP C_autograd_grad(SEXP outputs, SEXP inputs, SEXP grad_outputs, SE
   run_autograd([&] {
     result = torch::autograd::grad(outs, ins, gs, retain, flag(create_graph), flag(allow_unused));
   });
+  collect_pending();  // as after $backward()
   return tensor_list(std::move(result));
   AMPKIT_R_END
 }

@@ -16,7 +16,7 @@
   AMPKIT_ENTRY(C_dtype_named, 1) \
   AMPKIT_ENTRY(C_default_dtype, 1) \
   AMPKIT_ENTRY(C_device_info, 1) \
-  AMPKIT_ENTRY(C_memory_stats, 1) \
+  AMPKIT_ENTRY(C_memory_stats, 2) \
   AMPKIT_ENTRY(C_memory_collect, 0) \
   AMPKIT_ENTRY(C_tensor_meta, 2) \
   AMPKIT_ENTRY(C_generator_new, 1) \

@@ -1,7 +1,8 @@
 # The R package on a GPU: R torch's article loop (float16 autocast, the CUDA scaler, an Inf
 # gradient on one step) against PyTorch's modules with torch.amp on the same GPU, bit for bit,
 # with the scale kept on the device; R callbacks called by the autograd engine's CUDA thread run
-# on R's thread; a loop of large CUDA temporaries stays within 2x of its allocated memory.
+# on R's thread; a loop of large CUDA temporaries stays within 2x of its allocated memory; a
+# collection due in a forward pass waits for the end of its backward pass.
 # Skipped where libtorch sees no CUDA device (tools/gpu_proof.sh runs it there).
 
 skip_if_no_cuda <- function() if (!cuda_is_available()) skip("CUDA is not available")
@@ -87,4 +88,23 @@ test_that("a loop of large CUDA temporaries stays within 2x of its allocated mem
   peak <- cuda_memory_stats()$allocated_bytes$all$peak
   # The loop's working set is two temporaries: the last x while the next one is made.
   expect_lte(peak - before, 2 * (2 * temporary))
+})
+
+test_that("on CUDA a collection due in a forward pass waits for the end of its backward pass", {
+  skip_if_no_cuda()
+  w <- torch_randn(2^20, device = "cuda", requires_grad = TRUE) # 4 MiB
+  gc()
+  ampkit:::tensor_memory_collect()
+  before <- ampkit:::tensor_memory_stats()
+  outs <- list()
+  while (!ampkit:::tensor_memory_stats()$pending && length(outs) < 100) {
+    outs[[length(outs) + 1]] <- w * 2
+  }
+  during <- ampkit:::tensor_memory_stats()
+  expect_true(during$pending)
+  expect_equal(during$collections, before$collections)
+  outs[[1]]$sum()$backward()
+  after <- ampkit:::tensor_memory_stats()
+  expect_false(after$pending)
+  expect_equal(after$collections - before$collections, 1)
 })

@@ -99,6 +99,61 @@ test_that("the package's full collection on demand counts as one and frees what 
   expect_equal(as_array(kept[1]), 1)
 })
 
+test_that("a collection due in a forward pass waits for the end of its backward pass", {
+  # On CUDA (the rule's devices, switched on here for CPU tensors) a young collection costs the
+  # host milliseconds while the GPU runs what is queued: little during a forward pass, the whole
+  # backward pass at its end.
+  ampkit:::tensor_memory_stats(defer_cpu = TRUE)
+  on.exit(ampkit:::tensor_memory_stats(defer_cpu = FALSE))
+  w <- torch_randn(2^20, requires_grad = TRUE) # 4 MiB
+  forward <- function(n) {
+    outs <- list()
+    s <- ampkit:::tensor_memory_stats()
+    while (length(outs) < n && !s$pending) {
+      outs[[length(outs) + 1]] <- w * 2
+      s <- ampkit:::tensor_memory_stats()
+    }
+    outs
+  }
+  gc()
+  ampkit:::tensor_memory_collect()
+  before <- ampkit:::tensor_memory_stats()
+  due <- max(before$floor, before$live_after / 2)
+  outs <- forward(100)
+  during <- ampkit:::tensor_memory_stats()
+  expect_true(during$pending)
+  expect_equal(during$collections, before$collections)
+  expect_gt(during$since_collection, due)
+  outs[[1]]$sum()$backward()
+  after <- ampkit:::tensor_memory_stats()
+  expect_false(after$pending)
+  expect_equal(after$collections - before$collections, 1)
+  expect_equal(as_array(w$grad[1:2]), c(2, 2))
+  # Never past twice the bytes that made it due: without a backward pass it runs then.
+  more <- forward(100)
+  expect_true(ampkit:::tensor_memory_stats()$pending)
+  while (ampkit:::tensor_memory_stats()$pending) more[[length(more) + 1]] <- w * 2
+  last <- ampkit:::tensor_memory_stats()
+  expect_equal(last$collections - after$collections, 1)
+  due <- max(last$floor, after$live_after / 2)
+  expect_gt(length(more) * 4 * 2^20, 2 * due)
+  expect_lte(length(more) * 4 * 2^20, 2 * due + 4 * 2^20)
+  # Outside a graph (no grad) and on the CPU by default, a collection runs when due.
+  rm(outs, more)
+  gc()
+  ampkit:::tensor_memory_collect()
+  start <- ampkit:::tensor_memory_stats()
+  kept <- with_no_grad(lapply(1:20, function(i) w * 2)) # 80 MiB
+  no_grad <- ampkit:::tensor_memory_stats(defer_cpu = FALSE)
+  expect_false(no_grad$pending)
+  expect_gte(no_grad$collections - start$collections, 1)
+  rm(kept)
+  kept <- lapply(1:40, function(i) w * 2)
+  end <- ampkit:::tensor_memory_stats()
+  expect_false(end$pending)
+  expect_gte(end$collections - no_grad$collections, 1)
+})
+
 test_that("nn_sequential() lets go of its layers' outputs as soon as the next layer has run", {
   torch_manual_seed(1)
   l1 <- nn_linear(256, 256)
