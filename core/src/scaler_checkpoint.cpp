@@ -66,7 +66,7 @@ void check_state_keys(const std::vector<std::string>& keys) {
     if (!contains(known, key)) unknown.push_back(key);
   }
   if (!missing.empty()) {
-    throw ArgumentError("`state_dict` is missing the key(s) " + key_list(missing) + ".");
+    throw MissingKeyError("`state_dict` is missing the key(s) " + key_list(missing) + ".");
   }
   if (!unknown.empty()) {
     throw ArgumentError("`state_dict` has unknown key(s) " + key_list(unknown) + "; the keys are " +

@@ -22,6 +22,7 @@ from ._C import (
     ArgumentError,
     ArgumentTypeError,
     DeviceStringError,
+    MissingKeyError,
     ScaleCollapseError,
     StateError,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
     "DeviceStringError",
+    "MissingKeyError",
     "StateError",
     "ScaleCollapseError",
     "r_eval",

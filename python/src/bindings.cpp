@@ -371,6 +371,13 @@ PYBIND11_MODULE(_C, m) {
       .attr("__doc__") =
       "A string that names no device, or a device autocast does not run on: an "
       "ArgumentError (a ValueError) and a RuntimeError, the type torch raises for it.";
+  auto missing_key_error = py::register_exception<MissingKeyError>(
+      m, "MissingKeyError", py::make_tuple(m.attr("ArgumentError"), py::handle(PyExc_KeyError)));
+  missing_key_error.attr("__doc__") =
+      "A state dict without a key it must have: an ArgumentError (a ValueError) and a KeyError, "
+      "the type torch.amp raises for it.";
+  // The message as written (KeyError's own str() would show it quoted, as a key).
+  missing_key_error.attr("__str__") = py::handle(PyExc_BaseException).attr("__str__");
   auto argument_type_error =
       py::register_exception<ArgumentTypeError>(m, "ArgumentTypeError", PyExc_TypeError);
   argument_type_error.attr("__doc__") = "An argument of the wrong type; a TypeError.";

@@ -281,6 +281,22 @@ def test_a_device_type_that_is_not_a_str_raises_torchs_value_error_and_a_type_er
         torch.autocast(3)
 
 
+@pytest.mark.parametrize("key", ["scale", "growth_factor", "backoff_factor", "growth_interval",
+                                 "_growth_tracker"])
+def test_a_state_dict_without_a_key_raises_torchs_key_error_and_an_argument_error(key):
+    # torch.amp reads each key as state_dict[key]: `except KeyError` around its load_state_dict
+    # catches ampkit's error too.
+    for cls in (torch.amp.GradScaler, ampkit.GradScaler):
+        state = torch.amp.GradScaler("cpu").state_dict()
+        del state[key]
+        with pytest.raises(KeyError) as info:
+            cls("cpu").load_state_dict(state)
+        if cls is ampkit.GradScaler:
+            assert isinstance(info.value, ampkit.ArgumentError)
+            assert isinstance(info.value, ampkit.MissingKeyError)
+            assert str(info.value) == f"`state_dict` is missing the key(s) ['{key}']."
+
+
 def test_decorating_a_non_callable_gives_torchs_message():
     try:
         torch.autocast("cpu")(3)

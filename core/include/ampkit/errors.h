@@ -24,6 +24,14 @@ class DeviceStringError : public ArgumentError {
   using ArgumentError::ArgumentError;
 };
 
+// A checkpoint without a key it must have. torch.amp reads each key as `state_dict["scale"]` and
+// raises KeyError: Python: ampkit.MissingKeyError, an ArgumentError (so a ValueError) and a
+// KeyError.
+class MissingKeyError : public ArgumentError {
+ public:
+  using ArgumentError::ArgumentError;
+};
+
 // An argument of the wrong kind (a device string that names no device type, a dtype AMP cannot
 // use). Python: ampkit.ArgumentTypeError, a TypeError.
 class ArgumentTypeError : public std::invalid_argument {
