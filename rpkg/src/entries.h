@@ -37,6 +37,7 @@
   AMPKIT_ENTRY(C_with_autocast, 5) \
   AMPKIT_ENTRY(C_module_lookup, 2) \
   AMPKIT_ENTRY(C_module_chain, 2) \
+  AMPKIT_ENTRY(C_native_layers, 2) \
   AMPKIT_ENTRY(C_autocast_token_open, 1) \
   AMPKIT_ENTRY(C_autocast_state, 1) \
   AMPKIT_ENTRY(C_scaler_new, 3) \

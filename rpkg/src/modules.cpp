@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "entries.h"
+#include "native_layers.h"
 
 namespace ampkit_r {
 // Declared here: ampkit_r.h brings ATen, this file none.
@@ -47,30 +48,12 @@ SEXP element_named(SEXP list, SEXP name) {
   return R_UnboundValue;
 }
 
-}  // namespace
-
-// Parameters, buffers, submodules (private$parameters_, buffers_, modules_), then the instance's
-// own fields and methods; NULL when none has the name (a parameter registered as NULL, such as a
-// missing bias, reads as NULL all the same). Anything but a module and one name (a generator, a
-// submodule's number) goes to R's module_lookup_other().
-extern "C" SEXP C_module_lookup(SEXP instance, SEXP name) {
+// C_module_lookup's own part, on an instance (an R6 object) and a name (a CHARSXP).
+SEXP module_field(SEXP instance, SEXP text) {
   static SEXP enclos_sym = Rf_install(".__enclos_env__");
   static SEXP private_sym = Rf_install("private");
   static SEXP tables[] = {Rf_install("parameters_"), Rf_install("buffers_"),
                           Rf_install("modules_")};
-  static SEXP module_sym = Rf_install("module");
-  // The callable a user holds (a function with the instance as its attribute "module"), or a
-  // generator (its R6 class generator).
-  if (TYPEOF(instance) == CLOSXP) instance = Rf_getAttrib(instance, module_sym);
-  if (TYPEOF(instance) != ENVSXP || TYPEOF(name) != STRSXP || XLENGTH(name) != 1 ||
-      Rf_inherits(instance, "R6ClassGenerator")) {
-    static SEXP other = Rf_install("module_lookup_other");
-    SEXP call = PROTECT(Rf_lang3(other, instance, name));
-    SEXP value = Rf_eval(call, ampkit_r::package_namespace());
-    UNPROTECT(1);
-    return value;
-  }
-  SEXP text = STRING_ELT(name, 0);
   SEXP enclos = Rf_findVarInFrame(instance, enclos_sym);
   if (TYPEOF(enclos) == ENVSXP) {
     SEXP priv = Rf_findVarInFrame(enclos, private_sym);
@@ -83,6 +66,68 @@ extern "C" SEXP C_module_lookup(SEXP instance, SEXP name) {
   }
   SEXP value = frame_value(instance, Rf_installTrChar(text));
   return value == R_UnboundValue ? R_NilValue : value;
+}
+
+SEXP kept(SEXP x) {
+  R_PreserveObject(x);
+  return x;
+}
+
+// The built-in layers whose forward the chain runs without R: the expression of each one's forward
+// as the package made it (C_native_layers, at load). An instance whose forward has that expression
+// runs the package's forward: not a subclass's own, nor a hook's wrapper, nor a precision policy's
+// (each a function of its own). The expression, not the body: R's compiler gives each instance's
+// forward a body of its own when it first runs, and keeps the expression it compiled.
+SEXP native_exprs[2] = {nullptr, nullptr};
+long long native_calls = 0;  // forwards the chain ran without R (read by the tests)
+
+// The layer's forward run without R, or nullptr where the R forward is to run (see
+// native_layer_forward(): its arguments or an error from libtorch).
+SEXP native_forward(SEXP instance, SEXP forward, SEXP input) {
+  if (TYPEOF(forward) != CLOSXP || TYPEOF(instance) != ENVSXP) return nullptr;
+  SEXP expr = R_ClosureExpr(forward);
+  SEXP out = nullptr;
+  if (expr == native_exprs[0]) {
+    static SEXP weight = kept(Rf_mkChar("weight"));
+    static SEXP bias = kept(Rf_mkChar("bias"));
+    SEXP w = PROTECT(module_field(instance, weight));
+    SEXP b = PROTECT(module_field(instance, bias));
+    out = ampkit_r::native_layer_forward(ampkit_r::NativeLayer::Linear, input, w, b);
+    UNPROTECT(2);
+  } else if (expr == native_exprs[1]) {
+    // nnf_relu(input, .subset2(self, "inplace")): in place is R's to run.
+    static SEXP inplace_sym = Rf_install("inplace");
+    SEXP inplace = frame_value(instance, inplace_sym);
+    if (TYPEOF(inplace) != LGLSXP || XLENGTH(inplace) != 1 || LOGICAL(inplace)[0] != FALSE) {
+      return nullptr;
+    }
+    out =
+        ampkit_r::native_layer_forward(ampkit_r::NativeLayer::Relu, input, R_NilValue, R_NilValue);
+  }
+  if (out != nullptr) native_calls += 1;
+  return out;
+}
+
+}  // namespace
+
+// Parameters, buffers, submodules (private$parameters_, buffers_, modules_), then the instance's
+// own fields and methods; NULL when none has the name (a parameter registered as NULL, such as a
+// missing bias, reads as NULL all the same). Anything but a module and one name (a generator, a
+// submodule's number) goes to R's module_lookup_other().
+extern "C" SEXP C_module_lookup(SEXP instance, SEXP name) {
+  static SEXP module_sym = Rf_install("module");
+  // The callable a user holds (a function with the instance as its attribute "module"), or a
+  // generator (its R6 class generator).
+  if (TYPEOF(instance) == CLOSXP) instance = Rf_getAttrib(instance, module_sym);
+  if (TYPEOF(instance) != ENVSXP || TYPEOF(name) != STRSXP || XLENGTH(name) != 1 ||
+      Rf_inherits(instance, "R6ClassGenerator")) {
+    static SEXP other = Rf_install("module_lookup_other");
+    SEXP call = PROTECT(Rf_lang3(other, instance, name));
+    SEXP value = Rf_eval(call, ampkit_r::package_namespace());
+    UNPROTECT(1);
+    return value;
+  }
+  return module_field(instance, STRING_ELT(name, 0));
 }
 
 // nn_sequential()'s forward: each module's forward on the output of the one before, the callable
@@ -118,8 +163,12 @@ extern "C" SEXP C_module_chain(SEXP modules, SEXP input) {
       forward = TYPEOF(instance) == ENVSXP ? frame_value(instance, forward_sym) : R_NilValue;
       if (forward == R_UnboundValue) forward = R_NilValue;
     }
-    Rf_defineVar(forward_sym, forward, env);
-    SEXP out = PROTECT(Rf_eval(call, env));
+    SEXP out = native_forward(instance, forward, current);
+    if (out == nullptr) {
+      Rf_defineVar(forward_sym, forward, env);
+      out = Rf_eval(call, env);
+    }
+    PROTECT(out);
     Rf_defineVar(input_sym, out, env);
     Rf_defineVar(forward_sym, R_NilValue, env);
     if (current != input && current != out) ampkit_r::release_unreferenced(current);
@@ -128,4 +177,18 @@ extern "C" SEXP C_module_chain(SEXP modules, SEXP input) {
   }
   UNPROTECT(3);
   return current;
+}
+
+// Registers the forwards of nn_linear and nn_relu (as the package made them) for the chain to run
+// without R; with NULL, reads how many forwards it ran so.
+extern "C" SEXP C_native_layers(SEXP linear, SEXP relu) {
+  if (Rf_isNull(linear)) return Rf_ScalarReal(static_cast<double>(native_calls));
+  SEXP given[] = {linear, relu};
+  for (int i = 0; i < 2; ++i) {
+    if (TYPEOF(given[i]) != CLOSXP) Rf_error("a layer's forward must be a function.");
+    if (native_exprs[i] != nullptr) R_ReleaseObject(native_exprs[i]);
+    native_exprs[i] = R_ClosureExpr(given[i]);
+    R_PreserveObject(native_exprs[i]);
+  }
+  return R_NilValue;
 }

@@ -16,6 +16,8 @@
 #include <ATen/ops/any.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/ge.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/relu.h>
 #include <ATen/ops/sub.h>
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "ampkit_r.h"
+#include "native_layers.h"
 
 namespace ampkit_r {
 
@@ -668,6 +671,30 @@ extern "C" SEXP C_op_schemas(SEXP index) {
   UNPROTECT(1);
   return out;
   AMPKIT_R_END
+}
+
+// A built-in layer's forward, called by nn_sequential()'s chain without R (modules.cpp): the op its
+// R forward calls, with the same arguments, through the same dispatcher (autocast, autograd), so
+// the same result bit for bit. nullptr where the R forward is to run instead: an argument that is
+// not a live tensor, or an error from libtorch (which the R forward then raises in R's words).
+SEXP native_layer_forward(NativeLayer layer, SEXP input, SEXP weight, SEXP bias) {
+  auto live = [](SEXP x) { return is_tensor(x) && R_ExternalPtrAddr(x) != nullptr; };
+  if (!live(input)) return nullptr;
+  at::Tensor out;
+  try {
+    const at::Tensor x = tensor_of(input, "input");
+    if (layer == NativeLayer::Relu) {
+      out = at::relu(x);
+    } else {
+      if (!live(weight) || (bias != R_NilValue && !live(bias))) return nullptr;
+      const std::optional<at::Tensor> b =
+          bias == R_NilValue ? std::nullopt : std::optional<at::Tensor>(tensor_of(bias, "bias"));
+      out = at::linear(x, tensor_of(weight, "weight"), b);
+    }
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return make_tensor(std::move(out));
 }
 
 // C_op0 .. C_op32: the entry of every generated function, by its number of R arguments.

@@ -180,6 +180,69 @@ test_that("nn_sequential() lets go of its layers' outputs as soon as the next la
   expect_equal(as_array(x), x0)  # the caller's input is the caller's, untouched
 })
 
+test_that("nn_sequential() runs nn_linear and nn_relu without R, as their R forwards would", {
+  torch_manual_seed(3)
+  l1 <- nn_linear(16, 8)
+  l2 <- nn_linear(8, 4, bias = FALSE)
+  net <- nn_sequential(l1, nn_relu(), l2)
+  x <- torch_randn(5, 16)
+  before <- ampkit:::native_layer_calls()
+  y <- net(x)
+  expect_equal(ampkit:::native_layer_calls() - before, 3)
+  manual <- l2(torch_relu(l1(x)))
+  expect_identical(as_array(y), as_array(manual))
+  y$sum()$backward()
+  g <- list(as_array(l1$weight$grad), as_array(l2$weight$grad))
+  l1$weight$grad <- NULL
+  l2$weight$grad <- NULL
+  manual$sum()$backward()
+  expect_identical(g, list(as_array(l1$weight$grad), as_array(l2$weight$grad)))
+  # Under autocast, the same casts (bfloat16 on the CPU) as the layers called one by one.
+  with_autocast(device_type = "cpu", {
+    a <- net(x)
+    b <- l2(torch_relu(l1(x)))
+  })
+  expect_equal(a$dtype, torch_bfloat16())
+  expect_identical(as_array(a$float()), as_array(b$float()))
+})
+
+test_that("nn_sequential() leaves to R the layers it cannot run as the package made them", {
+  torch_manual_seed(4)
+  x <- torch_randn(2, 4)
+  calls <- function(net, input = x) {
+    before <- ampkit:::native_layer_calls()
+    out <- net(input)
+    list(native = ampkit:::native_layer_calls() - before, out = out)
+  }
+  # A forward hook wraps the instance's forward: the hook runs.
+  l <- nn_linear(4, 4)
+  seen <- 0
+  l$register_forward_hook(function(module, input, output) {
+    seen <<- seen + 1
+    NULL
+  })
+  expect_equal(calls(nn_sequential(l, nn_relu()))$native, 1) # the ReLU only
+  expect_equal(seen, 1)
+  # A subclass with a forward of its own, and an in-place ReLU, run their R forwards.
+  doubled <- nn_module("doubled", inherit = nn_linear,
+                       forward = function(input) 2 * super$forward(input))
+  d <- doubled(4, 4)
+  r <- calls(nn_sequential(d, nn_relu(inplace = TRUE)))
+  expect_equal(r$native, 0)
+  expect_equal(as_array(r$out), as_array(torch_relu(d(x))))
+  # A subclass that keeps nn_linear's forward runs it without R.
+  kept <- nn_module("kept", inherit = nn_linear)
+  expect_equal(calls(nn_sequential(kept(4, 4)))$native, 1)
+  # Bad input: the R forward runs, and its error is the layer's own.
+  net <- nn_sequential(nn_linear(4, 4))
+  wrong <- torch_randn(2, 3)
+  expect_error(calls(net, wrong), class = "runtime_error")
+  direct <- tryCatch(net[[1]](wrong), error = conditionMessage)
+  expect_identical(tryCatch(net(wrong), error = conditionMessage), direct)
+  expect_identical(tryCatch(net(1:4), error = conditionMessage),
+                   tryCatch(net[[1]](1:4), error = conditionMessage))
+})
+
 test_that("a loss does not keep its elementwise buffer", {
   skip_if_no_ampkit()
   # libtorch's mse_loss, smooth_l1_loss, binary_cross_entropy and soft_margin_loss reduce into
