@@ -353,8 +353,8 @@ def _check_number(value: Any, name: str, rule: Callable[[float], bool], text: st
 def _passes(passes: Iterable[str], where: str) -> List[str]:
     """``passes`` as a list, refused unless it names some of the three (a string alone would
     be read letter by letter, and an unknown name would select nothing)."""
-    given = [passes] if isinstance(passes, str) else list(passes)
-    if isinstance(passes, str) or not given or any(p not in _PASSES for p in given):
+    given = [] if isinstance(passes, str) else list(passes)
+    if not given or any(p not in _PASSES for p in given):
         raise _C.ArgumentError(
             f"{where}: `passes` must be a list naming some of 'forward', 'backward' and "
             f"'parameters', got {passes!r}.")
@@ -368,9 +368,8 @@ def _modules(modules: Optional[Iterable[str]],
     if modules is None:
         return None
     known = list(dict.fromkeys(r["module"] for r in summary))
-    given = [modules] if isinstance(modules, str) else list(modules)
-    unknown = [m for m in given if m not in known]
-    if isinstance(modules, str) or not given or unknown:
+    given = [] if isinstance(modules, str) else list(modules)
+    if not given or any(m not in known for m in given):
         shown = ", ".join(repr(m) for m in known[:12]) + (", ..." if len(known) > 12 else "")
         raise _C.ArgumentError(
             f"overflow_locator.plot: `modules` must be a list of the modules measured "

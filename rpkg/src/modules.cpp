@@ -68,11 +68,6 @@ SEXP module_field(SEXP instance, SEXP text) {
   return value == R_UnboundValue ? R_NilValue : value;
 }
 
-SEXP kept(SEXP x) {
-  R_PreserveObject(x);
-  return x;
-}
-
 // The built-in layers whose forward the chain runs without R: the expression of each one's forward
 // as the package made it (C_native_layers, at load). An instance whose forward has that expression
 // runs the package's forward: not a subclass's own, nor a hook's wrapper, nor a precision policy's
@@ -88,8 +83,9 @@ SEXP native_forward(SEXP instance, SEXP forward, SEXP input) {
   SEXP expr = R_ClosureExpr(forward);
   SEXP out = nullptr;
   if (expr == native_exprs[0]) {
-    static SEXP weight = kept(Rf_mkChar("weight"));
-    static SEXP bias = kept(Rf_mkChar("bias"));
+    // A symbol's name lives as long as the symbol: for ever.
+    static SEXP weight = PRINTNAME(Rf_install("weight"));
+    static SEXP bias = PRINTNAME(Rf_install("bias"));
     SEXP w = PROTECT(module_field(instance, weight));
     SEXP b = PROTECT(module_field(instance, bias));
     out = ampkit_r::native_layer_forward(ampkit_r::NativeLayer::Linear, input, w, b);

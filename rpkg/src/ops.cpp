@@ -676,19 +676,17 @@ extern "C" SEXP C_op_schemas(SEXP index) {
 // A built-in layer's forward, called by nn_sequential()'s chain without R (modules.cpp): the op its
 // R forward calls, with the same arguments, through the same dispatcher (autocast, autograd), so
 // the same result bit for bit. nullptr where the R forward is to run instead: an argument that is
-// not a live tensor, or an error from libtorch (which the R forward then raises in R's words).
+// not a live tensor (tensor_of()'s error) or an error from libtorch, which the R forward then
+// raises in R's words.
 SEXP native_layer_forward(NativeLayer layer, SEXP input, SEXP weight, SEXP bias) {
-  auto live = [](SEXP x) { return is_tensor(x) && R_ExternalPtrAddr(x) != nullptr; };
-  if (!live(input)) return nullptr;
   at::Tensor out;
   try {
     const at::Tensor x = tensor_of(input, "input");
     if (layer == NativeLayer::Relu) {
       out = at::relu(x);
     } else {
-      if (!live(weight) || (bias != R_NilValue && !live(bias))) return nullptr;
-      const std::optional<at::Tensor> b =
-          bias == R_NilValue ? std::nullopt : std::optional<at::Tensor>(tensor_of(bias, "bias"));
+      std::optional<at::Tensor> b;
+      if (bias != R_NilValue) b = tensor_of(bias, "bias");
       out = at::linear(x, tensor_of(weight, "weight"), b);
     }
   } catch (const std::exception&) {
