@@ -506,8 +506,8 @@ nn_flatten <- nn_module(
 one_based_dim <- function(dim, name) {
   dim <- whole_number(dim, name)
   if (dim == 0L) {
-    abort(sprintf("`%s` is 1-based (the first dimension is 1, the last -1), but found 0.", name),
-          class = "value_error")
+    abort(sprintf("Dimension is 1-based, but found 0 in `%s` (the first is 1, the last -1).",
+                  name), class = "value_error")
   }
   dim
 }

@@ -15,7 +15,9 @@ ignore_index_arg <- function(ignore_index) {
   if (identical(ignore_index, -100)) return(-100L) # the default, read at every step
   ignore_index <- whole_number(ignore_index, "ignore_index")
   if (ignore_index == 0) {
-    abort("`ignore_index` is 1-based (the first class is 1), but found 0.", class = "value_error")
+    abort(paste("`ignore_index` is a 1 based class index, so it cannot be 0. Use a negative",
+                "value (e.g. the default -100) for a target value that never occurs."),
+          class = "value_error")
   }
   if (ignore_index > 0) ignore_index - 1L else ignore_index
 }

@@ -210,7 +210,8 @@ torch_logical_not <- function(self) .torch_logical_not(self)
 one_based <- function(x, arg) {
   x <- whole_numbers(x, arg)
   if (any(x == 0)) {
-    abort(sprintf("`%s` is 1-based (the first is 1, the last -1), but found 0.", arg),
+    # R torch's words (its tests match them), and the argument's name.
+    abort(sprintf("Dimension is 1-based, but found 0 in `%s` (the first is 1, the last -1).", arg),
           class = "value_error")
   }
   ifelse(x > 0, x - 1, x)

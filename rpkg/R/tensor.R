@@ -575,5 +575,6 @@ written_methods <- list( # nolint: cyclocomp_linter.
   has_names = function(self) FALSE,
   is_sparse = function(self) meta(self, "layout") == 1L,
   is_sparse_csr = function(self) meta(self, "layout") == 2L,
+  is_quantized = function(self) meta(self, "is_quantized"),
   print = function(self, n = 30) print.torch_tensor(self, n)
 )

@@ -531,6 +531,60 @@ cuda_memory_stats <- function(device = NULL) {
 #' @export
 cuda_empty_cache <- function() invisible(.Call(C_cuda, "empty_cache", NULL))
 
+#' The backends of the libtorch in use
+#'
+#' R torch's `backends_*()` functions (PyTorch's `torch.backends`): whether
+#' libtorch was built with MKL, oneDNN (MKL-DNN) and OpenMP, whether Apple's
+#' MPS and NVIDIA's cuDNN can be used here, and cuDNN's version.
+#' `backends_mps_synchronize()` waits for the work queued on the MPS device.
+#' @return `TRUE` or `FALSE`; `backends_cudnn_version()`: a `numeric_version`
+#'   (an error where cuDNN is not available); `backends_mps_synchronize()`:
+#'   `NULL`, invisibly (an error where MPS is not available).
+#' @name backends
+#' @examples
+#' backends_mkl_is_available()
+#' backends_mkldnn_is_available()
+#' backends_openmp_is_available()
+#' backends_mps_is_available()
+#' backends_cudnn_is_available()
+#' if (backends_cudnn_is_available()) backends_cudnn_version()
+NULL
+
+#' @rdname backends
+#' @export
+backends_mkl_is_available <- function() .Call(C_backend, "mkl")
+
+#' @rdname backends
+#' @export
+backends_mkldnn_is_available <- function() .Call(C_backend, "mkldnn")
+
+#' @rdname backends
+#' @export
+backends_openmp_is_available <- function() .Call(C_backend, "openmp")
+
+#' @rdname backends
+#' @export
+backends_mps_is_available <- function() .Call(C_backend, "mps")
+
+#' @rdname backends
+#' @export
+backends_mps_synchronize <- function() invisible(.Call(C_backend, "mps_synchronize"))
+
+#' @rdname backends
+#' @export
+backends_cudnn_is_available <- function() .Call(C_backend, "cudnn")
+
+#' @rdname backends
+#' @export
+backends_cudnn_version <- function() {
+  v <- .Call(C_backend, "cudnn_version")
+  # cuDNN's number: major * 1000 + minor * 100 + patch before cuDNN 9, major * 10000 since.
+  major_unit <- if (v >= 90000) 10000 else 1000
+  major <- v %/% major_unit
+  minor <- (v %% major_unit) %/% 100
+  numeric_version(paste(major, minor, v %% 100, sep = "."))
+}
+
 # The benchmark runner's: the peak of allocated bytes since the last reset.
 cuda_reset_peak_memory <- function() invisible(.Call(C_cuda, "reset_peak", NULL))
 cuda_peak_memory <- function() cuda_memory_stats()$allocated_bytes$all$peak
@@ -600,13 +654,13 @@ NULL
 
 #' @rdname torch_reduction
 #' @export
-torch_reduction_none <- function() 0L
+torch_reduction_none <- function() 0
 #' @rdname torch_reduction
 #' @export
-torch_reduction_mean <- function() 1L
+torch_reduction_mean <- function() 1
 #' @rdname torch_reduction
 #' @export
-torch_reduction_sum <- function() 2L
+torch_reduction_sum <- function() 2
 
 qscheme <- function(name) structure(list(name = name), class = "torch_qscheme")
 #' @rdname torch_reduction

@@ -23,6 +23,7 @@
   AMPKIT_ENTRY(C_generator_seed, 2) \
   AMPKIT_ENTRY(C_manual_seed, 1) \
   AMPKIT_ENTRY(C_cuda, 2) \
+  AMPKIT_ENTRY(C_backend, 1) \
   AMPKIT_ENTRY(C_num_threads, 1) \
   AMPKIT_ENTRY(C_num_interop_threads, 1) \
   AMPKIT_ENTRY(C_keep_freed_heap, 1) \

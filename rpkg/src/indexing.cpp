@@ -279,7 +279,8 @@ extern "C" SEXP C_zero_based(SEXP x, SEXP arg) {
   AMPKIT_R_BEGIN
   const std::string name = CHAR(STRING_ELT(arg, 0));
   return make_tensor(zero_based_tensor(tensor_of(x, "x"), [&] {
-    value_error("`" + name + "` is 1-based (the first is 1), but found 0.");
+    // R torch's words (its tests match them), and the argument's name.
+    value_error("Indexing starts at 1 but found a 0 in `" + name + "` (1-based positions).");
   }));
   AMPKIT_R_END
 }

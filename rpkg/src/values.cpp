@@ -40,6 +40,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/detail/MPSHooksInterface.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/CachingDeviceAllocator.h>
@@ -783,7 +784,7 @@ namespace ampkit_r {
 
 // A tensor's metadata by name: "shape", "dtype", "device", "ndim", "numel", "element_size",
 // "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity),
-// "defined", "is_floating_point", "layout", "data_ptr", "storage_offset", "stride".
+// "defined", "is_floating_point", "is_quantized", "layout", "data_ptr", "storage_offset", "stride".
 extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_BEGIN
   const std::string field = CHAR(STRING_ELT(what, 0));
@@ -826,6 +827,7 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
     return Rf_ScalarLogical(t.is_contiguous(at::MemoryFormat::ChannelsLast));
   }
   if (field == "is_floating_point") return Rf_ScalarLogical(t.is_floating_point());
+  if (field == "is_quantized") return Rf_ScalarLogical(t.is_quantized());
   if (field == "layout") return Rf_ScalarInteger(static_cast<int>(t.layout()));
   if (field == "storage_offset") return Rf_ScalarReal(static_cast<double>(t.storage_offset()));
   if (field == "data_ptr") {  // a number, as PyTorch's data_ptr(): exact below 2^53
@@ -929,6 +931,31 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
     return R_NilValue;
   }
   value_error("no CUDA query `" + op + "`.");
+  AMPKIT_R_END
+}
+
+// The backends this libtorch was built with (R torch's backends_*(), PyTorch's torch.backends):
+// "mkl", "mkldnn", "openmp", "mps", "cudnn" (TRUE or FALSE); "cudnn_version", cuDNN's own number
+// (major * 1000 + minor * 100 + patch before 9, major * 10000 + ... since); "mps_synchronize".
+extern "C" SEXP C_backend(SEXP what) {
+  AMPKIT_R_BEGIN
+  const std::string op = CHAR(STRING_ELT(what, 0));
+  if (op == "mkl") return Rf_ScalarLogical(at::hasMKL());
+  if (op == "mkldnn") return Rf_ScalarLogical(at::hasMKLDNN());
+  if (op == "openmp") return Rf_ScalarLogical(at::hasOpenMP());
+  if (op == "mps") return Rf_ScalarLogical(at::hasMPS());
+  const bool cudnn = at::globalContext().hasCUDA() && at::globalContext().hasCuDNN();
+  if (op == "cudnn") return Rf_ScalarLogical(cudnn);
+  if (op == "cudnn_version") {
+    if (!cudnn) throw Error("runtime_error", "CuDNN is not available.");
+    return Rf_ScalarReal(static_cast<double>(at::detail::getCUDAHooks().versionCuDNN()));
+  }
+  if (op == "mps_synchronize") {
+    if (!at::hasMPS()) throw Error("runtime_error", "MPS is not available.");
+    at::detail::getMPSHooks().deviceSynchronize();
+    return R_NilValue;
+  }
+  value_error("no backend query `" + op + "`.");
   AMPKIT_R_END
 }
 

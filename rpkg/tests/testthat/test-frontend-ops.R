@@ -234,3 +234,82 @@ test_that("an R matrix of positions keeps its layout (gather)", {
   expect_equal(as_array(x$gather(2, idx)), expected)
   expect_equal(as_array(torch_gather(x, 2, idx)), expected)
 })
+
+test_that("linalg_* take R torch's arguments and name its results, with PyTorch's values", {
+  skip_if_no_ampkit()
+  la <- py_torch()$linalg
+  torch_manual_seed(3)
+  a <- torch_randn(4, 3, dtype = torch_float64())
+  b <- torch_randn(4, 2, dtype = torch_float64())
+  fit <- linalg_lstsq(a, b)
+  expect_named(fit, c("solution", "residuals", "rank", "singular_values"))
+  # LAPACK's (MKL's) last bits may follow the buffers' alignment: the same call, not the same bits
+  expect_same_as_torch(fit$solution, la$lstsq(py_of(a), py_of(b), driver = "gelsy")$solution,
+                       tolerance = 1e-12)
+  s <- torch_mm(a$t(), a)
+  expect_named(linalg_cholesky_ex(s), c("L", "info"))
+  expect_same_as_torch(linalg_cholesky_ex(s)$L, la$cholesky(py_of(s)))
+  expect_named(linalg_inv_ex(s), c("inverse", "info"))
+  expect_same_as_torch(linalg_inv_ex(s)$inverse, la$inv(py_of(s)))
+  # ind counts dimensions from 1: R torch's default 3 is PyTorch's 2
+  t4 <- torch_eye(24, dtype = torch_float64())$reshape(c(4, 6, 8, 3))
+  expect_same_as_torch(linalg_tensorinv(t4), la$tensorinv(py_of(t4), ind = 2L))
+  expect_same_as_torch(linalg_tensorinv(t4$reshape(c(4, 6, 24)), ind = 3),
+                       la$tensorinv(py_of(t4$reshape(c(4, 6, 24))), ind = 2L))
+  expect_error(linalg_tensorinv(t4, ind = "3"), "`ind` must be a whole number")
+  # tolerances: NULL is PyTorch's default; numbers or one-element tensors; R torch's old names
+  # warn and mean the new ones
+  d <- torch_diag(torch_tensor(c(1, 1e-3, 1e-9), dtype = torch_float64()))
+  expect_equal(as.numeric(linalg_matrix_rank(d)),
+               reticulate::py_to_r(la$matrix_rank(py_of(d))$item()))
+  expect_equal(as.numeric(linalg_matrix_rank(d, atol = 1e-2)), 1)
+  expect_equal(as.numeric(linalg_matrix_rank(d, rtol = torch_tensor(1e-6))), 2)
+  expect_warning(r <- linalg_matrix_rank(d, tol = 1e-2), "`tol` is deprecated")
+  expect_equal(as.numeric(r), 1)
+  expect_error(linalg_matrix_rank(d, tol = 1, atol = 1), "give `atol` only", class = "value_error")
+  expect_error(linalg_matrix_rank(d, 1e-2), "must be named", class = "ampkit_error")
+  expect_error(linalg_matrix_rank(d, atol = c(1, 2)), "`atol` must be a number")
+  expect_same_as_torch(linalg_pinv(d), la$pinv(py_of(d)))
+  expect_warning(p <- linalg_pinv(d, rcond = 1e-6), "`rcond` is deprecated")
+  expect_same_as_torch(p, la$pinv(py_of(d), rtol = 1e-6))
+  expect_warning(linalg_pinv(d, atol = 1e-7, rtol = 0), regexp = NA)
+  u <- torch_triu(torch_randn(3, 3, dtype = torch_float64())) + torch_eye(3) * 3
+  expect_same_as_torch(linalg_solve_triangular(u, b[1:3, ], upper = TRUE),
+                       la$solve_triangular(py_of(u), py_of(b[1:3, ]), upper = TRUE))
+})
+
+test_that("backends_*() say what the libtorch in use was built with, as torch.backends", {
+  skip_if_no_ampkit()
+  backends <- py_torch()$backends
+  expect_identical(backends_mkl_is_available(), reticulate::py_to_r(backends$mkl$is_available()))
+  expect_identical(backends_mkldnn_is_available(),
+                   reticulate::py_to_r(backends$mkldnn$is_available()))
+  expect_identical(backends_openmp_is_available(),
+                   reticulate::py_to_r(backends$openmp$is_available()))
+  expect_identical(backends_mps_is_available(), reticulate::py_to_r(backends$mps$is_available()))
+  expect_identical(backends_cudnn_is_available(),
+                   reticulate::py_to_r(backends$cudnn$is_available()) && cuda_is_available())
+  if (backends_cudnn_is_available()) {
+    v <- reticulate::py_to_r(backends$cudnn$version())
+    unit <- if (v >= 90000) 10000 else 1000
+    expect_identical(backends_cudnn_version(),
+                     numeric_version(sprintf("%d.%d.%d", v %/% unit, v %% unit %/% 100, v %% 100)))
+  } else {
+    expect_error(backends_cudnn_version(), "CuDNN is not available", class = "runtime_error")
+  }
+  if (!backends_mps_is_available()) {
+    expect_error(backends_mps_synchronize(), "MPS is not available", class = "runtime_error")
+  }
+})
+
+test_that("R torch's words for a 0 among 1-based positions and dims, the argument named", {
+  skip_if_no_ampkit()
+  expect_error(torch_bincount(torch_tensor(c(1, 0), dtype = torch_long())),
+               "Indexing starts at 1 but found a 0 in `self`", class = "value_error")
+  expect_error(torch_movedim(torch_randn(3, 2), 0, 1),
+               "Dimension is 1-based, but found 0 in `source`", class = "value_error")
+  expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 2L)), ignore_index = 0),
+               "`ignore_index` is a 1 based class index, so it cannot be 0", class = "value_error")
+  expect_identical(c(torch_reduction_none(), torch_reduction_mean(), torch_reduction_sum()),
+                   c(0, 1, 2))
+})

@@ -194,6 +194,8 @@ test_that("torch_quantize_per_tensor and torch_dequantize, of a tensor or a list
   expect_warning(q <- torch_quantize_per_tensor(x, 0.1, 10, torch_quint8()), "deprecated",
                  class = "ampkit_warning")
   expect_true(q$dtype == torch_quint8())
+  expect_true(q$is_quantized())
+  expect_false(x$is_quantized())
   pq <- torch$quantize_per_tensor(py_of(x), 0.1, 10L, torch$quint8)
   expect_same_as_torch(torch_dequantize(q), torch$dequantize(pq))
   expect_same_as_torch(q$dequantize(), pq$dequantize())
