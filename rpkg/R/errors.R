@@ -15,6 +15,8 @@ abort <- function(message, call = NULL, ..., class = NULL) {
 # libtorch's. libtorch's 0-based numbers in messages are made 1-based where R torch does it.
 signal_native_error <- function(class, message, core_type) {
   call <- native_caller()
+  # An allocation that failed (CUDA's or the CPU's) is a runtime_error too, R torch's class for it.
+  if (identical(class, "torch_out_of_memory")) class <- c(class, "runtime_error")
   if (nzchar(core_type)) {
     classes <- c(class, "ampkit_core_error")
     abort(message, call, core_type = core_type, python_type = core_type, class = classes)

@@ -109,6 +109,8 @@ SEXP make_tensor(at::Tensor t);
 // A full collection of R's garbage (the finalizers free the tensors R dropped), counted with the
 // package's own (values.cpp): where an allocation failed.
 void collect_garbage();
+// Whether a libtorch error is an allocation failure, on any device (errors.cpp).
+bool out_of_memory(const c10::Error& e);
 // Runs the collection that waits for the end of a backward pass, if one does (values.cpp).
 void collect_pending();
 

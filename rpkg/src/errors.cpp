@@ -44,6 +44,12 @@ std::string without_backtrace(const c10::Error& e) {
   std::string text = e.what_without_backtrace();
   const auto at = text.find("\nException raised from");
   if (at != std::string::npos) text.erase(at);
+  // A failed check's location and condition ("[enforce fail at alloc_cpu.cpp:127] err == 0. "):
+  // C++ for an R user; the sentence after it says what failed.
+  if (text.rfind("[enforce fail at ", 0) == 0) {
+    const auto end = text.find(". ", text.find(']'));
+    if (end != std::string::npos) text.erase(0, end + 2);
+  }
   return text;
 }
 
@@ -68,6 +74,13 @@ SEXP package_namespace() {
   return ns;
 }
 
+// CUDA's out-of-memory error, or the CPU allocator's failure, which libtorch raises as a failed
+// check (a plain c10::Error), not as an OutOfMemoryError.
+bool out_of_memory(const c10::Error& e) {
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+         std::string(e.what_without_backtrace()).find("can't allocate memory") != std::string::npos;
+}
+
 void value_error(const std::string& message) { throw Error("value_error", message); }
 void type_error(const std::string& message) { throw Error("type_error", message); }
 
@@ -89,8 +102,6 @@ void keep_error(std::exception_ptr error) noexcept {
     keep("type_error", e.what(), "ArgumentTypeError");
   } catch (const ampkit::StateError& e) {
     keep("runtime_error", e.what(), "StateError");
-  } catch (const c10::OutOfMemoryError& e) {
-    keep("torch_out_of_memory", without_backtrace(e));
   } catch (const c10::ValueError& e) {
     keep("value_error", without_backtrace(e));
   } catch (const c10::IndexError& e) {
@@ -100,7 +111,7 @@ void keep_error(std::exception_ptr error) noexcept {
   } catch (const c10::NotImplementedError& e) {
     keep("not_implemented_error", without_backtrace(e));
   } catch (const c10::Error& e) {
-    keep("runtime_error", without_backtrace(e));
+    keep(out_of_memory(e) ? "torch_out_of_memory" : "runtime_error", without_backtrace(e));
   } catch (const std::bad_alloc&) {
     keep("torch_out_of_memory", "out of memory");
   } catch (const std::exception& e) {

@@ -632,8 +632,9 @@ SEXP call_op(SEXP index, SEXP* args, int n) {
   fill(stack, op, p, args);
   try {
     p.handle.callBoxed(stack);
-  } catch (const c10::OutOfMemoryError&) {
+  } catch (const c10::Error& e) {
     // Tensors R has dropped but not yet collected may hold the memory: collect, then retry once.
+    if (!out_of_memory(e)) throw;
     stack.clear();
     collect_garbage();
     fill(stack, op, p, args);

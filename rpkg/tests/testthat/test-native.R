@@ -429,6 +429,18 @@ test_that("libtorch's errors reach R in R's words, and bad input never aborts", 
   expect_error(freed + 1, "no longer exists", class = "value_error")
 })
 
+test_that("an allocation that fails runs R's collector, retries, then errs in R's words", {
+  # The CPU allocator's failure is a failed check in libtorch (not its OutOfMemoryError): it is
+  # retried after a collection all the same, and its message is the sentence, not the C++ check.
+  collected <- new.env()
+  suppressMessages(trace(gc, print = FALSE, function() collected$yes <- TRUE, where = baseenv()))
+  on.exit(suppressMessages(untrace(gc, where = baseenv())))
+  err <- tryCatch(torch_randn(1e9, 1e9), error = identity)
+  expect_s3_class(err, c("torch_out_of_memory", "runtime_error"))
+  expect_match(conditionMessage(err), "^DefaultCPUAllocator: can't allocate memory")
+  expect_true(isTRUE(collected$yes))
+})
+
 test_that("the generated surface is 1-based in its dims and returned indices", {
   x <- torch_tensor(matrix(c(3, 1, 2, 9, 7, 8), nrow = 2, byrow = TRUE))
   expect_equal(as_array(x$sum(dim = 1)), c(12, 8, 10))
