@@ -27,6 +27,7 @@ NULL
 #' w <- torch_empty(3, 5)
 #' nn_init_xavier_uniform_(w)
 #' nn_init_constant_(torch_empty(2), 0.5)
+#' nn_init_calculate_gain("leaky_relu", 0.2)
 NULL
 
 init_no_grad <- function(code) invisible(with_no_grad(code))
@@ -94,9 +95,15 @@ fan_in_out <- function(tensor) {
   c(fan_in = shape[[2L]] * receptive, fan_out = shape[[1L]] * receptive)
 }
 
-init_gain <- function(nonlinearity, param = NULL) {
+#' @rdname nn_init
+#' @param param `nn_init_calculate_gain()`: the negative slope of `"leaky_relu"`
+#'   (`NULL`: 0.01).
+#' @export
+nn_init_calculate_gain <- function(nonlinearity, param = NULL) {
+  nonlinearity <- arg_string(nonlinearity, "nonlinearity", example = "such as \"relu\"")
   switch(nonlinearity,
-    linear = , conv1d = , conv2d = , conv3d = , sigmoid = 1,
+    linear = , conv1d = , conv2d = , conv3d = , conv_transpose1d = , conv_transpose2d = ,
+    conv_transpose3d = , sigmoid = 1,
     tanh = 5 / 3,
     relu = sqrt(2),
     leaky_relu = {
@@ -113,7 +120,7 @@ init_gain <- function(nonlinearity, param = NULL) {
 nn_init_kaiming_uniform_ <- function(tensor, a = 0, mode = "fan_in",
                                      nonlinearity = "leaky_relu") {
   fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
-  bound <- init_gain(nonlinearity, a) * sqrt(3 / fan)
+  bound <- nn_init_calculate_gain(nonlinearity, a) * sqrt(3 / fan)
   init_no_grad(tensor$uniform_(-bound, bound))
 }
 
@@ -121,7 +128,7 @@ nn_init_kaiming_uniform_ <- function(tensor, a = 0, mode = "fan_in",
 #' @export
 nn_init_kaiming_normal_ <- function(tensor, a = 0, mode = "fan_in", nonlinearity = "leaky_relu") {
   fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
-  init_no_grad(tensor$normal_(0, init_gain(nonlinearity, a) / sqrt(fan)))
+  init_no_grad(tensor$normal_(0, nn_init_calculate_gain(nonlinearity, a) / sqrt(fan)))
 }
 
 #' @rdname nn_init
@@ -191,6 +198,7 @@ reset_linear_like <- function(self) {
 #' nn_cross_entropy_loss()(torch_randn(2, 5), torch_tensor(c(1L, 5L)))
 #' nn_embedding_bag(10, 3, mode = "sum")(torch_tensor(rbind(c(1L, 2L), c(10L, 3L))))
 #' nn_aum_loss()(torch_randn(6), torch_tensor(c(1L, 2L, 1L, 1L, 2L, 2L)))
+#' nn_sequential(nn_linear(4, 6), nn_prelu(6), nn_glu())(torch_randn(2, 4))
 NULL
 
 #' @rdname nn_layers

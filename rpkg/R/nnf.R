@@ -66,6 +66,8 @@ ignore_index_arg <- function(ignore_index) {
 #' @examples
 #' x <- torch_randn(4, 3)
 #' nnf_relu(x)
+#' nnf_hardswish(x)
+#' nnf_cosine_similarity(x, torch_randn(4, 3))
 #' nnf_softmax(x, dim = 2)
 #' nnf_cross_entropy(x, torch_tensor(c(1L, 3L, 2L, 1L)))
 #' nnf_mse_loss(x, torch_zeros(4, 3))

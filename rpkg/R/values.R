@@ -395,6 +395,13 @@ torch_enum <- function(value, class) structure(as.integer(value), class = c(clas
 #' @export
 torch_strided <- function() torch_enum(0L, "torch_layout")
 #' @rdname torch_layout
+#' @param x An object.
+#' @export
+is_torch_layout <- function(x) inherits(x, "torch_layout")
+#' @rdname torch_layout
+#' @export
+is_torch_memory_format <- function(x) inherits(x, "torch_memory_format")
+#' @rdname torch_layout
 #' @export
 torch_sparse_coo <- function() torch_enum(1L, "torch_layout")
 #' @rdname torch_layout
@@ -469,6 +476,16 @@ with_torch_manual_seed <- function(code, ..., seed) {
   on.exit(torch_set_rng_state(state), add = TRUE)
   torch_manual_seed(seed)
   force(code)
+}
+
+#' @rdname torch_manual_seed
+#' @param .env The frame whose end restores the generator's state (by default
+#'   the caller's).
+#' @export
+local_torch_manual_seed <- function(seed, .env = parent.frame()) {
+  state <- torch_get_rng_state()
+  torch_manual_seed(seed)
+  withr::defer(torch_set_rng_state(state), envir = .env)
 }
 
 #' @rdname torch_manual_seed
