@@ -283,6 +283,23 @@ nn_pairwise_distance <- nn_module(
   forward = function(x1, x2) nnf_pairwise_distance(x1, x2, self$norm, self$eps, self$keepdim)
 )
 
+#' @rdname nnf
+#' @param logits,tau,hard `nnf_gumbel_softmax()`: unnormalized log
+#'   probabilities, the temperature, and whether to return one-hot samples
+#'   (differentiated as the soft ones).
+#' @export
+nnf_gumbel_softmax <- function(logits, tau = 1, hard = FALSE, dim = -1) {
+  check_tensor(logits, "logits")
+  # PyTorch's draw: Gumbel noise as -log of an exponential draw, then a softmax.
+  contiguous <- torch_contiguous_format()
+  gumbels <- -torch_empty_like(logits, memory_format = contiguous)$exponential_()$log()
+  soft <- torch_softmax((logits + gumbels) / arg_number(tau, "tau"), dim)
+  if (!arg_flag(hard, "hard")) return(soft)
+  index <- soft$max(dim = dim, keepdim = TRUE)[[2L]]
+  one_hot <- torch_zeros_like(logits, memory_format = contiguous)$scatter_(dim, index, 1)
+  one_hot - soft$detach() + soft
+}
+
 # ---- the ranking, triplet and Poisson losses, and alpha dropout --------------------------------
 
 #' @rdname nnf

@@ -15,7 +15,8 @@ NULL
 #' `nn_init_xavier_uniform_()`, `nn_init_xavier_normal_()`), with PyTorch's
 #' formulas.
 #' @param tensor A tensor.
-#' @param a,b Bounds (uniform); `a`: the negative slope (kaiming).
+#' @param a,b Bounds (uniform, and where `nn_init_trunc_normal_()` cuts the
+#'   normal); `a`: the negative slope (kaiming).
 #' @param mean,std The normal's parameters.
 #' @param val A value.
 #' @param mode `"fan_in"` or `"fan_out"`.
@@ -28,6 +29,8 @@ NULL
 #' nn_init_xavier_uniform_(w)
 #' nn_init_constant_(torch_empty(2), 0.5)
 #' nn_init_calculate_gain("leaky_relu", 0.2)
+#' nn_init_orthogonal_(torch_empty(3, 5))
+#' nn_init_trunc_normal_(torch_empty(4), std = 0.02)
 NULL
 
 init_no_grad <- function(code) invisible(with_no_grad(code))
@@ -81,6 +84,92 @@ nn_init_eye_ <- function(tensor) {
     abort("Only tensors with 2 dimensions are supported", class = "value_error")
   }
   init_no_grad(tensor$copy_(torch_eye(tensor$size(1), tensor$size(2), dtype = tensor$dtype)))
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_trunc_normal_ <- function(tensor, mean = 0, std = 1, a = -2, b = 2) {
+  check_tensor(tensor, "tensor")
+  # PyTorch's (2.13) rejection sampling, draw for draw: normal draws redrawn where out of
+  # [a, b] when the interval holds more than 0.3 of the mass; else uniform draws on [a, b]
+  # accepted with the density's ratio to its peak there.
+  mass <- stats::pnorm((b - mean) / std) - stats::pnorm((a - mean) / std)
+  init_no_grad(if (mass > 0.3) {
+    lo <- torch_tensor(a, dtype = tensor$dtype)$item() # the bounds as the dtype holds them
+    hi <- torch_tensor(b, dtype = tensor$dtype)$item()
+    result <- tensor$normal_(mean, std)
+    repeat {
+      outside <- (result < lo) | (result > hi)
+      if (!as.logical(outside$any())) break
+      result <- torch_where(outside, torch_empty_like(result)$normal_(mean, std), result)
+    }
+    tensor$copy_(result)
+  } else {
+    log_peak <- -0.5 * ((max(a, min(mean, b)) - mean) / std)^2
+    log_density <- function(x) x$sub_(mean)$div_(std)$pow_(2)$mul_(-0.5)$sub_(log_peak)
+    candidates <- torch_empty_like(tensor)
+    accept <- torch_empty_like(tensor)
+    result <- tensor$uniform_(a, b)
+    pending <- accept$uniform_()$log_()$gt(log_density(candidates$copy_(tensor)))
+    while (as.logical(pending$any())) {
+      candidates$uniform_(a, b)
+      result <- torch_where(pending, candidates, result)
+      pending <- torch_where(pending, accept$uniform_()$log_()$gt(log_density(candidates)),
+                             pending)
+    }
+    tensor$copy_(result)
+  })
+}
+
+#' @rdname nn_init
+#' @export
+nn_init_orthogonal_ <- function(tensor, gain = 1) {
+  check_tensor(tensor, "tensor")
+  if (tensor$dim() < 2L) {
+    abort("Only tensors with 2 or more dimensions are supported", class = "value_error")
+  }
+  if (tensor$numel() == 0L) return(invisible(tensor))
+  rows <- tensor$size(1)
+  cols <- tensor$numel() %/% rows
+  # PyTorch's: QR of a normal draw (transposed when wide), Q's columns signed by R's diagonal.
+  flat <- torch_empty(rows, cols, dtype = tensor$dtype, device = tensor$device)$normal_(0, 1)
+  if (rows < cols) flat <- flat$t()
+  qr <- linalg_qr(flat)
+  q <- qr[[1L]] * torch_diag(qr[[2L]], 0)$sign()
+  if (rows < cols) q <- q$t()
+  init_no_grad({
+    tensor$view_as(q)$copy_(q)
+    tensor$mul_(arg_number(gain, "gain"))
+  })
+}
+
+#' @rdname nn_init
+#' @param groups `nn_init_dirac_()`: how many groups of output channels each
+#'   keep the identity.
+#' @export
+nn_init_dirac_ <- function(tensor, groups = 1) {
+  check_tensor(tensor, "tensor")
+  nd <- tensor$dim()
+  if (!nd %in% 3:5) {
+    abort("Only tensors with 3, 4, or 5 dimensions are supported", class = "value_error")
+  }
+  groups <- whole_number(groups, "groups")
+  shape <- dim(tensor)
+  if (shape[[1L]] %% groups != 0) {
+    abort("dim 0 must be divisible by groups", class = "value_error")
+  }
+  out_per_group <- shape[[1L]] %/% groups
+  centre <- shape[-(1:2)] %/% 2 + 1  # the kernel's middle, 1-based
+  init_no_grad({
+    tensor$zero_()
+    for (g in seq_len(groups) - 1L) {
+      for (d in seq_len(min(out_per_group, shape[[2L]]))) {
+        index <- c(list(g * out_per_group + d, d), as.list(centre))
+        do.call(`[<-`, c(list(tensor), index, list(value = 1)))
+      }
+    }
+  })
+  invisible(tensor)
 }
 
 # PyTorch's fan computation (torch.nn.init._calculate_fan_in_and_fan_out).
@@ -219,6 +308,29 @@ nn_linear <- nn_module(
   },
   reset_parameters = function() reset_linear_like(self),
   forward = function(input) torch_linear(input, self$weight, self$bias)
+)
+
+#' @rdname nn_layers
+#' @param in1_features,in2_features `nn_bilinear()`: the sizes of its two inputs.
+#' @export
+nn_bilinear <- nn_module(
+  "nn_bilinear",
+  initialize = function(in1_features, in2_features, out_features, bias = TRUE) {
+    self$in1_features <- whole_number(in1_features, "in1_features")
+    self$in2_features <- whole_number(in2_features, "in2_features")
+    self$out_features <- whole_number(out_features, "out_features")
+    self$weight <- nn_parameter(torch_empty(self$out_features, self$in1_features,
+                                            self$in2_features))
+    self$bias <- if (arg_flag(bias, "bias")) nn_parameter(torch_empty(self$out_features))
+    self$reset_parameters()
+  },
+  # PyTorch's Bilinear.reset_parameters(): uniform(+-1/sqrt(in1_features)), weight then bias.
+  reset_parameters = function() {
+    bound <- 1 / sqrt(self$in1_features)
+    nn_init_uniform_(self$weight, -bound, bound)
+    if (!is.null(self$bias)) nn_init_uniform_(self$bias, -bound, bound)
+  },
+  forward = function(input1, input2) nnf_bilinear(input1, input2, self$weight, self$bias)
 )
 
 # The module factories below define R6 methods, where `self` is bound by R6.
@@ -497,6 +609,18 @@ nn_dropout2d <- nn_module(
     self$inplace <- arg_flag(inplace, "inplace")
   },
   forward = function(input) nnf_dropout2d(input, self$p, self$training, self$inplace)
+)
+
+#' @rdname nn_layers
+#' @export
+nn_dropout3d <- nn_module(
+  "nn_dropout3d",
+  initialize = function(p = 0.5, inplace = FALSE) {
+    check_probability(p)
+    self$p <- p
+    self$inplace <- arg_flag(inplace, "inplace")
+  },
+  forward = function(input) nnf_dropout3d(input, self$p, self$training, self$inplace)
 )
 
 #' @rdname nn_layers

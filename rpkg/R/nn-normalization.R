@@ -47,6 +47,20 @@ NULL
 nn_batch_norm3d <- batch_norm_module("nn_batch_norm3d", 5L)
 
 #' @rdname nn_normalization
+#' @param running_mean,running_var `nnf_instance_norm()`: running statistics to
+#'   update (with `use_input_stats`) or to normalize with, or `NULL`.
+#' @param use_input_stats `nnf_instance_norm()`: normalize each instance by its
+#'   own statistics (`FALSE`: by the running ones).
+#' @export
+nnf_instance_norm <- function(input, running_mean = NULL, running_var = NULL, weight = NULL,
+                              bias = NULL, use_input_stats = TRUE, momentum = 0.1, eps = 1e-5) {
+  check_tensor(input, "input")
+  torch_instance_norm(input, weight, bias, running_mean, running_var,
+                      arg_flag(use_input_stats, "use_input_stats"),
+                      arg_number(momentum, "momentum"), arg_number(eps, "eps"), FALSE)
+}
+
+#' @rdname nn_normalization
 #' @export
 nnf_group_norm <- function(input, num_groups, weight = NULL, bias = NULL, eps = 1e-5) {
   check_tensor(input, "input")

@@ -81,6 +81,14 @@ nnf_linear <- function(input, weight, bias = NULL) torch_linear(input, weight, b
 
 #' @rdname nnf
 #' @export
+nnf_bilinear <- function(input1, input2, weight, bias = NULL) {
+  check_tensor(input1, "input1")
+  check_tensor(input2, "input2")
+  torch_bilinear(input1, input2, weight, bias)
+}
+
+#' @rdname nnf
+#' @export
 nnf_relu <- function(input, inplace = FALSE) {
   check_tensor(input, "input")
   if (arg_flag(inplace, "inplace")) torch_relu_(input) else torch_relu(input)
@@ -227,6 +235,33 @@ nnf_dropout2d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   } else {
     torch_feature_dropout(input, p, training)
   }
+}
+
+#' @rdname nnf
+#' @export
+nnf_dropout3d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
+  check_probability(p)
+  check_tensor(input, "input")
+  inplace <- arg_flag(inplace, "inplace")
+  # PyTorch's: channels of (N, C, D, H, W), or of (C, D, H, W) taken as one batch of one.
+  rank <- input$dim()
+  if (!rank %in% c(4L, 5L)) {
+    rlang::warn(paste0(
+      "dropout3d: Received a ", rank, "-D input to dropout3d, which is deprecated and will ",
+      "result in an error in a future release. To retain the behavior and silence this warning, ",
+      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on ",
+      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension ",
+      "(i.e. 4D or 5D inputs)."), class = "ampkit_warning")
+  }
+  batched <- rank == 5L
+  if (!batched) input <- if (inplace) input$unsqueeze_(1) else input$unsqueeze(1)
+  out <- if (inplace) {
+    torch_feature_dropout_(input, p, training)
+  } else {
+    torch_feature_dropout(input, p, training)
+  }
+  if (!batched) out <- if (inplace) out$squeeze_(1) else out$squeeze(1)
+  out
 }
 
 check_probability <- function(p) {

@@ -141,7 +141,7 @@ test_that("the ranking, triplet and Poisson losses and alpha dropout are PyTorch
   expect_error(nnf_alpha_dropout(a, 1.5), "probability", class = "value_error")
 })
 
-test_that("nn_init_calculate_gain, is_torch_layout, is_torch_memory_format, local_torch_manual_seed", {
+test_that("calculate_gain, is_torch_layout/memory_format, local_torch_manual_seed as R torch's", {
   skip_if_no_ampkit()
   init <- pt()$nn$init
   for (f in c("linear", "conv_transpose2d", "sigmoid", "tanh", "relu", "selu")) {
@@ -167,4 +167,89 @@ test_that("nn_init_calculate_gain, is_torch_layout, is_torch_memory_format, loca
   expect_identical(inside, as_array(torch_randn(3)))
   torch_manual_seed(1)
   expect_identical(after, as_array(torch_randn(3)))
+})
+
+test_that("dropout3d, bilinear, instance norm and gumbel softmax are PyTorch's", {
+  skip_if_no_ampkit()
+  fnl <- pt()$nn$functional
+  nn <- pt()$nn
+  x <- torch_randn(2, 3, 2, 2, 2)
+  for (case in list(list(x, FALSE), list(x[1, ], FALSE), list(x$clone(), TRUE))) {
+    input <- case[[1]]
+    shape <- dim(input)
+    py_input <- py_of(input$clone())
+    torch_manual_seed(21)
+    d <- nnf_dropout3d(input, 0.5, inplace = case[[2]])
+    pt()$manual_seed(21L)
+    expect_same_tensor(d, fnl$dropout3d(py_input, 0.5, inplace = case[[2]]))
+    expect_identical(dim(d), shape)
+  }
+  drop <- nn_dropout3d(0.2)
+  drop$eval()
+  expect_same_tensor(drop(x), x)
+  expect_warning(nnf_dropout3d(torch_randn(2, 3)), "Received a 2-D input to dropout3d")
+  torch_manual_seed(3)
+  bil <- nn_bilinear(3, 4, 2)
+  pt()$manual_seed(3L)
+  ref <- nn$Bilinear(3L, 4L, 2L)
+  expect_same_tensor(bil$weight, ref$weight)
+  expect_same_tensor(bil$bias, ref$bias)
+  u <- torch_randn(5, 3)
+  v <- torch_randn(5, 4)
+  expect_same_tensor(bil(u, v), pycall(ref, py_of(u), py_of(v)))
+  expect_null(nn_bilinear(3, 4, 2, bias = FALSE)$bias)
+  img <- torch_randn(2, 3, 4, 4)
+  rm_ <- torch_zeros(3)
+  rv <- torch_ones(3)
+  py_rm <- py_of(rm_$clone())
+  py_rv <- py_of(rv$clone())
+  expect_same_tensor(nnf_instance_norm(img, rm_, rv, momentum = 0.3),
+                     fnl$instance_norm(py_of(img), py_rm, py_rv, momentum = 0.3))
+  expect_same_tensor(rm_, py_rm)  # the running statistics updated as PyTorch's
+  expect_same_tensor(nnf_instance_norm(img), fnl$instance_norm(py_of(img)))
+  logits <- torch_randn(4, 5)
+  for (hard in c(FALSE, TRUE)) {
+    torch_manual_seed(8)
+    g <- nnf_gumbel_softmax(logits, tau = 0.5, hard = hard)
+    pt()$manual_seed(8L)
+    expect_same_tensor(g, fnl$gumbel_softmax(py_of(logits), tau = 0.5, hard = hard))
+  }
+  torch_manual_seed(8)
+  g1 <- nnf_gumbel_softmax(logits, dim = 1)
+  pt()$manual_seed(8L)
+  expect_same_tensor(g1, fnl$gumbel_softmax(py_of(logits), dim = 0L))
+})
+
+test_that("trunc_normal_, orthogonal_ and dirac_ initialize as torch.nn.init", {
+  skip_if_no_ampkit()
+  init <- pt()$nn$init
+  for (shape in list(c(3, 5), c(6, 2), c(4, 2, 3))) {
+    w <- torch_empty(shape)
+    torch_manual_seed(5)
+    nn_init_orthogonal_(w, gain = 2)
+    ref <- py_of(torch_empty(shape))
+    pt()$manual_seed(5L)
+    init$orthogonal_(ref, gain = 2)
+    expect_equal(as_array(w), as_array(as_fe(ref)), tolerance = 1e-6)
+  }
+  # both of PyTorch's samplers: most of the mass inside [a, b] (normal draws), and little of it
+  for (bounds in list(c(-1, 4), c(5, 6))) {
+    w <- torch_empty(1000)
+    torch_manual_seed(6)
+    nn_init_trunc_normal_(w, mean = 1, std = 2, a = bounds[[1]], b = bounds[[2]])
+    ref <- py_of(torch_empty(1000))
+    pt()$manual_seed(6L)
+    init$trunc_normal_(ref, mean = 1, std = 2, a = bounds[[1]], b = bounds[[2]])
+    expect_same_tensor(w, as_fe(ref))
+    expect_true(all(as_array(w) >= bounds[[1]] & as_array(w) <= bounds[[2]]))
+  }
+  for (shape in list(c(4, 2, 3), c(6, 3, 3, 3))) {
+    w <- torch_randn(shape)
+    ref <- py_of(torch_randn(shape))
+    nn_init_dirac_(w, groups = 2)
+    init$dirac_(ref, groups = 2L)
+    expect_same_tensor(w, as_fe(ref))
+  }
+  expect_error(nn_init_dirac_(torch_empty(2, 2)), "3, 4, or 5 dimensions", class = "value_error")
+  expect_error(nn_init_dirac_(torch_empty(3, 2, 3), groups = 2), "divisible by groups")
 })
