@@ -19,6 +19,15 @@
 NULL
 
 #' @rdname with_no_grad
+#' @param enabled `autograd_set_grad_mode()` (which returns the mode it replaced,
+#'   invisibly): `TRUE` to record operations from
+#'   now on, `FALSE` not to (until set again).
+#' @export
+autograd_set_grad_mode <- function(enabled) {
+  invisible(.Call(C_grad_mode, arg_flag(enabled, "enabled")))
+}
+
+#' @rdname with_no_grad
 #' @export
 with_no_grad <- function(code) {
   before <- .Call(C_grad_mode, FALSE)

@@ -122,6 +122,27 @@ nn_init_trunc_normal_ <- function(tensor, mean = 0, std = 1, a = -2, b = 2) {
 }
 
 #' @rdname nn_init
+#' @param sparsity `nn_init_sparse_()`: the fraction of each column set to 0.
+#' @export
+nn_init_sparse_ <- function(tensor, sparsity, std = 0.01) {
+  check_tensor(tensor, "tensor")
+  if (tensor$dim() != 2L) {
+    abort("Only tensors with 2 dimensions are supported", class = "value_error")
+  }
+  rows <- tensor$size(1)
+  zeros <- ceiling(arg_number(sparsity, "sparsity") * rows)
+  # PyTorch's draws: the normal ones, then a permutation of the rows per column.
+  init_no_grad({
+    tensor$normal_(0, std)
+    for (col in seq_len(tensor$size(2))) {
+      permutation <- torch_randperm(rows) # drawn even when no row is zeroed, as PyTorch's
+      if (zeros > 0) tensor[permutation[seq_len(zeros)] + 1L, col] <- 0
+    }
+  })
+  invisible(tensor)
+}
+
+#' @rdname nn_init
 #' @export
 nn_init_orthogonal_ <- function(tensor, gain = 1) {
   check_tensor(tensor, "tensor")

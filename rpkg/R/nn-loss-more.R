@@ -1,8 +1,9 @@
 #' @include nn-layers.R nnf.R
 NULL
 
-# R torch's margin and ranking losses over libtorch's operators (class targets 1-based, as in R
-# torch), and its area-under-min(FPR, FNR) loss, composed from tensor operations.
+# R torch's margin, ranking, triplet and Poisson losses over libtorch's operators (class targets
+# 1-based, as in R torch), and its area-under-min(FPR, FNR) loss and the triplet loss with a
+# distance of the user's, composed from tensor operations.
 
 #' @rdname nnf
 #' @param input1,input2 `nnf_cosine_embedding_loss()`: the two batches of
@@ -148,4 +149,143 @@ nn_aum_loss <- nn_module(
   inherit = nn_loss,
   initialize = function() self$reduction <- "mean",
   forward = function(input, target) nnf_area_under_min_fpr_fnr(input, target)
+)
+
+# ---- the ranking, triplet and Poisson losses -----------------------------------------------------
+
+#' @rdname nnf
+#' @param anchor,positive,negative `nnf_triplet_margin_loss()`: the batches of
+#'   vectors compared.
+#' @param swap `nnf_triplet_margin_loss()`: use the distance between the
+#'   positive and the negative when it is the smaller (distance swap).
+#' @param log_input,full `nnf_poisson_nll_loss()`: `input` is the log of the
+#'   rate (`exp(input) - target * input`), not the rate; add Stirling's
+#'   approximation of the log factorial.
+#' @export
+nnf_margin_ranking_loss <- function(input1, input2, target, margin = 0, reduction = "mean") {
+  check_tensor(input1, "input1")
+  check_tensor(input2, "input2")
+  check_tensor(target, "target")
+  torch_margin_ranking_loss(input1, input2, target, arg_number(margin, "margin"),
+                            reduction_enum(reduction))
+}
+
+#' @rdname nnf
+#' @export
+nnf_triplet_margin_loss <- function(anchor, positive, negative, margin = 1, p = 2, eps = 1e-6,
+                                    swap = FALSE, reduction = "mean") {
+  check_tensor(anchor, "anchor")
+  check_tensor(positive, "positive")
+  check_tensor(negative, "negative")
+  torch_triplet_margin_loss(anchor, positive, negative, arg_number(margin, "margin"),
+                            arg_number(p, "p"), arg_number(eps, "eps"), arg_flag(swap, "swap"),
+                            reduction_enum(reduction))
+}
+
+#' @rdname nnf
+#' @export
+nnf_poisson_nll_loss <- function(input, target, log_input = TRUE, full = FALSE, eps = 1e-8,
+                                 reduction = "mean") {
+  check_tensor(input, "input")
+  check_tensor(target, "target")
+  torch_poisson_nll_loss(input, target, arg_flag(log_input, "log_input"), arg_flag(full, "full"),
+                         arg_number(eps, "eps"), reduction_enum(reduction))
+}
+
+#' @rdname nn_layers
+#' @param swap,log_input,full Losses' settings (see [nnf_triplet_margin_loss()],
+#'   [nnf_poisson_nll_loss()]).
+#' @export
+nn_margin_ranking_loss <- nn_module(
+  "nn_margin_ranking_loss",
+  inherit = nn_loss,
+  initialize = function(margin = 0, reduction = "mean") {
+    super$initialize(reduction)
+    self$margin <- arg_number(margin, "margin")
+  },
+  forward = function(input1, input2, target) {
+    nnf_margin_ranking_loss(input1, input2, target, self$margin, self$reduction)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_triplet_margin_loss <- nn_module(
+  "nn_triplet_margin_loss",
+  inherit = nn_loss,
+  initialize = function(margin = 1, p = 2, eps = 1e-6, swap = FALSE, reduction = "mean") {
+    super$initialize(reduction)
+    self$margin <- arg_number(margin, "margin")
+    self$p <- arg_number(p, "p")
+    self$eps <- arg_number(eps, "eps")
+    self$swap <- arg_flag(swap, "swap")
+  },
+  forward = function(anchor, positive, negative) {
+    nnf_triplet_margin_loss(anchor, positive, negative, self$margin, self$p, self$eps, self$swap,
+                            self$reduction)
+  }
+)
+
+#' @rdname nn_layers
+#' @export
+nn_poisson_nll_loss <- nn_module(
+  "nn_poisson_nll_loss",
+  inherit = nn_loss,
+  initialize = function(log_input = TRUE, full = FALSE, eps = 1e-8, reduction = "mean") {
+    super$initialize(reduction)
+    self$log_input <- arg_flag(log_input, "log_input")
+    self$full <- arg_flag(full, "full")
+    self$eps <- arg_number(eps, "eps")
+  },
+  forward = function(input, target) {
+    nnf_poisson_nll_loss(input, target, self$log_input, self$full, self$eps, self$reduction)
+  }
+)
+
+#' @rdname nnf
+#' @param distance_function `nnf_triplet_margin_with_distance_loss()`: an R
+#'   function of two batches giving their distances (`NULL`:
+#'   [nnf_pairwise_distance()]).
+#' @export
+nnf_triplet_margin_with_distance_loss <- function(anchor, positive, negative,
+                                                  distance_function = NULL, margin = 1,
+                                                  swap = FALSE, reduction = "mean") {
+  check_tensor(anchor, "anchor")
+  check_tensor(positive, "positive")
+  check_tensor(negative, "negative")
+  margin <- arg_number(margin, "margin")
+  if (margin <= 0) {
+    abort(sprintf("`margin` must be greater than 0, got %s.", describe(margin)),
+          class = "value_error")
+  }
+  reduction <- reduction_enum(reduction)
+  distance <- distance_function %||% nnf_pairwise_distance
+  # PyTorch's steps: the closer of the two negatives with swap, the hinge, the reduction.
+  positive_dist <- distance(anchor, positive)
+  negative_dist <- distance(anchor, negative)
+  if (arg_flag(swap, "swap")) {
+    negative_dist <- torch_minimum(negative_dist, distance(positive, negative))
+  }
+  loss <- torch_clamp_min(margin + positive_dist - negative_dist, 0)
+  switch(reduction + 1L, loss, torch_mean(loss), torch_sum(loss))
+}
+
+#' @rdname nn_layers
+#' @param distance_function `nn_triplet_margin_with_distance_loss()`: an R
+#'   function (or module) of two batches giving their distances (`NULL`:
+#'   [nn_pairwise_distance()]).
+#' @export
+nn_triplet_margin_with_distance_loss <- nn_module(
+  "nn_triplet_margin_with_distance_loss",
+  inherit = nn_loss,
+  initialize = function(distance_function = NULL, margin = 1, swap = FALSE, reduction = "mean") {
+    super$initialize(reduction)
+    self$distance_function <- distance_function %||% nn_pairwise_distance()
+    self$margin <- arg_number(margin, "margin")
+    self$swap <- arg_flag(swap, "swap")
+  },
+  forward = function(anchor, positive, negative) {
+    nnf_triplet_margin_with_distance_loss(anchor, positive, negative, self$distance_function,
+                                          self$margin, self$swap, self$reduction)
+  }
 )

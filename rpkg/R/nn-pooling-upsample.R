@@ -659,3 +659,69 @@ nnf_fold <- function(input, output_size, kernel_size, dilation = 1, padding = 0,
                pair_sizes(kernel_size, "kernel_size", 1L), pair_sizes(dilation, "dilation", 1L),
                pair_sizes(padding, "padding"), pair_sizes(stride, "stride", 1L))
 }
+
+#' Spatial transformers' grids
+#'
+#' `nnf_affine_grid()` makes the sampling grid of a batch of affine maps
+#' (`theta`, `(N, 2, 3)` for 2-D, `(N, 3, 4)` for 3-D) for an output of `size`
+#' (`c(N, C, H, W)` or `c(N, C, D, H, W)`); `nnf_grid_sample()` samples `input`
+#' at a grid's points (coordinates in `[-1, 1]`). PyTorch's
+#' `torch.nn.functional.affine_grid()` and `grid_sample()`.
+#' @param theta A batch of affine matrices.
+#' @param size The output's size (whole numbers).
+#' @param align_corners Whether -1 and 1 are the corner pixels' centres
+#'   (`TRUE`) or their outer edges.
+#' @param input The tensor sampled, `(N, C, H, W)` or `(N, C, D, H, W)`.
+#' @param grid The sampling points, `(N, H_out, W_out, 2)` or `(N, D_out,
+#'   H_out, W_out, 3)`.
+#' @param mode `"bilinear"`, `"nearest"` or `"bicubic"` (2-D only).
+#' @param padding_mode What points outside the input read: `"zeros"`,
+#'   `"border"` or `"reflection"`.
+#' @return A tensor.
+#' @name nnf_grid_sample
+#' @examples
+#' theta <- torch_tensor(array(c(1, 0, 0, 1, 0, 0), c(1, 2, 3)))
+#' grid <- nnf_affine_grid(theta, c(1, 1, 4, 4))
+#' x <- torch_randn(1, 1, 4, 4)
+#' torch_allclose(nnf_grid_sample(x, grid, align_corners = FALSE), x, atol = 1e-6)
+NULL
+
+#' @rdname nnf_grid_sample
+#' @export
+nnf_affine_grid <- function(theta, size, align_corners = FALSE) {
+  check_tensor(theta, "theta")
+  size <- whole_numbers(size, "size")
+  align_corners <- arg_flag(align_corners, "align_corners")
+  if (!theta$is_floating_point()) {
+    abort(sprintf("`theta` must have a floating point dtype, got %s.", theta$dtype$.type()),
+          class = "value_error")
+  }
+  # PyTorch's checks: (N, 2, 3) matrices for a 4-D size, (N, 3, 4) for a 5-D one.
+  rows <- length(size) - 2L
+  if (!rows %in% c(2L, 3L)) {
+    abort(sprintf("`size` must have 4 or 5 entries (2-D or 3-D maps), got %d.", length(size)),
+          class = "value_error")
+  }
+  if (theta$dim() != 3L || !identical(dim(theta)[2:3], c(rows, rows + 1L))) {
+    abort(sprintf("`theta` must be a batch of %dx%d matrices for a size of %d entries, got (%s).",
+                  rows, rows + 1L, length(size), toString(dim(theta))), class = "value_error")
+  }
+  if (!align_corners && min(size) <= 0) {
+    abort(sprintf("`size` must be positive, got (%s).", toString(size)), class = "value_error")
+  }
+  torch_affine_grid_generator(theta, size, align_corners)
+}
+
+#' @rdname nnf_grid_sample
+#' @export
+nnf_grid_sample <- function(input, grid, mode = "bilinear", padding_mode = "zeros",
+                            align_corners = FALSE) {
+  check_tensor(input, "input")
+  check_tensor(grid, "grid")
+  # libtorch's enums (GridSamplerInterpolation, GridSamplerPadding), in their order.
+  modes <- c("bilinear", "nearest", "bicubic")
+  paddings <- c("zeros", "border", "reflection")
+  mode <- match(arg_choice(mode, "mode", modes), modes) - 1L
+  padding_mode <- match(arg_choice(padding_mode, "padding_mode", paddings), paddings) - 1L
+  torch_grid_sampler(input, grid, mode, padding_mode, arg_flag(align_corners, "align_corners"))
+}

@@ -264,6 +264,19 @@ nnf_dropout3d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   out
 }
 
+#' @rdname nnf
+#' @export
+nnf_alpha_dropout <- function(input, p = 0.5, training = FALSE, inplace = FALSE) {
+  check_probability(p)
+  check_tensor(input, "input")
+  training <- arg_flag(training, "training")
+  if (arg_flag(inplace, "inplace")) {
+    torch_alpha_dropout_(input, p, training)
+  } else {
+    torch_alpha_dropout(input, p, training)
+  }
+}
+
 check_probability <- function(p) {
   if (!is.numeric(p) || length(p) != 1L || is.na(p)) {
     abort(sprintf("`p` must be a number, got %s.", describe(p)), class = "value_error")

@@ -253,3 +253,58 @@ test_that("trunc_normal_, orthogonal_ and dirac_ initialize as torch.nn.init", {
   expect_error(nn_init_dirac_(torch_empty(2, 2)), "3, 4, or 5 dimensions", class = "value_error")
   expect_error(nn_init_dirac_(torch_empty(3, 2, 3), groups = 2), "divisible by groups")
 })
+
+test_that("affine grids, grid sampling, the triplet loss with a distance, sparse_ are PyTorch's", {
+  skip_if_no_ampkit()
+  fnl <- pt()$nn$functional
+  nn <- pt()$nn
+  torch_manual_seed(30)
+  theta <- torch_randn(2, 2, 3)
+  for (align in c(FALSE, TRUE)) {
+    grid <- nnf_affine_grid(theta, c(2, 3, 5, 4), align_corners = align)
+    expect_same_tensor(grid, fnl$affine_grid(py_of(theta), ints(2, 3, 5, 4), align_corners = align))
+    x <- torch_randn(2, 3, 6, 6)
+    for (mode in c("bilinear", "nearest", "bicubic")) {
+      for (padding in c("zeros", "border", "reflection")) {
+        expect_same_tensor(
+          nnf_grid_sample(x, grid, mode = mode, padding_mode = padding, align_corners = align),
+          fnl$grid_sample(py_of(x), py_of(grid), mode = mode, padding_mode = padding,
+                          align_corners = align))
+      }
+    }
+  }
+  theta3 <- torch_randn(1, 3, 4)
+  expect_same_tensor(nnf_affine_grid(theta3, c(1, 1, 2, 3, 4)),
+                     fnl$affine_grid(py_of(theta3), ints(1, 1, 2, 3, 4), align_corners = FALSE))
+  expect_error(nnf_affine_grid(theta, c(2, 3, 5)), "4 or 5 entries", class = "value_error")
+  expect_error(nnf_affine_grid(theta3, c(2, 3, 5, 4)), "2x3 matrices", class = "value_error")
+  expect_error(nnf_grid_sample(x, grid, mode = "cubic"), "`mode` must be one of")
+  a <- torch_randn(6, 4)
+  p <- torch_randn(6, 4)
+  n <- torch_randn(6, 4)
+  expect_same_tensor(nnf_triplet_margin_with_distance_loss(a, p, n, swap = TRUE),
+                     fnl$triplet_margin_with_distance_loss(py_of(a), py_of(p), py_of(n),
+                                                           swap = TRUE))
+  cosine <- function(x, y) 1 - nnf_cosine_similarity(x, y)
+  py_cosine <- function(x, y) fnl$cosine_similarity(x, y)$neg()$add(1) # 1 - c, to the bit
+  expect_same_tensor(
+    nn_triplet_margin_with_distance_loss(cosine, margin = 0.5, reduction = "none")(a, p, n),
+    pycall(nn$TripletMarginWithDistanceLoss(distance_function = py_cosine, margin = 0.5,
+                                            reduction = "none"), py_of(a), py_of(p), py_of(n)))
+  expect_equal(as_array(nnf_triplet_margin_with_distance_loss(a, p, n, reduction = "sum")),
+               as_array(nnf_triplet_margin_loss(a, p, n, reduction = "sum")), tolerance = 1e-6)
+  expect_error(nnf_triplet_margin_with_distance_loss(a, p, n, margin = 0), "greater than 0")
+  w <- torch_empty(10, 4)
+  torch_manual_seed(2)
+  nn_init_sparse_(w, 0.3, std = 0.5)
+  ref <- py_of(torch_empty(10, 4))
+  pt()$manual_seed(2L)
+  pt()$nn$init$sparse_(ref, 0.3, std = 0.5)
+  expect_same_tensor(w, as_fe(ref))
+  expect_identical(colSums(as_array(w) == 0), rep(3, 4))
+  expect_true(autograd_set_grad_mode(FALSE)) # the mode it replaced
+  on.exit(autograd_set_grad_mode(TRUE))
+  expect_false((torch_ones(2, requires_grad = TRUE) * 2)$requires_grad)
+  autograd_set_grad_mode(TRUE)
+  expect_true((torch_ones(2, requires_grad = TRUE) * 2)$requires_grad)
+})
