@@ -194,10 +194,12 @@ nnf_pixel_shuffle <- function(input, upscale_factor) {
 nn_selu <- activation_module("nn_selu", function(input, inplace) nnf_selu(input, inplace))
 #' @rdname nn_layers
 #' @export
-nn_hardsigmoid <- activation_module("nn_hardsigmoid", function(input) nnf_hardsigmoid(input))
+nn_hardsigmoid <- activation_module("nn_hardsigmoid",
+                                    function(input, inplace) nnf_hardsigmoid(input, inplace))
 #' @rdname nn_layers
 #' @export
-nn_hardswish <- activation_module("nn_hardswish", function(input) nnf_hardswish(input))
+nn_hardswish <- activation_module("nn_hardswish",
+                                  function(input, inplace) nnf_hardswish(input, inplace))
 #' @rdname nn_layers
 #' @export
 nn_hardtanh <- activation_module(

@@ -93,6 +93,7 @@ nn_init_trunc_normal_ <- function(tensor, mean = 0, std = 1, a = -2, b = 2) {
   # PyTorch's (2.13) rejection sampling, draw for draw: normal draws redrawn where out of
   # [a, b] when the interval holds more than 0.3 of the mass; else uniform draws on [a, b]
   # accepted with the density's ratio to its peak there.
+  for (name in c("mean", "std", "a", "b")) arg_number(get(name), name)
   mass <- stats::pnorm((b - mean) / std) - stats::pnorm((a - mean) / std)
   init_no_grad(if (mass > 0.3) {
     lo <- torch_tensor(a, dtype = tensor$dtype)$item() # the bounds as the dtype holds them
@@ -130,7 +131,8 @@ nn_init_sparse_ <- function(tensor, sparsity, std = 0.01) {
     abort("Only tensors with 2 dimensions are supported", class = "value_error")
   }
   rows <- tensor$size(1)
-  zeros <- ceiling(arg_number(sparsity, "sparsity") * rows)
+  zeros <- min(ceiling(arg_number(sparsity, "sparsity") * rows), rows) # PyTorch's slice's cap
+  std <- arg_number(std, "std")
   # PyTorch's draws: the normal ones, then a permutation of the rows per column.
   init_no_grad({
     tensor$normal_(0, std)
@@ -149,6 +151,7 @@ nn_init_orthogonal_ <- function(tensor, gain = 1) {
   if (tensor$dim() < 2L) {
     abort("Only tensors with 2 or more dimensions are supported", class = "value_error")
   }
+  gain <- arg_number(gain, "gain")
   if (tensor$numel() == 0L) return(invisible(tensor))
   rows <- tensor$size(1)
   cols <- tensor$numel() %/% rows
@@ -160,7 +163,7 @@ nn_init_orthogonal_ <- function(tensor, gain = 1) {
   if (rows < cols) q <- q$t()
   init_no_grad({
     tensor$view_as(q)$copy_(q)
-    tensor$mul_(arg_number(gain, "gain"))
+    tensor$mul_(gain)
   })
 }
 
@@ -175,6 +178,9 @@ nn_init_dirac_ <- function(tensor, groups = 1) {
     abort("Only tensors with 3, 4, or 5 dimensions are supported", class = "value_error")
   }
   groups <- whole_number(groups, "groups")
+  if (groups < 1L) {
+    abort(sprintf("`groups` must be at least 1, got %d.", groups), class = "value_error")
+  }
   shape <- dim(tensor)
   if (shape[[1L]] %% groups != 0) {
     abort("dim 0 must be divisible by groups", class = "value_error")
@@ -290,7 +296,8 @@ reset_linear_like <- function(self) {
 #'   are reduced (`"sum"`, `"mean"` or `"max"`), and whether its `offsets`
 #'   (given to the module's forward) end with the input's length.
 #' @param p,inplace Dropout (`inplace`: activations too, which then write into
-#'   their input); `p`: `nn_multi_margin_loss()`'s exponent (1 or 2).
+#'   their input); `p`: `nn_multi_margin_loss()`'s exponent (1 or 2), the
+#'   norm's degree of `nn_pairwise_distance()` and `nn_triplet_margin_loss()`.
 #' @param start_dim,end_dim Flatten.
 #' @param dim A dimension (1-based).
 #' @param negative_slope,alpha,beta,threshold,approximate Activations.

@@ -6,8 +6,9 @@ NULL
 # distance of the user's, composed from tensor operations.
 
 #' @rdname nnf
-#' @param input1,input2 `nnf_cosine_embedding_loss()`: the two batches of
-#'   vectors compared (rows).
+#' @param input1,input2 The two inputs: of `nnf_bilinear()`, and the batches
+#'   compared by `nnf_cosine_embedding_loss()` (rows) and
+#'   `nnf_margin_ranking_loss()`.
 #' @export
 nnf_multilabel_margin_loss <- function(input, target, reduction = "mean") {
   check_tensor(input, "input")
@@ -253,13 +254,15 @@ nnf_triplet_margin_with_distance_loss <- function(anchor, positive, negative,
   check_tensor(anchor, "anchor")
   check_tensor(positive, "positive")
   check_tensor(negative, "negative")
-  margin <- arg_number(margin, "margin")
-  if (margin <= 0) {
-    abort(sprintf("`margin` must be greater than 0, got %s.", describe(margin)),
+  dims <- c(anchor$dim(), positive$dim(), negative$dim())
+  if (length(unique(dims)) != 1L) {
+    abort(sprintf(paste("`anchor`, `positive` and `negative` must have the same number of",
+                        "dimensions, got %d, %d and %d."), dims[[1]], dims[[2]], dims[[3]]),
           class = "value_error")
   }
+  margin <- positive_margin(margin)
   reduction <- reduction_enum(reduction)
-  distance <- distance_function %||% nnf_pairwise_distance
+  distance <- distance_function_arg(distance_function) %||% nnf_pairwise_distance
   # PyTorch's steps: the closer of the two negatives with swap, the hinge, the reduction.
   positive_dist <- distance(anchor, positive)
   negative_dist <- distance(anchor, negative)
@@ -280,8 +283,8 @@ nn_triplet_margin_with_distance_loss <- nn_module(
   inherit = nn_loss,
   initialize = function(distance_function = NULL, margin = 1, swap = FALSE, reduction = "mean") {
     super$initialize(reduction)
-    self$distance_function <- distance_function %||% nn_pairwise_distance()
-    self$margin <- arg_number(margin, "margin")
+    self$distance_function <- distance_function_arg(distance_function) %||% nn_pairwise_distance()
+    self$margin <- positive_margin(margin)
     self$swap <- arg_flag(swap, "swap")
   },
   forward = function(anchor, positive, negative) {
@@ -289,3 +292,22 @@ nn_triplet_margin_with_distance_loss <- nn_module(
                                           self$margin, self$swap, self$reduction)
   }
 )
+
+# The triplet loss's margin: a number > 0 (PyTorch's rule).
+positive_margin <- function(margin) {
+  margin <- arg_number(margin, "margin")
+  if (margin <= 0) {
+    abort(sprintf("`margin` must be greater than 0, got %s.", describe(margin)),
+          class = "value_error")
+  }
+  margin
+}
+
+# A distance of two batches: an R function (a module is one), or NULL.
+distance_function_arg <- function(f) {
+  if (!is.null(f) && !is.function(f)) {
+    abort(sprintf("`distance_function` must be a function or NULL, got %s.", describe(f)),
+          class = "value_error")
+  }
+  f
+}

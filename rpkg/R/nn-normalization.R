@@ -55,9 +55,15 @@ nn_batch_norm3d <- batch_norm_module("nn_batch_norm3d", 5L)
 nnf_instance_norm <- function(input, running_mean = NULL, running_var = NULL, weight = NULL,
                               bias = NULL, use_input_stats = TRUE, momentum = 0.1, eps = 1e-5) {
   check_tensor(input, "input")
+  use_input_stats <- arg_flag(use_input_stats, "use_input_stats")
+  # PyTorch's check (_verify_spatial_size): one value per instance and channel normalizes to 0.
+  if (use_input_stats && prod(dim(input)[-(1:2)]) == 1) {
+    abort(sprintf("Expected more than 1 spatial element when training, got input size (%s).",
+                  toString(dim(input))), class = "value_error")
+  }
   torch_instance_norm(input, weight, bias, running_mean, running_var,
-                      arg_flag(use_input_stats, "use_input_stats"),
-                      arg_number(momentum, "momentum"), arg_number(eps, "eps"), FALSE)
+                      use_input_stats, arg_number(momentum, "momentum"), arg_number(eps, "eps"),
+                      FALSE)
 }
 
 #' @rdname nn_normalization

@@ -706,7 +706,12 @@ nnf_affine_grid <- function(theta, size, align_corners = FALSE) {
     abort(sprintf("`theta` must be a batch of %dx%d matrices for a size of %d entries, got (%s).",
                   rows, rows + 1L, length(size), toString(dim(theta))), class = "value_error")
   }
-  if (!align_corners && min(size) <= 0) {
+  if (align_corners && min(size[-(1:2)]) == 1) {
+    rlang::warn(paste("Since version 1.3.0, affine_grid behavior has changed for unit-size grids",
+                      "when align_corners=True. This is not an intended use case of affine_grid.",
+                      "See the documentation of affine_grid for details."),
+                class = "ampkit_warning")
+  } else if (min(size) <= 0) {
     abort(sprintf("`size` must be positive, got (%s).", toString(size)), class = "value_error")
   }
   torch_affine_grid_generator(theta, size, align_corners)

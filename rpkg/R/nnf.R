@@ -39,13 +39,16 @@ ignore_index_arg <- function(ignore_index) {
 #' @param label_smoothing Label smoothing, in `[0, 1]`.
 #' @param pos_weight Weight of positive examples.
 #' @param p,training,inplace Dropout's probability, mode and in-place flag;
-#'   `p`: `nnf_multi_margin_loss()`'s exponent (1 or 2).
+#'   `p`: `nnf_multi_margin_loss()`'s exponent (1 or 2), the norm's degree of
+#'   `nnf_pairwise_distance()`, `nnf_pdist()` and `nnf_triplet_margin_loss()`.
 #' @param approximate `"none"` or `"tanh"` (gelu).
 #' @param negative_slope,alpha,beta,threshold,min_val,max_val Activation parameters.
 #' @param stride,padding,dilation,groups,kernel_size,ceil_mode Convolution and
 #'   pooling parameters.
 #' @param count_include_pad,divisor_override,output_size Pooling parameters.
-#' @param normalized_shape,eps,momentum,running_mean,running_var Normalization parameters.
+#' @param normalized_shape,eps,momentum,running_mean,running_var Normalization parameters;
+#'   `eps`: also the small value that keeps distances and the Poisson loss's
+#'   logarithm finite.
 #' @param padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse Embedding parameters.
 #' @param offsets `nnf_embedding_bag()` with a 1-D `input`: where each bag
 #'   starts in `input`, counted from 0 as in R torch (a 2-D `input` is one bag

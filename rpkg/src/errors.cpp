@@ -77,8 +77,10 @@ SEXP package_namespace() {
 // CUDA's out-of-memory error, or the CPU allocator's failure, which libtorch raises as a failed
 // check (a plain c10::Error), not as an OutOfMemoryError.
 bool out_of_memory(const c10::Error& e) {
-  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
-         std::string(e.what_without_backtrace()).find("can't allocate memory") != std::string::npos;
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr) return true;
+  const std::string text = e.what_without_backtrace();  // alloc_cpu.cpp's two wordings
+  return text.find("can't allocate memory") != std::string::npos ||
+         text.find("not enough memory") != std::string::npos;
 }
 
 void value_error(const std::string& message) { throw Error("value_error", message); }

@@ -86,6 +86,13 @@ test_that("the activation modules are torch.nn's, with R torch's arguments", {
     list(nn_softmax2d(), nn$Softmax2d())
   )
   for (case in cases) expect_same_tensor(case[[1]](x), pycall(case[[2]], p))
+  for (module in list(nn_hardswish(inplace = TRUE), nn_hardsigmoid(inplace = TRUE))) {
+    y <- x$clone()
+    expected <- pycall(if (inherits(module, "nn_hardswish")) nn$Hardswish() else nn$Hardsigmoid(),
+                       py_of(x$clone()))
+    module(y)
+    expect_same_tensor(y, expected) # written into its input
+  }
   rrelu <- nn_rrelu()
   rrelu$eval()
   expect_same_tensor(rrelu(x), pycall(nn$RReLU()$eval(), p))
@@ -174,7 +181,9 @@ test_that("dropout3d, bilinear, instance norm and gumbel softmax are PyTorch's",
   fnl <- pt()$nn$functional
   nn <- pt()$nn
   x <- torch_randn(2, 3, 2, 2, 2)
-  for (case in list(list(x, FALSE), list(x[1, ], FALSE), list(x$clone(), TRUE))) {
+  # batched and unbatched (4-D, taken as one batch of one), a copy and in place
+  for (case in list(list(x, FALSE), list(x[1, ], FALSE), list(x$clone(), TRUE),
+                    list(x[1, ]$clone(), TRUE))) {
     input <- case[[1]]
     shape <- dim(input)
     py_input <- py_of(input$clone())
@@ -183,6 +192,8 @@ test_that("dropout3d, bilinear, instance norm and gumbel softmax are PyTorch's",
     pt()$manual_seed(21L)
     expect_same_tensor(d, fnl$dropout3d(py_input, 0.5, inplace = case[[2]]))
     expect_identical(dim(d), shape)
+    expect_identical(dim(input), shape)
+    if (case[[2]]) expect_same_tensor(input, d) else expect_same_tensor(x, x)
   }
   drop <- nn_dropout3d(0.2)
   drop$eval()
@@ -206,6 +217,9 @@ test_that("dropout3d, bilinear, instance norm and gumbel softmax are PyTorch's",
   expect_same_tensor(nnf_instance_norm(img, rm_, rv, momentum = 0.3),
                      fnl$instance_norm(py_of(img), py_rm, py_rv, momentum = 0.3))
   expect_same_tensor(rm_, py_rm)  # the running statistics updated as PyTorch's
+  expect_same_tensor(rv, py_rv)
+  expect_error(nnf_instance_norm(torch_randn(2, 3, 1)), "more than 1 spatial element",
+               class = "value_error")
   expect_same_tensor(nnf_instance_norm(img), fnl$instance_norm(py_of(img)))
   logits <- torch_randn(4, 5)
   for (hard in c(FALSE, TRUE)) {
@@ -278,6 +292,8 @@ test_that("affine grids, grid sampling, the triplet loss with a distance, sparse
                      fnl$affine_grid(py_of(theta3), ints(1, 1, 2, 3, 4), align_corners = FALSE))
   expect_error(nnf_affine_grid(theta, c(2, 3, 5)), "4 or 5 entries", class = "value_error")
   expect_error(nnf_affine_grid(theta3, c(2, 3, 5, 4)), "2x3 matrices", class = "value_error")
+  expect_error(nnf_affine_grid(theta, c(2, 3, 0, 4), align_corners = TRUE), "must be positive")
+  expect_warning(nnf_affine_grid(theta, c(2, 3, 1, 4), align_corners = TRUE), "unit-size grids")
   expect_error(nnf_grid_sample(x, grid, mode = "cubic"), "`mode` must be one of")
   a <- torch_randn(6, 4)
   p <- torch_randn(6, 4)
@@ -294,6 +310,10 @@ test_that("affine grids, grid sampling, the triplet loss with a distance, sparse
   expect_equal(as_array(nnf_triplet_margin_with_distance_loss(a, p, n, reduction = "sum")),
                as_array(nnf_triplet_margin_loss(a, p, n, reduction = "sum")), tolerance = 1e-6)
   expect_error(nnf_triplet_margin_with_distance_loss(a, p, n, margin = 0), "greater than 0")
+  expect_error(nn_triplet_margin_with_distance_loss(margin = -1), "greater than 0")
+  expect_error(nnf_triplet_margin_with_distance_loss(a, p, n[1, ]), "same number of dimensions")
+  expect_error(nnf_triplet_margin_with_distance_loss(a, p, n, distance_function = "l2"),
+               "`distance_function` must be a function or NULL")
   w <- torch_empty(10, 4)
   torch_manual_seed(2)
   nn_init_sparse_(w, 0.3, std = 0.5)
@@ -302,6 +322,12 @@ test_that("affine grids, grid sampling, the triplet loss with a distance, sparse
   pt()$nn$init$sparse_(ref, 0.3, std = 0.5)
   expect_same_tensor(w, as_fe(ref))
   expect_identical(colSums(as_array(w) == 0), rep(3, 4))
+  nn_init_sparse_(w, 1.5)  # more than all rows: every row, as PyTorch's slice
+  expect_true(all(as_array(w) == 0))
+  untouched <- torch_ones(3, 4)
+  expect_error(nn_init_orthogonal_(untouched, gain = "a"), "`gain` must be a number")
+  expect_true(all(as_array(untouched) == 1))
+  expect_error(nn_init_dirac_(torch_empty(4, 2, 3), groups = 0), "`groups` must be at least 1")
   expect_true(autograd_set_grad_mode(FALSE)) # the mode it replaced
   on.exit(autograd_set_grad_mode(TRUE))
   expect_false((torch_ones(2, requires_grad = TRUE) * 2)$requires_grad)

@@ -272,7 +272,8 @@ test_that("linalg_* take R torch's arguments and name its results, with PyTorch'
   expect_same_as_torch(linalg_pinv(d), la$pinv(py_of(d)))
   expect_warning(p <- linalg_pinv(d, rcond = 1e-6), "`rcond` is deprecated")
   expect_same_as_torch(p, la$pinv(py_of(d), rtol = 1e-6))
-  expect_warning(linalg_pinv(d, atol = 1e-7, rtol = 0), regexp = NA)
+  expect_warning(p <- linalg_pinv(d, atol = 1e-7, rtol = 0), regexp = NA)
+  expect_same_as_torch(p, la$pinv(py_of(d), atol = 1e-7, rtol = 0))
   u <- torch_triu(torch_randn(3, 3, dtype = torch_float64())) + torch_eye(3) * 3
   expect_same_as_torch(linalg_solve_triangular(u, b[1:3, ], upper = TRUE),
                        la$solve_triangular(py_of(u), py_of(b[1:3, ]), upper = TRUE))
