@@ -615,41 +615,33 @@ embedding_row <- function(padding_idx, n) {
   if (padding_idx < 0L) n + padding_idx + 1L else padding_idx
 }
 
-#' @rdname nn_layers
-#' @export
-nn_dropout <- nn_module(
-  "nn_dropout",
-  initialize = function(p = 0.5, inplace = FALSE) {
-    check_probability(p)
-    self$p <- p
-    self$inplace <- arg_flag(inplace, "inplace")
-  },
-  forward = function(input) nnf_dropout(input, self$p, self$training, self$inplace)
-)
+# A dropout module over its functional `f(input, p, training, inplace)`: its probability and
+# in-place flag checked when made, its training mode read at each call.
+# nolint start: object_usage_linter. (R6 methods: `self` is bound by R6)
+dropout_module <- function(classname, f) {
+  nn_module(
+    classname,
+    initialize = function(p = 0.5, inplace = FALSE) {
+      check_probability(p)
+      self$p <- p
+      self$inplace <- arg_flag(inplace, "inplace")
+    },
+    forward = function(input) f(input, self$p, self$training, self$inplace)
+  )
+}
+# nolint end
 
 #' @rdname nn_layers
 #' @export
-nn_dropout2d <- nn_module(
-  "nn_dropout2d",
-  initialize = function(p = 0.5, inplace = FALSE) {
-    check_probability(p)
-    self$p <- p
-    self$inplace <- arg_flag(inplace, "inplace")
-  },
-  forward = function(input) nnf_dropout2d(input, self$p, self$training, self$inplace)
-)
+nn_dropout <- dropout_module("nn_dropout", nnf_dropout)
 
 #' @rdname nn_layers
 #' @export
-nn_dropout3d <- nn_module(
-  "nn_dropout3d",
-  initialize = function(p = 0.5, inplace = FALSE) {
-    check_probability(p)
-    self$p <- p
-    self$inplace <- arg_flag(inplace, "inplace")
-  },
-  forward = function(input) nnf_dropout3d(input, self$p, self$training, self$inplace)
-)
+nn_dropout2d <- dropout_module("nn_dropout2d", nnf_dropout2d)
+
+#' @rdname nn_layers
+#' @export
+nn_dropout3d <- dropout_module("nn_dropout3d", nnf_dropout3d)
 
 #' @rdname nn_layers
 #' @export

@@ -217,14 +217,7 @@ nnf_dropout2d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   check_tensor(input, "input")
   # PyTorch's and R torch's warnings: dropout2d drops channels of (N, C, H, W) or (C, H, W).
   rank <- input$dim()
-  if (!rank %in% c(3L, 4L)) {
-    rlang::warn(paste0(
-      "dropout2d: Received a ", rank, "-D input to dropout2d, which is deprecated and will ",
-      "result in an error in a future release. To retain the behavior and silence this warning, ",
-      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on ",
-      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension ",
-      "(i.e. 3D or 4D inputs)."), class = "ampkit_warning")
-  }
+  warn_channel_dropout_rank(rank, 2L)
   if (rank == 3L) {
     rlang::warn(paste0(
       "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout ",
@@ -248,14 +241,7 @@ nnf_dropout3d <- function(input, p = 0.5, training = TRUE, inplace = FALSE) {
   inplace <- arg_flag(inplace, "inplace")
   # PyTorch's: channels of (N, C, D, H, W), or of (C, D, H, W) taken as one batch of one.
   rank <- input$dim()
-  if (!rank %in% c(4L, 5L)) {
-    rlang::warn(paste0(
-      "dropout3d: Received a ", rank, "-D input to dropout3d, which is deprecated and will ",
-      "result in an error in a future release. To retain the behavior and silence this warning, ",
-      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on ",
-      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension ",
-      "(i.e. 4D or 5D inputs)."), class = "ampkit_warning")
-  }
+  warn_channel_dropout_rank(rank, 3L)
   batched <- rank == 5L
   if (!batched) input <- if (inplace) input$unsqueeze_(1) else input$unsqueeze(1)
   out <- if (inplace) {
@@ -278,6 +264,22 @@ nnf_alpha_dropout <- function(input, p = 0.5, training = FALSE, inplace = FALSE)
   } else {
     torch_alpha_dropout(input, p, training)
   }
+}
+
+# PyTorch's (and R torch's) warning when channel dropout over `spatial` dimensions is given an
+# input of another rank than (C, spatial...) or (N, C, spatial...).
+warn_channel_dropout_rank <- function(rank, spatial) {
+  if (rank %in% (spatial + 1:2)) {
+    return(invisible())
+  }
+  name <- sprintf("dropout%dd", spatial)
+  rlang::warn(paste0(
+    name, ": Received a ", rank, "-D input to ", name, ", which is deprecated and will ",
+    "result in an error in a future release. To retain the behavior and silence this warning, ",
+    "please use dropout instead. Note that ", name, " exists to provide channel-wise dropout on ",
+    "inputs with ", spatial, " spatial dimensions, a channel dimension, and an optional batch ",
+    "dimension (i.e. ", spatial + 1L, "D or ", spatial + 2L, "D inputs)."),
+    class = "ampkit_warning")
 }
 
 check_probability <- function(p) {
