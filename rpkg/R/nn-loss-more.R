@@ -28,11 +28,16 @@ nnf_multi_margin_loss <- function(input, target, p = 1, margin = 1, weight = NUL
 #' @rdname nnf
 #' @export
 nnf_cosine_embedding_loss <- function(input1, input2, target, margin = 0, reduction = "mean") {
+  pair_margin_loss(torch_cosine_embedding_loss, input1, input2, target, margin, reduction)
+}
+
+# A loss of two inputs against a target with a margin (libtorch's cosine embedding and margin
+# ranking losses take the same arguments): the arguments checked, then the op.
+pair_margin_loss <- function(op, input1, input2, target, margin, reduction) {
   check_tensor(input1, "input1")
   check_tensor(input2, "input2")
   check_tensor(target, "target")
-  torch_cosine_embedding_loss(input1, input2, target, arg_number(margin, "margin"),
-                              reduction_enum(reduction))
+  op(input1, input2, target, arg_number(margin, "margin"), reduction_enum(reduction))
 }
 
 # multi_margin_loss's exponent: libtorch knows 1 and 2 only.
@@ -164,11 +169,7 @@ nn_aum_loss <- nn_module(
 #'   approximation of the log factorial.
 #' @export
 nnf_margin_ranking_loss <- function(input1, input2, target, margin = 0, reduction = "mean") {
-  check_tensor(input1, "input1")
-  check_tensor(input2, "input2")
-  check_tensor(target, "target")
-  torch_margin_ranking_loss(input1, input2, target, arg_number(margin, "margin"),
-                            reduction_enum(reduction))
+  pair_margin_loss(torch_margin_ranking_loss, input1, input2, target, margin, reduction)
 }
 
 #' @rdname nnf

@@ -472,9 +472,7 @@ print.torch_generator <- function(x, ...) {
 #' @rdname torch_manual_seed
 #' @export
 with_torch_manual_seed <- function(code, ..., seed) {
-  state <- torch_get_rng_state()
-  on.exit(torch_set_rng_state(state), add = TRUE)
-  torch_manual_seed(seed)
+  local_torch_manual_seed(seed)
   force(code)
 }
 
