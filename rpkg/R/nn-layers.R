@@ -183,7 +183,9 @@ nn_init_dirac_ <- function(tensor, groups = 1) {
   }
   shape <- dim(tensor)
   if (shape[[1L]] %% groups != 0) {
-    abort("dim 0 must be divisible by groups", class = "value_error")
+    # PyTorch's "dim 0" is the first dimension to an R user.
+    abort(sprintf("`tensor`'s first dimension, %d, is not divisible by groups (`groups` = %d).",
+                  shape[[1L]], groups), class = "value_error")
   }
   out_per_group <- shape[[1L]] %/% groups
   centre <- shape[-(1:2)] %/% 2 + 1  # the kernel's middle, 1-based
