@@ -109,6 +109,54 @@ LRScheduler <- R6::R6Class(
 )
 # nolint end
 
+#' Define a learning-rate scheduler
+#'
+#' R torch's `lr_scheduler()`: a new scheduler class from the methods given in
+#' `...`: `get_lr()`, which returns the learning rates of the optimizer's
+#' groups for the epoch `self$last_epoch` (the groups' current rates are
+#' `self$optimizer$param_groups[[i]]$lr`, their initial ones `self$base_lrs`),
+#' and, for options of its own, an `initialize()` ending with
+#' `super$initialize(optimizer, last_epoch, verbose)`. The scheduler has the
+#' others' `$step()`, `$get_last_lr()`, `$state_dict()` and
+#' `$load_state_dict()`.
+#'
+#' @param classname The scheduler's class name.
+#' @param inherit The class (or a scheduler generator made by `lr_scheduler()`)
+#'   to inherit from.
+#' @param ... Public fields and methods.
+#' @param parent_env The environment the methods are defined in.
+#' @return A scheduler generator (class `c(classname, "lr_scheduler",
+#'   "lr_scheduler_generator")`): a function with `initialize`'s arguments that
+#'   returns the scheduler.
+#' @export
+#' @examples
+#' lr_halve <- lr_scheduler(
+#'   "lr_halve",
+#'   initialize = function(optimizer, every = 2, last_epoch = -1) {
+#'     self$every <- every
+#'     super$initialize(optimizer, last_epoch)
+#'   },
+#'   get_lr = function() {
+#'     lrs <- vapply(self$optimizer$param_groups, function(g) g$lr, 0)
+#'     if (self$last_epoch > 0 && self$last_epoch %% self$every == 0) lrs / 2 else lrs
+#'   }
+#' )
+#' opt <- optim_sgd(nn_linear(2, 1)$parameters, lr = 1)
+#' sched <- lr_halve(opt)
+#' for (epoch in 1:4) sched$step()
+#' sched$get_last_lr()
+lr_scheduler <- function(classname = NULL, inherit = LRScheduler, ...,
+                         parent_env = parent.frame()) {
+  if (inherits(inherit, "lr_scheduler_generator")) inherit <- attr(inherit, "scheduler")
+  if (!inherits(inherit, "R6ClassGenerator")) {
+    abort(sprintf("`inherit` must be a scheduler class or generator, got %s.", describe(inherit)),
+          class = "value_error")
+  }
+  made <- r6_subclass(classname, inherit, list(...), NULL, NULL, parent_env)
+  structure(made$new, scheduler = made$class,
+            class = c(classname, "lr_scheduler", "lr_scheduler_generator"))
+}
+
 group_lrs <- function(self) vapply(self$optimizer$param_groups, function(g) g$lr, 0)
 
 check_optimizer <- function(optimizer) {

@@ -194,6 +194,42 @@ nnf_poisson_nll_loss <- function(input, target, log_input = TRUE, full = FALSE, 
                          arg_number(eps, "eps"), reduction_enum(reduction))
 }
 
+#' @rdname nnf
+#' @param log_probs,input_lengths,target_lengths,blank,zero_infinity
+#'   For `nnf_ctc_loss()`, the log-probabilities (time by batch by classes),
+#'   the lengths of the inputs and of the targets (whole numbers, one a
+#'   sequence), the blank's class and whether infinite losses (inputs too short
+#'   for their targets) count as zero. As in R torch, the class numbers in `targets` and `blank` are
+#'   PyTorch's: 0 is the blank by default and the other classes are 1 to C - 1.
+#' @export
+nnf_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0,
+                         reduction = "mean", zero_infinity = FALSE) {
+  check_tensor(log_probs, "log_probs")
+  check_tensor(targets, "targets")
+  torch_ctc_loss(log_probs, targets, lengths_arg(input_lengths, "input_lengths"),
+                 lengths_arg(target_lengths, "target_lengths"), whole_number(blank, "blank"),
+                 reduction_enum(reduction), arg_flag(zero_infinity, "zero_infinity"))
+}
+
+# CTC's lengths: a tensor (libtorch checks it holds integers) or R's whole numbers.
+lengths_arg <- function(x, name) if (is_torch_tensor(x)) x else whole_numbers(x, name)
+
+#' @rdname nn_layers
+#' @export
+nn_ctc_loss <- nn_module(
+  "nn_ctc_loss",
+  inherit = nn_loss,
+  initialize = function(blank = 0, reduction = "mean", zero_infinity = FALSE) {
+    super$initialize(reduction)
+    self$blank <- whole_number(blank, "blank")
+    self$zero_infinity <- arg_flag(zero_infinity, "zero_infinity")
+  },
+  forward = function(log_probs, targets, input_lengths, target_lengths) {
+    nnf_ctc_loss(log_probs, targets, input_lengths, target_lengths, self$blank, self$reduction,
+                 self$zero_infinity)
+  }
+)
+
 #' @rdname nn_layers
 #' @param swap,log_input,full Losses' settings (see [nnf_triplet_margin_loss()],
 #'   [nnf_poisson_nll_loss()]).
@@ -312,3 +348,162 @@ distance_function_arg <- function(f) {
   }
   f
 }
+
+# PyTorch's checks of an adaptive softmax's input and target shapes.
+check_adaptive_input <- function(input, target) {
+  check_tensor(input, "input")
+  check_tensor(target, "target")
+  wanted <- target$dim() + 1L # the input's rank for this target's
+  if (target$dim() > 1L) {
+    abort("0D or 1D target tensor expected, multi-target not supported", class = "runtime_error")
+  }
+  if (target$dim() == 1L && input$size(1) != target$size(1)) {
+    abort("Input and target should have the same size in the batch dimension.",
+          class = "runtime_error")
+  }
+  if (input$dim() != wanted) {
+    abort(sprintf("%dD target tensor expects %dD input tensors, but found inputs with size %s",
+                  target$dim(), wanted, paste(input$shape, collapse = "x")),
+          class = "runtime_error")
+  }
+}
+
+#' Adaptive log-softmax
+#'
+#' `nn_adaptive_log_softmax_with_loss()` is PyTorch's
+#' `AdaptiveLogSoftmaxWithLoss` (Grave et al., "Efficient softmax
+#' approximation for GPUs"): the frequent classes, 1 to `cutoffs[1]`, are
+#' scored by a head layer; the others are split into clusters at the
+#' following cutoffs (classes `cutoffs[i] + 1` to `cutoffs[i + 1]`, the last
+#' ending at `n_classes`), each scored by a smaller projection that the head
+#' reaches through one output per cluster. R torch exports the name but its
+#' module is not implemented; this one gives PyTorch's numbers, with classes
+#' counted from 1.
+#'
+#' Calling the module on `input` (`(N, in_features)`, or one example) and
+#' `target` (`N` classes, or one) gives a list: `output`, the log-probability
+#' of each target class, and `loss`, the mean negative log-likelihood.
+#' `$log_prob(input)` gives the log-probabilities of every class (`(N,
+#' n_classes)`); `$predict(input)` the most probable class of each row.
+#'
+#' @param in_features The number of features of an input.
+#' @param n_classes The number of classes.
+#' @param cutoffs Increasing whole numbers from 1 to `n_classes - 1`: the
+#'   last class of the head's shortlist, then of each cluster but the last.
+#' @param div_value Each cluster's projection is `div_value` times smaller
+#'   than the previous one's (the first: `in_features / div_value`).
+#' @param head_bias Whether the head layer has a bias.
+#' @return A module (class `nn_adaptive_log_softmax_with_loss`).
+#' @export
+#' @examples
+#' torch_manual_seed(1)
+#' asm <- nn_adaptive_log_softmax_with_loss(8, n_classes = 20, cutoffs = c(5, 12))
+#' x <- torch_randn(4, 8)
+#' out <- asm(x, torch_tensor(c(1L, 7L, 15L, 20L)))
+#' out$loss
+#' asm$log_prob(x)$exp()$sum(dim = 2) # each row sums to 1
+#' asm$predict(x)
+nn_adaptive_log_softmax_with_loss <- nn_module( # nolint: cyclocomp_linter. (its methods together)
+  "nn_adaptive_log_softmax_with_loss",
+  initialize = function(in_features, n_classes, cutoffs, div_value = 4, head_bias = FALSE) {
+    in_features <- whole_number(in_features, "in_features")
+    n_classes <- whole_number(n_classes, "n_classes")
+    cutoffs <- whole_numbers(cutoffs, "cutoffs")
+    if (!length(cutoffs)) {
+      abort("`cutoffs` should be a sequence of length larger than 0", class = "value_error")
+    }
+    if (is.unsorted(cutoffs, strictly = TRUE) || min(cutoffs) <= 0 ||
+          max(cutoffs) > n_classes - 1) {
+      abort(paste0("`cutoffs` should be a sequence of unique, positive integers sorted in an ",
+                   "increasing order, where each value is between 1 and n_classes-1"),
+            class = "value_error")
+    }
+    self$in_features <- in_features
+    self$n_classes <- n_classes
+    self$cutoffs <- c(cutoffs, n_classes)
+    self$div_value <- arg_number(div_value, "div_value")
+    self$head_bias <- arg_flag(head_bias, "head_bias")
+    self$shortlist_size <- self$cutoffs[[1]]
+    self$n_clusters <- length(self$cutoffs) - 1L
+    self$head_size <- self$shortlist_size + self$n_clusters
+    self$head <- nn_linear(in_features, self$head_size, bias = self$head_bias)
+    self$tail <- nn_module_list(lapply(seq_len(self$n_clusters), function(i) {
+      hsz <- as.integer(in_features %/% (self$div_value^i))
+      nn_sequential(nn_linear(in_features, hsz, bias = FALSE),
+                    nn_linear(hsz, self$cutoffs[[i + 1]] - self$cutoffs[[i]], bias = FALSE))
+    }))
+  },
+  reset_parameters = function() {
+    self$head$reset_parameters()
+    for (i in seq_len(self$n_clusters)) {
+      self$tail[[i]][[1]]$reset_parameters()
+      self$tail[[i]][[2]]$reset_parameters()
+    }
+  },
+  forward = function(input, target) {
+    check_adaptive_input(input, target)
+    batched <- target$dim() > 0L
+    if (!batched) {
+      input <- input$unsqueeze(1)
+      target <- target$unsqueeze(1)
+    }
+    # PyTorch's steps, on 0-based classes (`t0`); positions R's, 1-based.
+    t0 <- target - 1L
+    n <- target$size(1)
+    output <- input$new_zeros(n)
+    head_class <- target$new_empty(n) # each row's class among the head's outputs, 0-based
+    bounds <- c(0L, self$cutoffs) # integers: class numbers stay long
+    used <- 0
+    for (i in seq_len(length(bounds) - 1L)) {
+      mask <- (t0 >= bounds[[i]]) & (t0 < bounds[[i + 1L]])
+      rows <- mask$nonzero()$squeeze()
+      if (rows$numel() == 0) next
+      if (i == 1L) {
+        head_class$index_copy_(1, rows, t0[mask])
+      } else {
+        relative <- t0[mask] - bounds[[i]]
+        cluster <- self$tail[[i - 1L]](input$index_select(1, rows))
+        head_class$index_fill_(1, rows, self$shortlist_size + i - 2L)
+        local <- nnf_log_softmax(cluster, dim = 2)$gather(2, (relative + 1L)$unsqueeze(2))
+        output$index_copy_(1, rows, local$squeeze(2))
+      }
+      used <- used + rows$numel()
+    }
+    if (used != n) {
+      abort(sprintf("Target values should be in [1, %d], but values in range [%s, %s] were found.",
+                    self$n_classes, target$min()$item(), target$max()$item()),
+            class = "runtime_error")
+    }
+    head_logprob <- nnf_log_softmax(self$head(input), dim = 2)
+    output <- output + head_logprob$gather(2, (head_class + 1L)$unsqueeze(2))$squeeze()
+    loss <- (-output)$mean()
+    if (!batched) output <- output$squeeze(1)
+    list(output = output, loss = loss)
+  },
+  full_log_prob = function(input, head_output) {
+    out <- input$new_empty(c(head_output$size(1), self$n_classes))
+    head_logprob <- nnf_log_softmax(head_output, dim = 2)
+    out[, 1:self$shortlist_size] <- head_logprob[, 1:self$shortlist_size]
+    for (i in seq_len(self$n_clusters)) {
+      cluster <- nnf_log_softmax(self$tail[[i]](input), dim = 2)
+      columns <- (self$cutoffs[[i]] + 1):self$cutoffs[[i + 1]]
+      out[, columns] <- cluster + head_logprob[, self$shortlist_size + i]$unsqueeze(2)
+    }
+    out
+  },
+  log_prob = function(input) self$full_log_prob(input, self$head(input)),
+  predict = function(input) {
+    head_output <- self$head(input)
+    output <- torch_argmax(head_output, dim = 2)
+    outside <- output > self$shortlist_size
+    if (!outside$any()$item()) {
+      return(output)
+    }
+    if (outside$all()$item()) {
+      return(torch_argmax(self$full_log_prob(input, head_output), dim = 2))
+    }
+    output[outside] <- torch_argmax(self$full_log_prob(input[outside, ], head_output[outside, ]),
+                                    dim = 2)
+    output
+  }
+)

@@ -370,7 +370,35 @@ detached_entry <- function(x) {
 # copies, with requires_grad and classes kept) and its own submodules, where whatever the original
 # shared (a tied weight, a submodule under two names) is shared again in the copy. R6's own
 # clone copies the fields; `memo` maps each original tensor and module to its one copy.
-clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE, memo = NULL) {
+
+#' Clone a module
+#'
+#' R torch's `clone_module()`, what `module$clone()` calls: a shallow clone
+#' shares everything with `module`; a deep one (`deep = TRUE`) has its own
+#' submodules and, with `replace_values = TRUE`, its own copies of the
+#' parameters and buffers (detached, `requires_grad` and classes kept), where
+#' what `module` shared (a tied weight, a submodule under two names) is shared
+#' again in the clone.
+#'
+#' @param module A module ([nn_module()]).
+#' @param deep Whether to clone deeply.
+#' @param ... Unused.
+#' @param replace_values Whether a deep clone copies the parameters and buffers
+#'   (`FALSE`: it shares them).
+#' @return The clone (a module).
+#' @export
+#' @examples
+#' a <- nn_linear(2, 1)
+#' b <- clone_module(a, deep = TRUE)
+#' torch_equal(a$weight, b$weight)
+#' b$weight$requires_grad
+#' with_no_grad(b$weight$zero_())
+#' torch_equal(a$weight, b$weight)
+clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE) {
+  clone_module_memo(module, deep, replace_values, memo = NULL)
+}
+
+clone_module_memo <- function(module, deep, replace_values, memo) {
   instance <- module_of(module)
   r6_clone <- .subset2(instance, ".__enclos_env__")$private$.r6_clone
   if (!arg_flag(deep, "deep")) return(create_nn_module_callable(r6_clone(deep = FALSE)))
@@ -385,7 +413,7 @@ clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE, memo 
     priv$parameters_ <- lapply(priv$parameters_, clone_tensor, memo = memo)
     priv$buffers_ <- lapply(priv$buffers_, clone_tensor, memo = memo)
   }
-  priv$modules_ <- lapply(priv$modules_, clone_module, deep = TRUE,
+  priv$modules_ <- lapply(priv$modules_, clone_module_memo, deep = TRUE,
                           replace_values = replace_values, memo = memo)
   if (is.function(priv$finalize_deep_clone)) priv$finalize_deep_clone()
   callable

@@ -63,41 +63,12 @@ Optimizer <- R6::R6Class(
       for (g in groups) self$add_param_group(g)
     },
     add_param_group = function(param_group) {
-      if (!is.list(param_group) || !"params" %in% names(param_group)) {
-        abort(sprintf("A parameter group must be a list with `params` (its tensors), got %s.",
-                      describe(param_group)), class = "value_error")
-      }
-      params <- param_group[["params"]]
-      if (is_torch_tensor(params)) params <- list(params)
+      params <- group_params(param_group, private$all_params())
       names <- names(params)
       params <- unname(params)
-      for (p in params) {
-        if (!is_torch_tensor(p)) {
-          abort(sprintf("`params` must be a list of tensors, got an element that is %s.",
-                        describe(p)), class = "value_error")
-        }
-        if (!p$is_leaf) abort("can't optimize a non-leaf Tensor", class = "value_error")
-      }
-      # A parameter listed twice would be stepped twice a step (PyTorch: an error across groups,
-      # a warning, to become an error, within one).
-      keys <- vapply(params, xptr_address, "")
-      if (anyDuplicated(keys)) {
-        abort("a parameter appears more than once in the parameter group", class = "value_error")
-      }
-      if (any(keys %in% vapply(private$all_params(), xptr_address, ""))) {
-        abort("some parameters appear in more than one parameter group", class = "value_error")
-      }
       param_group$params <- params
       if (!is.null(names) && all(nzchar(names))) param_group$param_names <- names
-      for (name in names(self$defaults)) {
-        if (is.null(param_group[[name]])) {
-          if (inherits(self$defaults[[name]], "optim_required")) {
-            abort(sprintf("`%s` must be given (for this optimizer or every parameter group).",
-                          name), class = "value_error")
-          }
-          param_group[name] <- list(self$defaults[[name]])
-        }
-      }
+      param_group <- with_defaults(param_group, self$defaults)
       self$param_groups <- c(self$param_groups, list(param_group))
       invisible(self)
     },
@@ -106,14 +77,7 @@ Optimizer <- R6::R6Class(
       invisible(NULL)
     },
     step = function(closure = NULL, grad_scale = NULL, found_inf = NULL) {
-      loss <- NULL
-      if (!is.null(closure)) {
-        if (!is.function(closure)) {
-          abort(sprintf("`closure` must be a function, got %s.", describe(closure)),
-                class = "value_error")
-        }
-        loss <- with_enable_grad(closure())
-      }
+      loss <- closure_loss(closure)
       with_no_grad({
         for (i in seq_along(self$param_groups)) {
           group <- self$param_groups[[i]]
@@ -186,18 +150,12 @@ Optimizer <- R6::R6Class(
       for (i in seq_along(groups)) {
         for (name in setdiff(names(groups[[i]]), c("params", "param_names"))) {
           value <- groups[[i]][[name]]
-          if (is.list(value) && all(vapply(value, is.numeric, NA))) value <- unlist(value)
-          self$param_groups[[i]][name] <- list(value)
+          self$param_groups[[i]][name] <- list(unlist_numbers(value))
         }
       }
       invisible(self)
     },
-    print = function(...) {
-      n <- length(self$param_groups)
-      cat(sprintf("<%s> with %d parameter group%s\n", class(self)[[1L]], n,
-                  if (n == 1L) "" else "s"))
-      invisible(self)
-    }
+    print = function(...) print_optimizer(self, length(self$param_groups))
   ),
   private = list(
     state_of = function(p) self$state$get(p),
@@ -205,7 +163,7 @@ Optimizer <- R6::R6Class(
     # loop_fun(group, param, g, p) for each parameter with a gradient (group g, parameter p),
     # grad off. Returns the closure's loss.
     step_helper = function(closure, loop_fun) {
-      loss <- if (is.null(closure)) NULL else with_enable_grad(closure())
+      loss <- closure_loss(closure)
       with_no_grad({
         for (g in seq_along(self$param_groups)) {
           group <- self$param_groups[[g]]
@@ -266,6 +224,74 @@ OptimizerState <- R6::R6Class( # nolint: object_name_linter. (an R6 class)
   )
 )
 
+
+# The tensors of a new parameter group (`param_group$params`, names kept), checked: tensors, leaves,
+# none listed twice nor among `known` (the optimizer's other groups' parameters).
+group_params <- function(param_group, known) {
+  if (!is.list(param_group) || !"params" %in% names(param_group)) {
+    abort(sprintf("A parameter group must be a list with `params` (its tensors), got %s.",
+                  describe(param_group)), class = "value_error")
+  }
+  params <- param_group[["params"]]
+  if (is_torch_tensor(params)) params <- list(params)
+  for (p in params) {
+    if (!is_torch_tensor(p)) {
+      abort(sprintf("`params` must be a list of tensors, got an element that is %s.",
+                    describe(p)), class = "value_error")
+    }
+    if (!p$is_leaf) abort("can't optimize a non-leaf Tensor", class = "value_error")
+  }
+  # A parameter listed twice would be stepped twice a step (PyTorch: an error across groups,
+  # a warning, to become an error, within one).
+  keys <- vapply(params, xptr_address, "")
+  if (anyDuplicated(keys)) {
+    abort("a parameter appears more than once in the parameter group", class = "value_error")
+  }
+  if (any(keys %in% vapply(known, xptr_address, ""))) {
+    abort("some parameters appear in more than one parameter group", class = "value_error")
+  }
+  params
+}
+
+# `param_group` with the options it does not give taken from `defaults`; a required one
+# (optim_required()) it does not give is an error.
+with_defaults <- function(param_group, defaults) {
+  for (name in names(defaults)) {
+    if (is.null(param_group[[name]])) {
+      if (inherits(defaults[[name]], "optim_required")) {
+        abort(sprintf("`%s` must be given (for this optimizer or every parameter group).",
+                      name), class = "value_error")
+      }
+      param_group[name] <- list(defaults[[name]])
+    }
+  }
+  param_group
+}
+
+# A step's closure evaluated with grad on (its loss), or NULL without one.
+closure_loss <- function(closure) {
+  if (is.null(closure)) {
+    return(NULL)
+  }
+  if (!is.function(closure)) {
+    abort(sprintf("`closure` must be a function, got %s.", describe(closure)),
+          class = "value_error")
+  }
+  with_enable_grad(closure())
+}
+
+# The line that prints an optimizer: its class and how many groups it has.
+print_optimizer <- function(x, groups) {
+  cat(sprintf("<%s> with %d parameter group%s\n", class(x)[[1L]], groups,
+              if (groups == 1L) "" else "s"))
+  invisible(x)
+}
+
+# A group entry read back from a file: a list of numbers (PyTorch's format has lists where R had
+# vectors) as the vector it was.
+unlist_numbers <- function(v) {
+  if (is.list(v) && length(v) && all(vapply(v, is.numeric, NA))) unlist(v) else v
+}
 
 # The group (its number) that holds the `i`-th parameter of all groups.
 group_of <- function(groups, i) {
@@ -421,11 +447,18 @@ optimizer <- function(name = NULL, inherit = Optimizer, ..., private = NULL, act
     abort(sprintf("`inherit` must be an optimizer class or generator, got %s.",
                   describe(inherit)), class = "value_error")
   }
+  made <- r6_subclass(name, inherit, list(...), private, active, parent_env)
+  structure(made$new, Optimizer = made$class, class = c(name, "torch_optimizer_generator"))
+}
+
+# An R6 class `name` inheriting `inherit` (optimizer(), lr_scheduler()), and the function that
+# makes one of its objects, with the arguments of its (or its first ancestor's) `initialize`.
+r6_subclass <- function(name, inherit, public, private, active, parent_env) {
   # R6 looks `inherit` up by name in parent_env: an environment of its own holds it.
   env <- new.env(parent = parent_env)
   env$inherit <- inherit
   cls <- R6::R6Class(classname = name, inherit = inherit, lock_objects = FALSE,
-                     public = list(...), private = private, active = active, parent_env = env)
+                     public = public, private = private, active = active, parent_env = env)
   init <- cls
   while (is.null(init$public_methods$initialize)) init <- init$get_inherit()
   init <- init$public_methods$initialize
@@ -434,7 +467,7 @@ optimizer <- function(name = NULL, inherit = Optimizer, ..., private = NULL, act
   fun <- rlang::new_function(rlang::fn_fmls(init),
                              rlang::expr(.__class__$new(!!!rlang::fn_fmls_syms(init))), # nolint
                              env = fun_env)
-  structure(fun, Optimizer = cls, class = c(name, "torch_optimizer_generator"))
+  list(class = cls, new = fun)
 }
 
 #' @rdname optimizers
@@ -453,6 +486,13 @@ check_nonneg <- function(x, name) {
           class = "value_error")
   }
   x
+}
+
+# PyTorch's rule for SGD's options.
+check_nesterov <- function(nesterov, momentum, dampening) {
+  if (nesterov && (momentum <= 0 || dampening != 0)) {
+    abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
+  }
 }
 
 on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
@@ -522,9 +562,7 @@ optim_sgd <- optimizer_generator(function(params, lr = optim_required(), momentu
                    dampening = dampening, weight_decay = check_nonneg(weight_decay, "weight_decay"),
                    nesterov = arg_flag(nesterov, "nesterov"),
                    maximize = arg_flag(maximize, "maximize"), fused = fused)
-  if (nesterov && (momentum <= 0 || dampening != 0)) {
-    abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
-  }
+  check_nesterov(defaults$nesterov, defaults$momentum, dampening)
   opt <- OptimSgd$new(params, defaults)
   opt$.fused <- fused
   opt

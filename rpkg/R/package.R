@@ -34,7 +34,7 @@
 #'
 #' @keywords internal
 #' @importFrom R6 R6Class
-#' @importFrom rlang %||%
+#' @importFrom rlang %||% set_names
 #' @importFrom utils head tail str .DollarNames
 "_PACKAGE"
 

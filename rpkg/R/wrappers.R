@@ -88,3 +88,44 @@ torch_broadcast_shapes <- function(...) {
   }
   out
 }
+
+#' Call a torch_ function by name
+#'
+#' R torch's `call_torch_function()`: calls the function `name` (a `torch_`
+#' function of the package, exported or not: the generated surface has one
+#' for each of libtorch's operators, such as `torch_tanh_backward()`) with
+#' the arguments in `...` (`!!!` splices a list). The functions that are not
+#' exported have no help page and may change with libtorch; a warning says so
+#' unless `quiet = TRUE`. They follow the same conventions as the exported
+#' ones (dims and positions counted from 1).
+#'
+#' @param name The function's name, starting with `"torch_"`.
+#' @param ... Its arguments.
+#' @param quiet `TRUE` leaves out the warning.
+#' @return What the function returns.
+#' @export
+#' @examples
+#' x <- torch_randn(4, requires_grad = TRUE)
+#' y <- torch_tanh(x)
+#' y$backward(torch_ones_like(x))
+#' # tanh's derivative from the output, as autograd computes it
+#' g <- call_torch_function("torch_tanh_backward", torch_ones_like(y), y, quiet = TRUE)
+#' torch_equal(g, x$grad)
+call_torch_function <- function(name, ..., quiet = FALSE) {
+  name <- arg_string(name, "name", example = "such as \"torch_tanh_backward\"")
+  if (!startsWith(name, "torch_")) {
+    abort("Only functions prefixed with 'torch_' are available from this function.",
+          class = "value_error")
+  }
+  ns <- asNamespace("ampkit")
+  if (!exists(name, envir = ns, inherits = FALSE) || !is.function(ns[[name]])) {
+    abort(sprintf(paste0("No function named %s can be found. Please check your spelling and ",
+                         "that the desired function exists."), name), class = "value_error")
+  }
+  if (!isTRUE(quiet)) {
+    warning(paste0("call_torch_function() allows access to unexported functions, please use ",
+                   "with caution: they have no help page and may change or go with libtorch. ",
+                   "Set quiet = TRUE to silence this warning."), call. = FALSE)
+  }
+  do.call(ns[[name]], rlang::list2(...))
+}

@@ -11,6 +11,7 @@
 //   indexing.cpp  x[i, j] and x[i, j] <- v with R torch's rules
 //   serialize.cpp torch_save / torch_load in PyTorch's format
 //   precision.cpp precision policies' regions and the overflow locator's C++ hooks
+//   ignite.cpp    R torch's optim_ignite_*: libtorch's C++ optimizers (torch::optim)
 //   init.cpp      routine registration
 #pragma once
 
@@ -130,6 +131,12 @@ SEXP make_device(const c10::Device& device);
 bool is_generator(SEXP x);
 at::Generator generator_of(SEXP x);
 SEXP make_generator(at::Generator g);
+
+// An R list of tensors (NULL elements: undefined tensors; one tensor: a list of it) and back.
+// tensor_list takes the tensors by value and moves them into R objects: a fresh result is held
+// once (values.cpp counts it). Both in autograd.cpp.
+std::vector<at::Tensor> tensors_of(SEXP list, const char* arg);
+SEXP tensor_list(std::vector<at::Tensor> tensors);
 
 // R numbers of one element, checked.
 bool is_number(SEXP x);  // a double, integer or logical of length 1, not NA

@@ -223,29 +223,6 @@ void run_autograd(const std::function<void()>& fn) {
   release_pending();
 }
 
-std::vector<at::Tensor> tensors_of(SEXP list, const char* arg) {
-  std::vector<at::Tensor> out;
-  if (is_tensor(list)) {
-    out.push_back(tensor_of(list, arg));
-    return out;
-  }
-  for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
-    SEXP e = VECTOR_ELT(list, i);
-    out.push_back(Rf_isNull(e) ? at::Tensor() : tensor_of(e, arg));
-  }
-  return out;
-}
-
-// Taken by value and moved into R objects: a fresh result is held once (values.cpp counts it).
-SEXP tensor_list(std::vector<at::Tensor> tensors) {
-  SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(tensors.size())));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), make_tensor(std::move(tensors[i])));
-  }
-  UNPROTECT(1);
-  return out;
-}
-
 bool flag(SEXP x) { return Rf_asLogical(x) == TRUE; }
 
 // Calls the R function `fn` with `args` (an R list) on the main thread.
@@ -352,6 +329,28 @@ SEXP make_node(const NodePtr& node) {
 }
 
 }  // namespace
+
+std::vector<at::Tensor> tensors_of(SEXP list, const char* arg) {
+  std::vector<at::Tensor> out;
+  if (is_tensor(list)) {
+    out.push_back(tensor_of(list, arg));
+    return out;
+  }
+  for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
+    SEXP e = VECTOR_ELT(list, i);
+    out.push_back(Rf_isNull(e) ? at::Tensor() : tensor_of(e, arg));
+  }
+  return out;
+}
+
+SEXP tensor_list(std::vector<at::Tensor> tensors) {
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(tensors.size())));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), make_tensor(std::move(tensors[i])));
+  }
+  UNPROTECT(1);
+  return out;
+}
 
 extern "C" SEXP C_autograd_init() {
   main_thread = std::this_thread::get_id();

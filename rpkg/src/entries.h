@@ -106,7 +106,15 @@
   AMPKIT_ENTRY(C_locator_new, 0) \
   AMPKIT_ENTRY(C_locator_forward, 4) \
   AMPKIT_ENTRY(C_locator_params, 3) \
-  AMPKIT_ENTRY(C_locator_op, 3)
+  AMPKIT_ENTRY(C_locator_op, 3) \
+  AMPKIT_ENTRY(C_ignite_new, 3) \
+  AMPKIT_ENTRY(C_ignite_add_group, 3) \
+  AMPKIT_ENTRY(C_ignite_groups, 1) \
+  AMPKIT_ENTRY(C_ignite_set_groups, 2) \
+  AMPKIT_ENTRY(C_ignite_step, 1) \
+  AMPKIT_ENTRY(C_ignite_zero_grad, 1) \
+  AMPKIT_ENTRY(C_ignite_states, 2) \
+  AMPKIT_ENTRY(C_ignite_set_states, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);
 #define AMPKIT_ARGS_0 void

@@ -68,6 +68,95 @@ test_that("nn_cosine_embedding_loss is torch.nn.CosineEmbeddingLoss", {
   expect_error(nn_cosine_embedding_loss(margin = "a"), "`margin`", class = "value_error")
 })
 
+test_that("nn_ctc_loss is torch.nn.CTCLoss (classes as R torch's: PyTorch's, 0 the blank)", {
+  skip_if_no_ampkit()
+  torch_manual_seed(3)
+  lp <- torch_randn(12, 3, 6)$log_softmax(3)
+  padded <- torch_randint(1, 6, c(3, 4), dtype = torch_long())
+  lengths_in <- c(12L, 10L, 7L)
+  lengths_tg <- c(4L, 2L, 3L)
+  concatenated <- torch_cat(list(padded[1, 1:4], padded[2, 1:2], padded[3, 1:3]))
+  for (reduction in c("mean", "sum", "none")) {
+    for (targets in list(padded, concatenated)) {
+      a <- leaf(lp)
+      b <- py_leaf(lp)
+      out <- nn_ctc_loss(reduction = reduction)(a, targets, lengths_in, lengths_tg)
+      ref <- pycall(pt()$nn$CTCLoss(reduction = reduction), b, py_of(targets),
+                    py_of(torch_tensor(lengths_in)), py_of(torch_tensor(lengths_tg)))
+      expect_same_tensor(out, ref)
+      out$sum()$backward()
+      ref$sum()$backward()
+      expect_same_tensor(a$grad, b$grad)
+    }
+  }
+  # Another blank, and an input too short for its target: infinite, or zero with zero_infinity.
+  expect_same_tensor(nnf_ctc_loss(lp, padded - 1L, torch_tensor(lengths_in),
+                                  torch_tensor(lengths_tg), blank = 5, reduction = "none"),
+                     pt()$nn$functional$ctc_loss(py_of(lp), py_of(padded - 1L),
+                                                 py_of(torch_tensor(lengths_in)),
+                                                 py_of(torch_tensor(lengths_tg)), blank = 5L,
+                                                 reduction = "none"))
+  short <- nnf_ctc_loss(lp, padded, c(2L, 10L, 7L), lengths_tg, reduction = "none")
+  expect_true(is.infinite(as.numeric(short[1])))
+  expect_equal(as.numeric(nnf_ctc_loss(lp, padded, c(2L, 10L, 7L), lengths_tg,
+                                       reduction = "none", zero_infinity = TRUE)[1]), 0)
+  expect_error(nnf_ctc_loss(lp, padded, c(12.5, 10, 7), lengths_tg), "`input_lengths` must be",
+               class = "value_error")
+  expect_error(nn_ctc_loss(blank = -0.5), "`blank` must be a whole number", class = "value_error")
+})
+
+test_that("nn_adaptive_log_softmax_with_loss is torch.nn.AdaptiveLogSoftmaxWithLoss, 1-based", {
+  skip_if_no_ampkit()
+  torch_manual_seed(7)
+  asm <- nn_adaptive_log_softmax_with_loss(16, 30, cutoffs = c(4, 10, 20), div_value = 2,
+                                           head_bias = TRUE)
+  py <- pt()$nn$AdaptiveLogSoftmaxWithLoss(16L, 30L, cutoffs = list(4L, 10L, 20L),
+                                           div_value = 2, head_bias = TRUE)
+  sd <- asm$state_dict()
+  expect_setequal(names(sd), names(reticulate::py_to_r(py$state_dict())))
+  py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE))
+  x <- torch_randn(9, 16)
+  target <- torch_tensor(c(1L, 4L, 5L, 10L, 11L, 20L, 21L, 30L, 2L))
+  a <- leaf(x)
+  b <- py_leaf(x)
+  out <- asm(a, target)
+  ref <- pycall(py, b, zero_based(target))
+  expect_named(out, c("output", "loss"))
+  expect_same_tensor(out$output, ref$output)
+  expect_same_tensor(out$loss, ref$loss)
+  out$loss$backward()
+  ref$loss$backward()
+  expect_same_tensor(a$grad, b$grad)
+  expect_same_tensor(asm$head$weight$grad, py$head$weight$grad)
+  expect_same_tensor(asm$log_prob(x), py$log_prob(py_of(x)))
+  expect_same_tensor(asm$predict(x) - 1L, py$predict(py_of(x)))
+  # One example (a 0-d target), and a row whose prediction is outside the shortlist.
+  one <- asm(x[3, ], target[3])
+  expect_equal(one$output$dim(), 0)
+  expect_equal(one$output$item(), out$output[3]$item(), tolerance = 1e-6)
+  # Rows predicted inside and outside the shortlist, then all outside (PyTorch's three paths).
+  reload <- function() {
+    sd <- asm$state_dict()
+    py$load_state_dict(reticulate::py_dict(names(sd), unname(lapply(sd, to_py)), convert = FALSE))
+  }
+  with_no_grad(asm$head$weight[5, 1]$fill_(50)) # the first cluster wins where x[, 1] > 0
+  reload()
+  predicted <- asm$predict(x)
+  expect_true(as.logical((predicted > 4)$any()) && as.logical((predicted <= 4)$any()))
+  expect_same_tensor(predicted - 1L, py$predict(py_of(x)))
+  with_no_grad(asm$head$bias[5]$fill_(1000))
+  reload()
+  expect_true(as.logical((asm$predict(x) > 4)$all()))
+  expect_same_tensor(asm$predict(x) - 1L, py$predict(py_of(x)))
+  expect_error(asm(x, target + 1L), "Target values should be in \\[1, 30\\]",
+               class = "runtime_error")
+  expect_error(asm(x[1:2, ], target), "same size in the batch", class = "runtime_error")
+  expect_error(nn_adaptive_log_softmax_with_loss(16, 30, cutoffs = c(10, 4)), "sorted",
+               class = "value_error")
+  expect_error(nn_adaptive_log_softmax_with_loss(16, 30, cutoffs = 30), "between 1 and",
+               class = "value_error")
+})
+
 test_that("nn_multi_margin_loss is torch.nn.MultiMarginLoss, with 1-based classes", {
   skip_if_no_ampkit()
   torch_manual_seed(3)

@@ -142,6 +142,24 @@ test_that("a tied weight is one parameter, listed once, as in PyTorch", {
   expect_same_tensor(tied$enc$weight, tied$dec$weight)
 })
 
+test_that("clone_module() is $clone(): shallow, deep, and deep sharing the values", {
+  torch_manual_seed(1)
+  net <- nn_sequential(nn_linear(2, 3), nn_relu(), nn_linear(3, 1))
+  net[[3]]$weight$requires_grad_(FALSE)
+  deep <- clone_module(net, deep = TRUE)
+  expect_true(torch_equal(deep[[1]]$weight, net[[1]]$weight))
+  expect_false(deep[[3]]$weight$requires_grad)
+  with_no_grad(deep[[1]]$weight$zero_())
+  expect_false(torch_equal(deep[[1]]$weight, net[[1]]$weight))
+  shared <- clone_module(net, deep = TRUE, replace_values = FALSE)
+  with_no_grad(shared[[1]]$bias$fill_(7))
+  expect_equal(as.numeric(net[[1]]$bias), rep(7, 3))
+  expect_false(identical(shared[[1]], net[[1]])) # its own submodules
+  shallow <- clone_module(net)
+  expect_identical(shallow[[1]], net[[1]])
+  expect_error(clone_module(net, deep = NA), "`deep`", class = "value_error")
+})
+
 test_that("train(), eval() and $training reach every submodule, as in PyTorch", {
   skip_if_no_ampkit()
   m <- net_gen(2, 3)

@@ -314,3 +314,21 @@ test_that("R torch's words for a 0 among 1-based positions and dims, the argumen
   expect_identical(c(torch_reduction_none(), torch_reduction_mean(), torch_reduction_sum()),
                    c(0, 1, 2))
 })
+
+test_that("call_torch_function() calls torch_ functions by name, with R torch's checks", {
+  x <- torch_randn(5, requires_grad = TRUE)
+  y <- torch_tanh(x)
+  y$backward(torch_ones_like(x))
+  expect_warning(g <- call_torch_function("torch_tanh_backward", torch_ones_like(y), y),
+                 "allows access to unexported functions, please use with caution")
+  expect_true(torch_equal(g, x$grad))
+  # a number where libtorch takes a tensor, and arguments spliced by name
+  g2 <- call_torch_function("torch_tanh_backward", !!!list(output = y, grad_output = 2),
+                            quiet = TRUE)
+  expect_true(torch_allclose(g2, 2 * x$grad))
+  expect_equal(call_torch_function("torch_sum", torch_ones(2, 3), dim = 2, quiet = TRUE)$shape, 2)
+  expect_error(call_torch_function("torsh_tanh", 1, quiet = TRUE), "torch_",
+               class = "value_error")
+  expect_error(call_torch_function("torch_tank_backward", 1, y, quiet = TRUE),
+               "check your spelling", class = "value_error")
+})

@@ -326,6 +326,42 @@ test_that("lr_step, lr_lambda and lr_one_cycle follow PyTorch's schedules", {
   expect_error(lr_one_cycle(opt, max_lr = 1), class = "value_error") # no length given
 })
 
+test_that("lr_scheduler() defines schedulers: one written as PyTorch's StepLR gives its rates", {
+  skip_if_no_ampkit()
+  my_step <- lr_scheduler(
+    "my_step",
+    initialize = function(optimizer, step_size, gamma = 0.1, last_epoch = -1) {
+      self$step_size <- step_size
+      self$gamma <- gamma
+      super$initialize(optimizer, last_epoch)
+    },
+    get_lr = function() {
+      lrs <- vapply(self$optimizer$param_groups, function(g) g$lr, 0)
+      if (self$last_epoch == 0 || self$last_epoch %% self$step_size != 0) lrs else lrs * self$gamma
+    }
+  )
+  expect_s3_class(my_step, c("my_step", "lr_scheduler", "lr_scheduler_generator"))
+  expect_named(formals(my_step), c("optimizer", "step_size", "gamma", "last_epoch"))
+  sched <- pt()$optim$lr_scheduler
+  expect_identical(r_lrs(function(o) my_step(o, step_size = 3, gamma = 0.5), 8),
+                   py_lrs(function(o) sched$StepLR(o, step_size = 3L, gamma = 0.5), 8))
+  # Inheriting a generator: its initialize, a get_lr of its own.
+  twice <- lr_scheduler("twice", inherit = my_step, get_lr = function() {
+    vapply(self$optimizer$param_groups, function(g) g$lr, 0) * 2
+  })
+  opt <- optim_sgd(list(nn_parameter(torch_zeros(1))), lr = 1)
+  s <- twice(opt, step_size = 5)
+  expect_identical(class(s), c("twice", "my_step", "lr_scheduler", "R6"))
+  expect_equal(s$get_last_lr(), 2) # the first step, when it is made
+  s$step()
+  expect_equal(s$get_last_lr(), 4)
+  expect_equal(s$state_dict()$step_size, 5)
+  expect_error(lr_scheduler("bad", inherit = 3), "`inherit` must be a scheduler",
+               class = "value_error")
+  # A scheduler without get_lr() says so when it is made (its first step).
+  expect_error(lr_scheduler("none")(opt), "must define get_lr", class = "not_implemented_error")
+})
+
 test_that("lr_multiplicative, lr_cosine_annealing, lr_reduce_on_plateau follow PyTorch's", {
   skip_if_no_ampkit()
   sched <- pt()$optim$lr_scheduler

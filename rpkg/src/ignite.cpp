@@ -1,0 +1,463 @@
+// R torch's optim_ignite_*(): libtorch's own C++ optimizers (torch::optim::Adam, AdamW, SGD,
+// RMSprop, Adagrad), as R torch's "ignite" optimizers are. Their update rules are libtorch's C++
+// ones (per tensor), not PyTorch's Python ones that optim_*() follow (R/optim.R): the two differ
+// in the last bits (exp_avg.mul_().add_() here, lerp_() there), so these are kept apart.
+//
+// An R object here is an external pointer (class ampkit_ignite) to an Ignite: the optimizer and
+// the table of its kind. R/optim-ignite.R keeps the parameters' R objects and options outside
+// libtorch's (R torch's extra group entries such as `initial_lr`); the options libtorch knows
+// live only in libtorch's groups, so a step always uses what R last set.
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ampkit_r.h"
+
+namespace ampkit_r {
+namespace {
+
+using torch::optim::OptimizerOptions;
+using torch::optim::OptimizerParamState;
+
+// ---- reading and writing a group's options (a named R list) -------------------------------------
+
+SEXP element(SEXP list, const char* name) {
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  for (R_xlen_t i = 0; TYPEOF(list) == VECSXP && TYPEOF(names) == STRSXP && i < Rf_xlength(list);
+       ++i) {
+    if (std::strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
+  }
+  value_error(std::string("The options have no `") + name + "`.");
+}
+
+double number(SEXP list, const char* name) { return number_of(element(list, name), name); }
+bool flag(SEXP list, const char* name) { return flag_of(element(list, name), name); }
+
+std::tuple<double, double> pair(SEXP list, const char* name) {
+  SEXP x = element(list, name);
+  if (TYPEOF(x) != REALSXP || Rf_xlength(x) != 2 || ISNAN(REAL(x)[0]) || ISNAN(REAL(x)[1])) {
+    value_error(std::string("`") + name + "` must be two numbers, got " + describe(x) + ".");
+  }
+  return {REAL(x)[0], REAL(x)[1]};
+}
+
+// A named R list from (name, value) pairs; the values are protected by the caller's list.
+class ListWriter {
+ public:
+  explicit ListWriter(int n)
+      : list_(PROTECT(Rf_allocVector(VECSXP, n))), names_(PROTECT(Rf_allocVector(STRSXP, n))) {}
+  ListWriter& add(const char* name, SEXP value) {
+    SET_VECTOR_ELT(list_, i_, value);
+    SET_STRING_ELT(names_, i_++, Rf_mkChar(name));
+    return *this;
+  }
+  SEXP done() {
+    Rf_setAttrib(list_, R_NamesSymbol, names_);
+    UNPROTECT(2);
+    return list_;
+  }
+
+ private:
+  SEXP list_;
+  SEXP names_;
+  R_xlen_t i_ = 0;
+};
+
+SEXP real(double x) { return Rf_ScalarReal(x); }
+SEXP logical(bool x) { return Rf_ScalarLogical(x ? TRUE : FALSE); }
+SEXP real_pair(const std::tuple<double, double>& x) {
+  SEXP out = Rf_allocVector(REALSXP, 2);
+  REAL(out)[0] = std::get<0>(x);
+  REAL(out)[1] = std::get<1>(x);
+  return out;
+}
+
+// ---- a state's tensors
+// -----------------------------------------------------------------------------
+
+// A state tensor for R: a copy (the state dict is a snapshot, as R torch's), and an empty float
+// tensor in the place of one libtorch has not made (Adam's max_exp_avg_sq without amsgrad: R
+// torch's placeholder, which keeps every state's names the same).
+at::Tensor out_tensor(const at::Tensor& t) {
+  return t.defined() ? t.clone() : at::empty({0}, at::TensorOptions().dtype(at::kFloat));
+}
+at::Tensor step_tensor(int64_t step) { return at::full({1}, step, at::kLong); }
+
+// A state tensor from R for parameter `p`: a copy on p's device (and in its dtype when both are
+// floating point, as PyTorch's load_state_dict casts), or undefined for the placeholder of an
+// optional one.
+at::Tensor in_tensor(const at::Tensor& t, const at::Tensor& p, bool optional) {
+  if (optional && t.numel() == 0 && p.numel() != 0) return at::Tensor();
+  auto options = t.options().device(p.device());
+  if (t.is_floating_point() && p.is_floating_point()) options = options.dtype(p.scalar_type());
+  return t.to(options, /*non_blocking=*/false, /*copy=*/true);
+}
+int64_t in_step(const at::Tensor& t) { return t.item<int64_t>(); }
+
+// ---- the kinds
+// -------------------------------------------------------------------------------------
+
+// Adam and AdamW: the same options and state.
+template <class Opt, class AdamOptions, class AdamState>
+struct AdamLike {
+  using Optimizer = Opt;
+  using Options = AdamOptions;
+  using State = AdamState;
+  static constexpr auto on_add = nullptr;
+  static constexpr size_t states = 4;
+  static Options options(SEXP l) {
+    return Options(number(l, "lr"))
+        .betas(pair(l, "betas"))
+        .eps(number(l, "eps"))
+        .weight_decay(number(l, "weight_decay"))
+        .amsgrad(flag(l, "amsgrad"));
+  }
+  static SEXP list(const Options& o) {
+    return ListWriter(5)
+        .add("lr", real(o.lr()))
+        .add("betas", real_pair(o.betas()))
+        .add("eps", real(o.eps()))
+        .add("weight_decay", real(o.weight_decay()))
+        .add("amsgrad", logical(o.amsgrad()))
+        .done();
+  }
+  static std::vector<at::Tensor> state(const State& s) {
+    return {out_tensor(s.exp_avg()), out_tensor(s.exp_avg_sq()), out_tensor(s.max_exp_avg_sq()),
+            step_tensor(s.step())};
+  }
+  static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->exp_avg(in_tensor(v[0], p, false));
+    s->exp_avg_sq(in_tensor(v[1], p, false));
+    s->max_exp_avg_sq(in_tensor(v[2], p, true));
+    s->step(in_step(v[3]));
+    return s;
+  }
+};
+
+struct Adam
+    : AdamLike<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState> {};
+struct AdamW
+    : AdamLike<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState> {};
+
+struct Sgd {
+  using Optimizer = torch::optim::SGD;
+  using Options = torch::optim::SGDOptions;
+  using State = torch::optim::SGDParamState;
+  static constexpr size_t states = 1;
+  static constexpr auto on_add = nullptr;
+  static Options options(SEXP l) {
+    return Options(number(l, "lr"))
+        .momentum(number(l, "momentum"))
+        .dampening(number(l, "dampening"))
+        .weight_decay(number(l, "weight_decay"))
+        .nesterov(flag(l, "nesterov"));
+  }
+  static SEXP list(const Options& o) {
+    return ListWriter(5)
+        .add("lr", real(o.lr()))
+        .add("momentum", real(o.momentum()))
+        .add("dampening", real(o.dampening()))
+        .add("weight_decay", real(o.weight_decay()))
+        .add("nesterov", logical(o.nesterov()))
+        .done();
+  }
+  static std::vector<at::Tensor> state(const State& s) { return {out_tensor(s.momentum_buffer())}; }
+  static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->momentum_buffer(in_tensor(v[0], p, false));
+    return s;
+  }
+};
+
+struct Rmsprop {
+  using Optimizer = torch::optim::RMSprop;
+  using Options = torch::optim::RMSpropOptions;
+  using State = torch::optim::RMSpropParamState;
+  static constexpr size_t states = 4;
+  static constexpr auto on_add = nullptr;
+  static Options options(SEXP l) {
+    return Options(number(l, "lr"))
+        .alpha(number(l, "alpha"))
+        .eps(number(l, "eps"))
+        .weight_decay(number(l, "weight_decay"))
+        .momentum(number(l, "momentum"))
+        .centered(flag(l, "centered"));
+  }
+  static SEXP list(const Options& o) {
+    return ListWriter(6)
+        .add("lr", real(o.lr()))
+        .add("alpha", real(o.alpha()))
+        .add("eps", real(o.eps()))
+        .add("weight_decay", real(o.weight_decay()))
+        .add("momentum", real(o.momentum()))
+        .add("centered", logical(o.centered()))
+        .done();
+  }
+  static std::vector<at::Tensor> state(const State& s) {
+    return {out_tensor(s.grad_avg()), out_tensor(s.square_avg()), out_tensor(s.momentum_buffer()),
+            step_tensor(s.step())};
+  }
+  static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->grad_avg(in_tensor(v[0], p, true));
+    s->square_avg(in_tensor(v[1], p, false));
+    s->momentum_buffer(in_tensor(v[2], p, true));
+    s->step(in_step(v[3]));
+    return s;
+  }
+};
+
+struct Adagrad {
+  using Optimizer = torch::optim::Adagrad;
+  using Options = torch::optim::AdagradOptions;
+  using State = torch::optim::AdagradParamState;
+  static constexpr size_t states = 2;
+  // libtorch's Adagrad makes its parameters' states when it is made (a step finds none for a
+  // later group's and fails): a later group's are made the same way.
+  static void on_add(torch::optim::Optimizer& opt, const torch::optim::OptimizerParamGroup& g) {
+    const auto& o = static_cast<const Options&>(g.options());
+    for (const auto& p : g.params()) {
+      auto s = std::make_unique<State>();
+      s->step(0);
+      s->sum(at::full_like(p, o.initial_accumulator_value(), at::MemoryFormat::Preserve));
+      opt.state()[p.unsafeGetTensorImpl()] = std::move(s);
+    }
+  }
+  static Options options(SEXP l) {
+    return Options(number(l, "lr"))
+        .lr_decay(number(l, "lr_decay"))
+        .weight_decay(number(l, "weight_decay"))
+        .initial_accumulator_value(number(l, "initial_accumulator_value"))
+        .eps(number(l, "eps"));
+  }
+  static SEXP list(const Options& o) {
+    return ListWriter(5)
+        .add("lr", real(o.lr()))
+        .add("lr_decay", real(o.lr_decay()))
+        .add("weight_decay", real(o.weight_decay()))
+        .add("initial_accumulator_value", real(o.initial_accumulator_value()))
+        .add("eps", real(o.eps()))
+        .done();
+  }
+  static std::vector<at::Tensor> state(const State& s) {
+    return {out_tensor(s.sum()), step_tensor(s.step())};
+  }
+  static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->sum(in_tensor(v[0], p, false));
+    s->step(in_step(v[1]));
+    return s;
+  }
+};
+
+// One kind's operations, through the libtorch base classes (the table an Ignite points to).
+struct Kind {
+  size_t states;  // the number of tensors in a parameter's state
+  // Run on a group added after the optimizer was made (nullptr: nothing to do).
+  void (*on_add)(torch::optim::Optimizer&, const torch::optim::OptimizerParamGroup&);
+  std::unique_ptr<torch::optim::Optimizer> (*make)(std::vector<at::Tensor>, SEXP);
+  std::unique_ptr<OptimizerOptions> (*options)(SEXP);
+  SEXP (*list)(const OptimizerOptions&);
+  std::vector<at::Tensor> (*state)(const OptimizerParamState&);
+  std::unique_ptr<OptimizerParamState> (*make_state)(const std::vector<at::Tensor>&,
+                                                     const at::Tensor&);
+};
+
+template <class K>
+const Kind* kind() {
+  using Options = typename K::Options;
+  static const Kind k{
+      K::states,
+      K::on_add,
+      [](std::vector<at::Tensor> params, SEXP l) -> std::unique_ptr<torch::optim::Optimizer> {
+        return std::make_unique<typename K::Optimizer>(std::move(params), K::options(l));
+      },
+      [](SEXP l) -> std::unique_ptr<OptimizerOptions> {
+        return std::make_unique<Options>(K::options(l));
+      },
+      [](const OptimizerOptions& o) { return K::list(static_cast<const Options&>(o)); },
+      [](const OptimizerParamState& s) {
+        return K::state(static_cast<const typename K::State&>(s));
+      },
+      [](const std::vector<at::Tensor>& v, const at::Tensor& p)
+          -> std::unique_ptr<OptimizerParamState> { return K::make_state(v, p); }};
+  return &k;
+}
+
+const Kind* kind_named(const std::string& name) {
+  if (name == "adam") return kind<Adam>();
+  if (name == "adamw") return kind<AdamW>();
+  if (name == "sgd") return kind<Sgd>();
+  if (name == "rmsprop") return kind<Rmsprop>();
+  if (name == "adagrad") return kind<Adagrad>();
+  value_error("Unknown ignite optimizer: " + name + ".");
+}
+
+// ---- the R object
+// --------------------------------------------------------------------------------
+
+struct Ignite {
+  const Kind* kind;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+SEXP ignite_tag() {
+  static SEXP tag = Rf_install("ampkit_ignite");
+  return tag;
+}
+
+void finalize(SEXP x) {
+  auto* p = static_cast<Ignite*>(R_ExternalPtrAddr(x));
+  if (p == nullptr) return;
+  R_ClearExternalPtr(x);
+  delete p;
+}
+
+Ignite& ignite_of(SEXP x) {
+  if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != ignite_tag() ||
+      R_ExternalPtrAddr(x) == nullptr) {
+    value_error("Expected an ignite optimizer, got " + describe(x) + ".");
+  }
+  return *static_cast<Ignite*>(R_ExternalPtrAddr(x));
+}
+
+std::string string_of(SEXP x) {
+  if (TYPEOF(x) != STRSXP || Rf_xlength(x) != 1) value_error("Expected a string.");
+  return CHAR(STRING_ELT(x, 0));
+}
+
+}  // namespace
+
+// A new optimizer of kind `name` over `params` (a list of tensors) with `options` (a named list).
+extern "C" SEXP C_ignite_new(SEXP name, SEXP params, SEXP options) {
+  AMPKIT_R_BEGIN
+  const Kind* k = kind_named(string_of(name));
+  auto* ignite = new Ignite{k, k->make(tensors_of(params, "params"), options)};
+  SEXP x = PROTECT(R_MakeExternalPtr(ignite, ignite_tag(), R_NilValue));
+  R_RegisterCFinalizerEx(x, finalize, TRUE);
+  UNPROTECT(1);
+  return x;
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_ignite_add_group(SEXP x, SEXP params, SEXP options) {
+  AMPKIT_R_BEGIN
+  Ignite& ig = ignite_of(x);
+  auto group_options = ig.kind->options(options);
+  ig.optimizer->add_param_group(
+      torch::optim::OptimizerParamGroup(tensors_of(params, "params"), group_options->clone()));
+  // libtorch (2.13) replaces the options a new group gives with the optimizer's defaults where
+  // they equal the options' own defaults (amsgrad = false): set them as given.
+  ig.optimizer->param_groups().back().set_options(std::move(group_options));
+  if (ig.kind->on_add != nullptr)
+    ig.kind->on_add(*ig.optimizer, ig.optimizer->param_groups().back());
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// The groups' options libtorch keeps, one named list a group.
+extern "C" SEXP C_ignite_groups(SEXP x) {
+  AMPKIT_R_BEGIN
+  Ignite& ig = ignite_of(x);
+  const auto& groups = ig.optimizer->param_groups();
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(groups.size())));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), ig.kind->list(groups[i].options()));
+  }
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+// Sets every group's options from `options` (a list of named lists, one a group): all of them are
+// read before any is set, so a bad one changes nothing.
+extern "C" SEXP C_ignite_set_groups(SEXP x, SEXP options) {
+  AMPKIT_R_BEGIN
+  Ignite& ig = ignite_of(x);
+  auto& groups = ig.optimizer->param_groups();
+  if (static_cast<size_t>(Rf_xlength(options)) != groups.size()) {
+    value_error(
+        "Parameter groups must be a list of the same length as the number of parameter "
+        "groups.");
+  }
+  std::vector<std::unique_ptr<OptimizerOptions>> read;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    read.push_back(ig.kind->options(VECTOR_ELT(options, static_cast<R_xlen_t>(i))));
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    groups[i].set_options(std::move(read[i]));
+  }
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_ignite_step(SEXP x) {
+  AMPKIT_R_BEGIN
+  ignite_of(x).optimizer->step();
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+extern "C" SEXP C_ignite_zero_grad(SEXP x) {
+  AMPKIT_R_BEGIN
+  ignite_of(x).optimizer->zero_grad();
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// The state of each of `params` (a list of tensors): NULL where libtorch has none, else a list of
+// copies of its tensors in the kind's order (R/optim-ignite.R names them).
+extern "C" SEXP C_ignite_states(SEXP x, SEXP params) {
+  AMPKIT_R_BEGIN
+  Ignite& ig = ignite_of(x);
+  const auto ps = tensors_of(params, "params");
+  const auto& state = ig.optimizer->state();
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(ps.size())));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto it = state.find(ps[i].unsafeGetTensorImpl());
+    if (it == state.end()) continue;
+    SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), tensor_list(ig.kind->state(*it->second)));
+  }
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+// Replaces the states of `params` with `states` (a list with, for each, its tensors in the kind's
+// order): every state is made before any is replaced.
+extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
+  AMPKIT_R_BEGIN
+  Ignite& ig = ignite_of(x);
+  const auto ps = tensors_of(params, "params");
+  std::vector<std::unique_ptr<OptimizerParamState>> made;
+  if (static_cast<size_t>(Rf_xlength(states)) != ps.size()) {
+    value_error("Expected one state a parameter.");
+  }
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const auto tensors = tensors_of(VECTOR_ELT(states, static_cast<R_xlen_t>(i)), "state");
+    if (tensors.size() != ig.kind->states) {
+      value_error("Expected " + std::to_string(ig.kind->states) +
+                  " tensors in the state of parameter " + std::to_string(i + 1) + ", got " +
+                  std::to_string(tensors.size()) + ".");
+    }
+    for (const auto& t : tensors) {
+      if (!t.defined()) value_error("A state's tensors must be tensors, got NULL.");
+    }
+    made.push_back(ig.kind->make_state(tensors, ps[i]));
+  }
+  auto& state = ig.optimizer->state();
+  for (size_t i = 0; i < ps.size(); ++i) state[ps[i].unsafeGetTensorImpl()] = std::move(made[i]);
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+}  // namespace ampkit_r
