@@ -314,9 +314,7 @@ nnf_max_pool2d <- function(input, kernel_size, stride = kernel_size, padding = 0
     return(torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode))
   }
   # The output and the (1-based, as R torch's) positions of the maxima in each flattened plane.
-  out <- .torch_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-  out[[2L]] <- plus_one(out[[2L]])
-  out
+  torch_max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
 }
 
 #' @rdname nnf
@@ -505,19 +503,15 @@ nnf_binary_cross_entropy_with_logits <- function(input, target, weight = NULL,
 #' @export
 nnf_cross_entropy <- function(input, target, weight = NULL, ignore_index = -100,
                               reduction = "mean", label_smoothing = 0) {
-  if (!is_torch_tensor(target) || !meta(target, "is_floating_point")) {
-    target <- one_based_tensor(target, "target")
-  }
-  .torch_cross_entropy_loss(input, target, weight, reduction_enum(reduction),
-                            ignore_index_arg(ignore_index), label_smoothing)
+  torch_cross_entropy_loss(input, target, weight, reduction_enum(reduction), ignore_index,
+                           label_smoothing)
 }
 
 #' @rdname nnf
 #' @export
 nnf_nll_loss <- function(input, target, weight = NULL, ignore_index = -100,
                          reduction = "mean") {
-  .torch_nll_loss_nd(input, one_based_tensor(target, "target"), weight,
-                     reduction_enum(reduction), ignore_index_arg(ignore_index))
+  torch_nll_loss_nd(input, target, weight, reduction_enum(reduction), ignore_index)
 }
 
 #' @rdname nnf

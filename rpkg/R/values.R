@@ -482,34 +482,51 @@ with_torch_manual_seed <- function(code, ..., seed) {
 #' @export
 local_torch_manual_seed <- function(seed, .env = parent.frame()) {
   state <- torch_get_rng_state()
+  cuda_state <- if (cuda_is_available()) cuda_get_rng_state()
   torch_manual_seed(seed)
-  withr::defer(torch_set_rng_state(state), envir = .env)
+  withr::defer({
+    torch_set_rng_state(state)
+    if (!is.null(cuda_state)) cuda_set_rng_state(cuda_state)
+  }, envir = .env)
 }
 
 #' @rdname torch_manual_seed
 #' @param state A generator state, as `torch_get_rng_state()` returns it.
 #' @export
-torch_get_rng_state <- function() .Call(C_rng_state, NULL)
+torch_get_rng_state <- function() .Call(C_rng_state, NULL, NULL)
 
 #' @rdname torch_manual_seed
 #' @export
-torch_set_rng_state <- function(state) invisible(.Call(C_rng_state, state))
+torch_set_rng_state <- function(state) invisible(.Call(C_rng_state, state, NULL))
 
 # ---- CUDA and threads --------------------------------------------------------------------------
 
 #' CUDA devices and threads
 #'
 #' `cuda_is_available()` tells whether libtorch sees a CUDA device;
-#' `cuda_device_count()` how many; `cuda_synchronize()` waits until a device
+#' `cuda_device_count()` how many; `cuda_current_device()` which one is
+#' current (its 0-based number); `cuda_runtime_version()` the CUDA runtime
+#' libtorch was built with; `cuda_synchronize()` waits until a device
 #' has run its queued work; `cuda_memory_stats()` reads its caching
-#' allocator's counters and `cuda_empty_cache()` returns its cached, unused
-#' memory to the device. `torch_set_num_threads()` and
-#' `torch_get_num_threads()` set and read the threads libtorch's CPU operations
-#' use.
-#' @param device The device's number (0-based), or `NULL` for the current one.
+#' allocator's counters (`cuda_memory_summary()` prints them) and
+#' `cuda_empty_cache()` returns its cached, unused memory to the device.
+#' `cuda_get_rng_state()` and `cuda_set_rng_state()` read and set the
+#' state of a device's default generator (every device's, as a list, with
+#' `device = NULL`), as [torch_get_rng_state()] does for the CPU's.
+#' `torch_set_num_threads()` and `torch_get_num_threads()` set and read the
+#' threads libtorch's CPU operations use. Where there is no CUDA device, the
+#' CUDA functions other than `cuda_is_available()`, `cuda_device_count()`,
+#' `cuda_synchronize()` and the generator states of every device (none) are
+#' `runtime_error`s.
+#' @param device The device's number (0-based), or `NULL` for the current one
+#'   (for the generator states: every device).
+#' @param state A state `cuda_get_rng_state()` gave (for `device = NULL`, the
+#'   list of every device's).
 #' @param num_threads A whole number >= 1.
 #' @return `cuda_is_available()`: `TRUE` or `FALSE`. `cuda_device_count()`,
-#'   `torch_get_num_threads()`: a number.
+#'   `cuda_current_device()`, `torch_get_num_threads()`: a number.
+#'   `cuda_runtime_version()`: a `numeric_version`. `cuda_get_rng_state()`: a
+#'   `torch_uint8()` tensor, or a list of them.
 #' @name cuda_is_available
 #' @examples
 #' cuda_is_available()
@@ -535,7 +552,7 @@ cuda_synchronize <- function(device = NULL) invisible(.Call(C_cuda, "synchronize
 #'   freed))` in bytes, for the caching allocator of `device`.
 #' @export
 cuda_memory_stats <- function(device = NULL) {
-  counts <- .Call(C_cuda, "memory_stats", device)
+  counts <- .Call(C_cuda, "memory_stats", cuda_device_index(device))
   kinds <- lapply(counts, function(x) {
     list(all = list(current = x[[1]], peak = x[[2]], allocated = x[[3]], freed = x[[4]]))
   })
@@ -545,6 +562,67 @@ cuda_memory_stats <- function(device = NULL) {
 #' @rdname cuda_is_available
 #' @export
 cuda_empty_cache <- function() invisible(.Call(C_cuda, "empty_cache", NULL))
+
+#' @rdname cuda_is_available
+#' @export
+cuda_current_device <- function() .Call(C_cuda, "current_device", NULL)
+
+#' @rdname cuda_is_available
+#' @export
+cuda_runtime_version <- function() {
+  v <- .Call(C_cuda, "runtime_version", NULL)
+  major <- v %/% 1000
+  minor <- (v %% 1000) %/% 10
+  numeric_version(paste(major, minor, v %% 10, sep = "."))
+}
+
+#' @rdname cuda_is_available
+#' @export
+cuda_memory_summary <- function(device = NULL) {
+  stats <- cuda_memory_stats(device)
+  utils::str(stats)
+  invisible(stats)
+}
+
+#' @rdname cuda_is_available
+#' @export
+cuda_get_rng_state <- function(device = NULL) {
+  if (!is.null(device)) {
+    return(.Call(C_rng_state, NULL, cuda_device_index(device)))
+  }
+  lapply(seq_len(cuda_device_count()) - 1L, function(d) .Call(C_rng_state, NULL, d))
+}
+
+#' @rdname cuda_is_available
+#' @export
+cuda_set_rng_state <- function(state, device = NULL) {
+  if (!is.null(device)) {
+    check_tensor(state, "state")
+    return(invisible(.Call(C_rng_state, state, cuda_device_index(device))))
+  }
+  if (is_torch_tensor(state) || !is.list(state) || length(state) != cuda_device_count()) {
+    abort(sprintf(paste0("`state` must be a list of one state per CUDA device (%d), as ",
+                         "cuda_get_rng_state() gives it, got %s."), cuda_device_count(),
+                  describe(state)), class = "value_error")
+  }
+  for (s in state) check_tensor(s, "state")
+  for (i in seq_along(state)) .Call(C_rng_state, state[[i]], i - 1L)
+  invisible(NULL)
+}
+
+# A CUDA device's 0-based number (NULL: the current one), checked: R torch's rule and words.
+cuda_device_index <- function(device) {
+  if (!cuda_is_available()) abort("no CUDA device is available.", class = "runtime_error")
+  if (is.null(device)) {
+    return(cuda_current_device())
+  }
+  device <- whole_number(device, "device")
+  if (device < 0 || device >= cuda_device_count()) {
+    abort("device must be an integer between 0 and the number of devices minus 1",
+          class = "value_error")
+  }
+  device
+}
 
 #' The backends of the libtorch in use
 #'

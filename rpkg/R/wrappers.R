@@ -129,3 +129,53 @@ call_torch_function <- function(name, ..., quiet = FALSE) {
   }
   do.call(ns[[name]], rlang::list2(...))
 }
+
+# R torch's internal wrappers of ops that have R rules (tools/rgen/rules.py's WRAPPED), under the
+# names its tests call (not exported, as in R torch): class targets and `ignore_index` counted
+# from 1, the positions of the maxima returned from 1, as nnf_nll_loss() and nnf_max_pool2d() do.
+torch_nll_loss <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
+                           ignore_index = -100) {
+  .torch_nll_loss(self, one_based_tensor(target, "target"), weight, reduction,
+                  ignore_index_arg(ignore_index))
+}
+
+torch_nll_loss2d <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
+                             ignore_index = -100) {
+  .torch_nll_loss2d(self, one_based_tensor(target, "target"), weight, reduction,
+                    ignore_index_arg(ignore_index))
+}
+
+torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
+                              ignore_index = -100) {
+  .torch_nll_loss_nd(self, one_based_tensor(target, "target"), weight, reduction,
+                     ignore_index_arg(ignore_index))
+}
+
+torch_cross_entropy_loss <- function(self, target, weight = NULL,
+                                     reduction = torch_reduction_mean(), ignore_index = -100,
+                                     label_smoothing = 0) {
+  # class targets, or (floating point) class probabilities
+  if (!is_torch_tensor(target) || !meta(target, "is_floating_point")) {
+    target <- one_based_tensor(target, "target")
+  }
+  .torch_cross_entropy_loss(self, target, weight, reduction, ignore_index_arg(ignore_index),
+                            label_smoothing)
+}
+
+torch_max_pool1d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0,
+                                          dilation = 1, ceil_mode = FALSE) {
+  one_based_indices(.torch_max_pool1d_with_indices(self, kernel_size, stride, padding, dilation,
+                                                   ceil_mode))
+}
+
+torch_max_pool2d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0,
+                                          dilation = 1, ceil_mode = FALSE) {
+  one_based_indices(.torch_max_pool2d_with_indices(self, kernel_size, stride, padding, dilation,
+                                                   ceil_mode))
+}
+
+torch_max_pool3d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0,
+                                          dilation = 1, ceil_mode = FALSE) {
+  one_based_indices(.torch_max_pool3d_with_indices(self, kernel_size, stride, padding, dilation,
+                                                   ceil_mode))
+}

@@ -147,5 +147,8 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg);
 // R torch's 1-based dimension (and index) rule: d > 0 is d - 1; d < 0 counts from the end as
 // in PyTorch (-1 is the last); 0 is an error naming the argument.
 int64_t zero_based(int64_t index, const char* arg);
+// The error for a 0 among 1-based positions or dims, in R torch's words (its tests match them),
+// naming the argument.
+[[noreturn]] void zero_position_error(const std::string& arg);
 
 }  // namespace ampkit_r

@@ -29,7 +29,7 @@
   AMPKIT_ENTRY(C_keep_freed_heap, 1) \
   AMPKIT_ENTRY(C_tensor_share, 1) \
   AMPKIT_ENTRY(C_tensor_adopt, 1) \
-  AMPKIT_ENTRY(C_rng_state, 1) \
+  AMPKIT_ENTRY(C_rng_state, 2) \
   AMPKIT_ENTRY(C_op_table, 1) \
   AMPKIT_ENTRY(C_op_schemas, 1) \
   AMPKIT_ENTRY(C_amp_init, 0) \

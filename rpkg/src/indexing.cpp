@@ -278,10 +278,7 @@ std::vector<TensorIndex> outer_index(const std::vector<Converted>& converted, co
 extern "C" SEXP C_zero_based(SEXP x, SEXP arg) {
   AMPKIT_R_BEGIN
   const std::string name = CHAR(STRING_ELT(arg, 0));
-  return make_tensor(zero_based_tensor(tensor_of(x, "x"), [&] {
-    // R torch's words (its tests match them), and the argument's name.
-    value_error("Indexing starts at 1 but found a 0 in `" + name + "` (1-based positions).");
-  }));
+  return make_tensor(zero_based_tensor(tensor_of(x, "x"), [&] { zero_position_error(name); }));
   AMPKIT_R_END
 }
 

@@ -341,8 +341,7 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
 at::Tensor one_based_index(at::Tensor t, const std::string& arg) {
   if (t.scalar_type() == at::kBool) return t;
   if (at::any(at::eq(t, 0)).item<bool>()) {
-    value_error("Indexing starts at 1 but found a 0. `" + arg +
-                "` is 1-based (the first is 1, the last -1).");
+    zero_position_error(arg);
   }
   return at::sub(t, at::ge(t, 0).to(t.scalar_type()));
 }

@@ -434,11 +434,15 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg) {
   return out;
 }
 
+void zero_position_error(const std::string& arg) {
+  value_error("Indexing starts at 1 but found a 0. `" + arg +
+              "` is 1-based (the first is 1, the last -1).");
+}
+
 int64_t zero_based(int64_t index, const char* arg) {
   if (index > 0) return index - 1;
   if (index < 0) return index;
-  value_error("Indexing starts at 1 but found a 0. " + arg_text(arg) +
-              " is 1-based (the first is 1, the last -1).");
+  zero_position_error(arg);
 }
 
 // ---- R data <-> tensors ------------------------------------------------------------------------
@@ -900,6 +904,9 @@ extern "C" SEXP C_cuda(SEXP what, SEXP index) {
     return R_NilValue;
   }
   if (!at::globalContext().hasCUDA()) throw Error("runtime_error", "no CUDA device is available.");
+  if (op == "current_device") return Rf_ScalarInteger(hooks.getCurrentDevice());
+  // CUDA's runtime version as CUDA writes it (major * 1000 + minor * 10, 12080 for 12.8).
+  if (op == "runtime_version") return Rf_ScalarReal(static_cast<double>(hooks.versionCUDART()));
   const auto device = static_cast<c10::DeviceIndex>(Rf_isNull(index) ? hooks.getCurrentDevice()
                                                                      : Rf_asInteger(index));
   c10::DeviceAllocator* allocator = c10::getDeviceAllocator(c10::DeviceType::CUDA);
@@ -1024,9 +1031,16 @@ extern "C" SEXP C_tensor_adopt(SEXP address) {
 namespace ampkit_r {
 
 // The default CPU generator's state (a uint8 tensor); with `state`, sets it.
-extern "C" SEXP C_rng_state(SEXP state) {
+// The state of the default generator of the CPU (`device` NULL) or of CUDA device `device` (its
+// index, checked by R); sets it to `state` unless that is NULL.
+extern "C" SEXP C_rng_state(SEXP state, SEXP device) {
   AMPKIT_R_BEGIN
-  at::Generator g = at::detail::getDefaultCPUGenerator();
+  if (!Rf_isNull(device) && !at::globalContext().hasCUDA()) {
+    throw Error("runtime_error", "no CUDA device is available.");
+  }
+  at::Generator g = Rf_isNull(device) ? at::detail::getDefaultCPUGenerator()
+                                      : at::detail::getCUDAHooks().getDefaultGenerator(
+                                            static_cast<c10::DeviceIndex>(Rf_asInteger(device)));
   std::lock_guard<std::mutex> lock(g.mutex());
   if (!Rf_isNull(state)) {
     g.set_state(tensor_of(state, "state"));

@@ -108,3 +108,33 @@ test_that("on CUDA a collection due in a forward pass waits for the end of its b
   expect_false(after$pending)
   expect_equal(after$collections - before$collections, 1)
 })
+
+test_that("the CUDA queries: current device, runtime version, generator states, memory", {
+  skip_if_no_cuda()
+  torch <- reticulate::import("torch", convert = FALSE)
+  expect_identical(cuda_current_device(),
+                   as.integer(reticulate::py_to_r(torch$cuda$current_device())))
+  expect_s3_class(cuda_runtime_version(), "numeric_version")
+  # the CUDA torch was built with, as torch.version.cuda says it ("12.8")
+  expect_identical(format(cuda_runtime_version()[, 1:2]),
+                   reticulate::py_to_r(torch$version$cuda))
+  # A saved state replays the same draws; R torch's list of every device's states too.
+  state <- cuda_get_rng_state(0)
+  expect_true(state$dtype == torch_uint8())
+  a <- torch_randn(5, device = "cuda")
+  cuda_set_rng_state(state, 0)
+  expect_true(torch_equal(torch_randn(5, device = "cuda"), a))
+  all <- cuda_get_rng_state()
+  expect_length(all, cuda_device_count())
+  b <- torch_randn(5, device = "cuda")
+  cuda_set_rng_state(all)
+  expect_true(torch_equal(torch_randn(5, device = "cuda"), b))
+  # with_torch_manual_seed() restores the CUDA generator's state as well
+  cuda_set_rng_state(all)
+  with_torch_manual_seed(torch_randn(3, device = "cuda"), seed = 1)
+  expect_true(torch_equal(torch_randn(5, device = "cuda"), b))
+  expect_error(cuda_get_rng_state(cuda_device_count()), "between 0 and the number of devices",
+               class = "value_error")
+  expect_output(stats <- cuda_memory_summary(), "allocated_bytes")
+  expect_named(stats, c("allocated_bytes", "reserved_bytes", "active_bytes"))
+})

@@ -306,7 +306,7 @@ test_that("backends_*() say what the libtorch in use was built with, as torch.ba
 test_that("R torch's words for a 0 among 1-based positions and dims, the argument named", {
   skip_if_no_ampkit()
   expect_error(torch_bincount(torch_tensor(c(1, 0), dtype = torch_long())),
-               "Indexing starts at 1 but found a 0 in `self`", class = "value_error")
+               "Indexing starts at 1 but found a 0. `self` is 1-based", class = "value_error")
   expect_error(torch_movedim(torch_randn(3, 2), 0, 1),
                "Dimension is 1-based, but found 0 in `source`", class = "value_error")
   expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 2L)), ignore_index = 0),
@@ -331,4 +331,28 @@ test_that("call_torch_function() calls torch_ functions by name, with R torch's 
                class = "value_error")
   expect_error(call_torch_function("torch_tank_backward", 1, y, quiet = TRUE),
                "check your spelling", class = "value_error")
+})
+
+test_that("R torch's internal wrappers its tests call: 1-based targets and maxima positions", {
+  skip_if_no_ampkit()
+  torch_manual_seed(2)
+  x <- torch_randn(3, 5)$log_softmax(2)
+  target <- torch_tensor(c(1L, 5L, 3L))
+  ref <- pt()$nn$functional$nll_loss(py_of(x), py_of(target - 1L))
+  expect_same_tensor(torch_nll_loss(x, target), ref)
+  expect_same_tensor(torch_nll_loss_nd(x, target), ref)
+  expect_same_tensor(torch_cross_entropy_loss(x, target),
+                     pt()$nn$functional$cross_entropy(py_of(x), py_of(target - 1L)))
+  expect_error(torch_nll_loss(x[1:1, ], torch_tensor(0L)), "Indexing starts at 1 but found a 0.",
+               fixed = TRUE)
+  expect_error(torch_nll_loss(x[1:1, ], torch_tensor(6L)), "Target 6 is out of bounds.",
+               fixed = TRUE)
+  img <- torch_randn(1, 2, 4, 4)
+  out <- torch_max_pool2d_with_indices(img, kernel_size = c(2, 2))
+  same <- nnf_max_pool2d(img, 2, return_indices = TRUE)
+  expect_true(torch_equal(out[[1]], same[[1]]) && torch_equal(out[[2]], same[[2]]))
+  py_out <- pt()$nn$functional$max_pool2d_with_indices(py_of(img), 2L)
+  expect_same_tensor(out[[2]] - 1L, reticulate::py_get_item(py_out, 1L))
+  expect_true(torch_equal(torch_max_pool1d_with_indices(img[1, ], 2)[[2]],
+                          nnf_max_pool1d(img[1, ], 2, return_indices = TRUE)[[2]]))
 })

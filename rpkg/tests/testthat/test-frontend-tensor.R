@@ -173,6 +173,26 @@ test_that("dtypes and devices are objects that print as in R torch", {
   expect_error(torch_tensor(1, dtype = "float17"), class = "value_error")
 })
 
+test_that("without a CUDA device, the CUDA queries are runtime errors (test-cuda.R: with one)", {
+  skip_if(cuda_is_available(), "a CUDA device is here: test-cuda.R checks the queries")
+  for (query in list(cuda_current_device, cuda_runtime_version, function() cuda_get_rng_state(0),
+                     function() cuda_set_rng_state(torch_zeros(1), 0), cuda_memory_summary,
+                     cuda_memory_stats)) {
+    expect_error(query(), "no CUDA device is available", class = "runtime_error")
+  }
+  expect_identical(cuda_device_count(), 0L)
+  # every device's generator states: none (R torch's)
+  expect_identical(cuda_get_rng_state(), list())
+  expect_null(cuda_set_rng_state(list()))
+  expect_error(cuda_set_rng_state(list(torch_zeros(1))), "one state per CUDA device (0)",
+               fixed = TRUE, class = "value_error")
+  # the CPU's generator is still saved and restored
+  torch_manual_seed(3)
+  a <- torch_randn(2)
+  with_torch_manual_seed(torch_randn(1), seed = 9)
+  expect_false(torch_equal(torch_randn(2), a))
+})
+
 test_that("tensors print as R torch prints them", {
   skip_if_no_ampkit()
   # libtorch's format (R torch prints with it): each integer is as wide as the widest plus one,

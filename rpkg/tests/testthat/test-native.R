@@ -418,7 +418,7 @@ test_that("libtorch's errors reach R in R's words, and bad input never aborts", 
   expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 4L))),
                "Target 4 is out of bounds", class = "error")
   expect_error(nnf_cross_entropy(torch_randn(2, 3), torch_tensor(c(1L, 0L))),
-               "Indexing starts at 1 but found a 0 in `target` (1-based positions).", fixed = TRUE,
+               "Indexing starts at 1 but found a 0. `target` is 1-based", fixed = TRUE,
                class = "value_error")
   # Class targets become 0-based in one pass; ignore_index's negative classes stay as they are.
   input <- torch_randn(3, 3)
