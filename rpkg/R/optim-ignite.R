@@ -183,7 +183,7 @@ OptimizerIgnite <- R6::R6Class(
         } else {
           is.list(g$params) && length(g$params) == length(mine) &&
             all(vapply(g$params, function(p) is_torch_tensor(p), NA)) &&
-            identical(vapply(g$params, xptr_address, ""), vapply(mine, xptr_address, ""))
+            identical(tensor_addresses(g$params), tensor_addresses(mine))
         }
         start <<- start + length(mine)
         if (!same) {

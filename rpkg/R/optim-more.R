@@ -66,8 +66,8 @@ asgd_update <- function(group, params, grads, grad_scale, found_inf) {
   # PyTorch's per-tensor rule reads eta and mu (host values), decays the parameter by
   # 1 - lambda * eta and adds -eta times the gradient (one rounding, as add's alpha):
   # parameters that share eta (all of a group, but for ones that missed steps) share a call.
-  eta <- vapply(states, function(s) s$eta$item(), 0)
-  mu <- vapply(states, function(s) s$mu$item(), 0)
+  eta <- .Call(C_tensor_items, lapply(states, function(s) s$eta))
+  mu <- .Call(C_tensor_items, lapply(states, function(s) s$mu))
   torch__foreach_mul_(params, scalars = 1 - group$lambda * eta)
   for (idx in split(seq_along(params), match(eta, unique(eta)))) {
     torch__foreach_add_(params[idx], grads[idx], alpha = -eta[[idx[[1L]]]])
@@ -81,7 +81,7 @@ asgd_update <- function(group, params, grads, grad_scale, found_inf) {
   for (i in which(mu == 1)) axs[[i]]$copy_(params[[i]])
   # New eta and mu, from each step count in double precision (as Python's floats), stored as
   # the state's float32 tensors.
-  step <- vapply(steps, function(s) s$item(), 0)
+  step <- .Call(C_tensor_items, steps)
   new_eta <- group$lr / ((1 + group$lambda * group$lr * step)^group$alpha)
   new_mu <- 1 / pmax(1, step - group$t0)
   for (i in seq_along(states)) {

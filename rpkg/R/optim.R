@@ -95,7 +95,7 @@ Optimizer <- R6::R6Class(
     },
     state_dict = function() {
       params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
-      keys <- vapply(params, xptr_address, "")
+      keys <- tensor_addresses(params)
       state <- list()
       for (i in seq_along(params)) {
         s <- self$state$map[[keys[[i]]]]
@@ -187,7 +187,7 @@ Optimizer <- R6::R6Class(
     # parameter.
     states = function(params, init) {
       map <- self$state$map
-      keys <- vapply(params, xptr_address, "")
+      keys <- tensor_addresses(params)
       out <- map[keys]
       fresh <- vapply(out, is.null, NA)
       if (any(fresh)) {
@@ -200,7 +200,7 @@ Optimizer <- R6::R6Class(
     },
     set_states = function(params, states) {
       map <- self$state$map
-      map[vapply(params, xptr_address, "")] <- states
+      map[tensor_addresses(params)] <- states
       self$state$map <- map
     }
   )
@@ -243,11 +243,11 @@ group_params <- function(param_group, known) {
   }
   # A parameter listed twice would be stepped twice a step (PyTorch: an error across groups,
   # a warning, to become an error, within one).
-  keys <- vapply(params, xptr_address, "")
+  keys <- tensor_addresses(params)
   if (anyDuplicated(keys)) {
     abort("a parameter appears more than once in the parameter group", class = "value_error")
   }
-  if (any(keys %in% vapply(known, xptr_address, ""))) {
+  if (any(keys %in% tensor_addresses(known))) {
     abort("some parameters appear in more than one parameter group", class = "value_error")
   }
   params
@@ -510,7 +510,7 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
     grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
   }
   if (group$momentum != 0) {
-    bufs <- lapply(unname(self$state$map[vapply(params, xptr_address, "")]),
+    bufs <- lapply(unname(self$state$map[tensor_addresses(params)]),
                    function(s) s$momentum_buffer)
     fresh <- vapply(bufs, is.null, NA)
     if (any(!fresh)) {
@@ -611,7 +611,7 @@ foreach_adam <- function(group, params, grads, tensors, decoupled) {
   torch__foreach_mul_(tensors$exp_avg_sqs, scalar = beta2)
   torch__foreach_addcmul_(tensors$exp_avg_sqs, grads, grads, value = 1 - beta2)
   # The step counts are CPU tensors (PyTorch's, unfused): reading them is no device sync.
-  step <- vapply(tensors$steps, function(s) s$item(), 0)
+  step <- .Call(C_tensor_items, tensors$steps)
   bias1 <- 1 - beta1^step
   bias2 <- 1 - beta2^step
   step_size <- lr / bias1

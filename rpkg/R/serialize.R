@@ -191,7 +191,9 @@ r_object_restore <- function(archive, device) {
 
 # R torch's internal identity of a tensor: the address of its libtorch TensorImpl, as a string.
 # Two R objects of one tensor have the same; a view or a copy has another.
-xptr_address <- function(x) format(meta(x, "impl"), scientific = FALSE)
+xptr_address <- function(x) .Call(C_tensor_meta, x, "address")
+# The same for a list of tensors, in one call.
+tensor_addresses <- function(tensors) .Call(C_tensor_addresses, tensors)
 
 # Whether `con` (a connection, a raw vector or a path) holds an RDS object (R torch's legacy
 # files); a connection's position is left where it was.

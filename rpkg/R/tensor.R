@@ -435,7 +435,13 @@ written_methods <- list( # nolint: cyclocomp_linter.
     meta(self, "is_channels_last")
   },
   item = function(self) {
-    value <- as_array(self$reshape(1L)[1L])
+    n <- meta(self, "numel")
+    if (n != 1) {
+      abort(sprintf("a Tensor with %s elements cannot be converted to Scalar", n),
+            class = "runtime_error")
+    }
+    value <- .Call(C_r_from_tensor, self, FALSE)
+    dim(value) <- NULL
     if (is.integer(value) || is.logical(value) || is.complex(value)) value else as.double(value)
   },
   view = function(self, ...) {

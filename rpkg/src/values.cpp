@@ -786,8 +786,44 @@ extern "C" SEXP C_memory_stats(SEXP floor_mb, SEXP defer_cpu) {
 
 namespace ampkit_r {
 
+namespace {
+// The TensorImpl's address as text: the key R keeps per-tensor state under (optimizers).
+std::string address_of(const at::Tensor& t) {
+  return std::to_string(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl()));
+}
+}  // namespace
+
+// The keys (address_of) of a list of tensors, in one call: an optimizer's step reads them for
+// every parameter (R's format() of each address cost ~10 us a tensor).
+extern "C" SEXP C_tensor_addresses(SEXP tensors) {
+  AMPKIT_R_BEGIN
+  const R_xlen_t n = Rf_xlength(tensors);
+  SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
+  for (R_xlen_t i = 0; i < n; ++i) {
+    SET_STRING_ELT(out, i, Rf_mkChar(address_of(tensor_of(VECTOR_ELT(tensors, i), "x")).c_str()));
+  }
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+// The values of a list of one-element tensors as doubles, in one call (an optimizer's step counts,
+// which $item() one by one read at ~10 us each).
+extern "C" SEXP C_tensor_items(SEXP tensors) {
+  AMPKIT_R_BEGIN
+  const R_xlen_t n = Rf_xlength(tensors);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
+  for (R_xlen_t i = 0; i < n; ++i) {
+    REAL(out)[i] = tensor_of(VECTOR_ELT(tensors, i), "x").item<double>();
+  }
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
 // A tensor's metadata by name: "shape", "dtype", "device", "ndim", "numel", "element_size",
-// "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity),
+// "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity;
+// "address": the same as text),
 // "defined", "is_floating_point", "is_quantized", "layout", "data_ptr", "storage_offset", "stride".
 extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_BEGIN
@@ -800,6 +836,7 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   if (field == "impl") {
     return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl())));
   }
+  if (field == "address") return Rf_mkString(address_of(t).c_str());
   if (field == "print") {
     std::ostringstream text;
     if (!t.defined()) {

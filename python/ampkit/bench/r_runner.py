@@ -244,6 +244,7 @@ OPS = {
     "nn_linear(10, 32) forward, batch 32": ("linear(input)", None),
     "with_autocast enter+exit": ("with ampkit.autocast(device):\n    pass", 3.0),
     "scaler scale/step/update": ("scaler.scale(loss); scaler.step(opt); scaler.update()", None),
+    "optim_adam step, nn_linear(10, 32)": ("adam.step()", None),
 }
 
 
@@ -261,6 +262,7 @@ def _op_fixtures(device: str) -> Dict[str, Any]:
             "linear": linear, "input": torch.randn(32, 10, device=device),
             "scaler": ampkit.GradScaler(device),
             "opt": torch.optim.SGD(linear.parameters(), lr=0.0),
+            "adam": torch.optim.Adam(linear.parameters(), lr=0.0),
             "loss": torch.ones(1, device=device)}
 
 

@@ -219,7 +219,8 @@ OPS <- list( # nolint: object_name_linter.
     scaler$scale(loss)
     scaler$step(opt)
     scaler$update()
-  })
+  }),
+  "optim_adam step, nn_linear(10, 32)" = quote(adam$step())
 )
 
 fixtures <- function() {
@@ -231,6 +232,7 @@ fixtures <- function() {
     a64 = torch_randn(64, 64, device = device), b64 = torch_randn(64, 64, device = device),
     linear = linear, input = torch_randn(32, 10, device = device),
     scaler = amp_grad_scaler(device), opt = optim_sgd(linear$parameters, lr = 0),
+    adam = optim_adam(linear$parameters, lr = 0),
     loss = torch_ones(1, device = device), device = device
   ), parent = globalenv())
   lapply(OPS, function(expr) {
