@@ -71,7 +71,7 @@ OptimizerIgnite <- R6::R6Class(
       params <- unname(group_params(param_group, unlist(private$params, recursive = FALSE)))
       param_group$params <- NULL
       options <- with_defaults(param_group, self$defaults)
-      checked <- private$check(options)
+      checked <- private$options(options)
       if (is.null(self$ptr)) {
         self$ptr <- .Call(C_ignite_new, private$kind, params, checked)
       } else {
@@ -92,7 +92,7 @@ OptimizerIgnite <- R6::R6Class(
     },
     state_dict = function() {
       params <- unlist(private$params, recursive = FALSE)
-      states <- .Call(C_ignite_states, self$ptr, params)
+      states <- .Call(C_ignite_states, self$ptr, params, TRUE)
       has <- !vapply(states, is.null, NA)
       state <- lapply(states[has], function(s) set_names(s, private$state_names))
       names(state) <- as.character(which(has))
@@ -111,15 +111,15 @@ OptimizerIgnite <- R6::R6Class(
               class = "value_error")
       }
       params <- unlist(private$params, recursive = FALSE)
-      states <- state_dict$state
-      have <- as.character(which(!vapply(.Call(C_ignite_states, self$ptr, params), is.null, NA)))
+      states <- state_dict$state %||% list()
+      have <- as.character(which(.Call(C_ignite_states, self$ptr, params, FALSE)))
       missing <- setdiff(have, names(states))
       if (length(missing)) {
         abort(sprintf("To-be loaded state dict is missing states for parameters %s.",
                       paste(missing, collapse = ", ")), class = "value_error")
       }
-      at <- suppressWarnings(as.integer(names(states)))
-      if (anyNA(at) || any(at < 1L | at > length(params))) {
+      at <- suppressWarnings(as.numeric(names(states) %||% rep("", length(states))))
+      if (!is.list(states) || anyNA(at) || any(at != round(at) | at < 1 | at > length(params))) {
         abort(sprintf("The state dict's states must be named by parameter numbers, 1 to %d.",
                       length(params)), class = "value_error")
       }
@@ -155,6 +155,10 @@ OptimizerIgnite <- R6::R6Class(
     kind = NULL,
     state_names = NULL,
     check = function(options) abort("An ignite optimizer must define its options' check."),
+    # The options libtorch takes, checked, as plain numbers and flags (what src/ignite.cpp reads).
+    options = function(o) {
+      lapply(private$check(o), function(v) if (is.numeric(v)) as.double(unclass(v)) else v)
+    },
     params = list(),
     extra = list(),
     # `groups` (the whole list, as `$param_groups` gives it) checked: the same parameters (or
@@ -191,7 +195,7 @@ OptimizerIgnite <- R6::R6Class(
                        "new parameter group."), class = "value_error")
         }
         g$params <- NULL
-        checked <- private$check(g)
+        checked <- private$options(g)
         list(options = checked, extra = g[setdiff(names(g), names(checked))])
       })
       out

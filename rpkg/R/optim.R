@@ -490,7 +490,7 @@ check_nonneg <- function(x, name) {
 
 # PyTorch's rule for SGD's options.
 check_nesterov <- function(nesterov, momentum, dampening) {
-  if (nesterov && (momentum <= 0 || dampening != 0)) {
+  if (isTRUE(nesterov) && !(isTRUE(momentum > 0) && isTRUE(dampening == 0))) {
     abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
   }
 }

@@ -127,7 +127,7 @@ call_torch_function <- function(name, ..., quiet = FALSE) {
                    "with caution: they have no help page and may change or go with libtorch. ",
                    "Set quiet = TRUE to silence this warning."), call. = FALSE)
   }
-  do.call(ns[[name]], rlang::list2(...))
+  do.call(ns[[name]], rlang::list2(...), quote = TRUE)
 }
 
 # R torch's internal wrappers of ops that have R rules (tools/rgen/rules.py's WRAPPED), under the

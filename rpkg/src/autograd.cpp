@@ -336,6 +336,10 @@ std::vector<at::Tensor> tensors_of(SEXP list, const char* arg) {
     out.push_back(tensor_of(list, arg));
     return out;
   }
+  if (!Rf_isNull(list) && TYPEOF(list) != VECSXP) {
+    value_error(std::string("`") + arg + "` must be a list of tensors, got " + describe(list) +
+                ".");
+  }
   for (R_xlen_t i = 0; i < Rf_xlength(list); ++i) {
     SEXP e = VECTOR_ELT(list, i);
     out.push_back(Rf_isNull(e) ? at::Tensor() : tensor_of(e, arg));

@@ -115,7 +115,7 @@
   AMPKIT_ENTRY(C_ignite_set_groups, 2) \
   AMPKIT_ENTRY(C_ignite_step, 1) \
   AMPKIT_ENTRY(C_ignite_zero_grad, 1) \
-  AMPKIT_ENTRY(C_ignite_states, 2) \
+  AMPKIT_ENTRY(C_ignite_states, 3) \
   AMPKIT_ENTRY(C_ignite_set_states, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);

@@ -95,12 +95,26 @@ at::Tensor step_tensor(int64_t step) { return at::full({1}, step, at::kLong); }
 // floating point, as PyTorch's load_state_dict casts), or undefined for the placeholder of an
 // optional one.
 at::Tensor in_tensor(const at::Tensor& t, const at::Tensor& p, bool optional) {
+  if (!t.defined()) {
+    if (optional) return at::Tensor();  // R torch's own state dicts may hold undefined ones
+    value_error("A state's tensors must be tensors, got NULL.");
+  }
   if (optional && t.numel() == 0 && p.numel() != 0) return at::Tensor();
   auto options = t.options().device(p.device());
   if (t.is_floating_point() && p.is_floating_point()) options = options.dtype(p.scalar_type());
   return t.to(options, /*non_blocking=*/false, /*copy=*/true);
 }
-int64_t in_step(const at::Tensor& t) { return t.item<int64_t>(); }
+int64_t in_step(const at::Tensor& t) {
+  if (!t.defined() || t.numel() != 1) value_error("A state's `step` must be a one-element tensor.");
+  return t.item<int64_t>();
+}
+
+// An optional state tensor the options now ask for (amsgrad, or RMSprop's centered or momentum
+// turned on after the state was made, or a state loaded without it): zeros, as libtorch makes it
+// for a new state, so that the step does not fail halfway.
+void complete(at::Tensor& t, bool wanted, const at::Tensor& p) {
+  if (wanted && !t.defined()) t = at::zeros_like(p, at::MemoryFormat::Preserve);
+}
 
 // ---- the kinds
 // -------------------------------------------------------------------------------------
@@ -111,7 +125,7 @@ struct AdamLike {
   using Optimizer = Opt;
   using Options = AdamOptions;
   using State = AdamState;
-  static constexpr auto on_add = nullptr;
+  static constexpr auto initial_states = nullptr;
   static constexpr size_t states = 4;
   static Options options(SEXP l) {
     return Options(number(l, "lr"))
@@ -133,6 +147,9 @@ struct AdamLike {
     return {out_tensor(s.exp_avg()), out_tensor(s.exp_avg_sq()), out_tensor(s.max_exp_avg_sq()),
             step_tensor(s.step())};
   }
+  static void complete_state(State& s, const Options& o, const at::Tensor& p) {
+    complete(s.max_exp_avg_sq(), o.amsgrad(), p);
+  }
   static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
     auto s = std::make_unique<State>();
     s->exp_avg(in_tensor(v[0], p, false));
@@ -153,7 +170,7 @@ struct Sgd {
   using Options = torch::optim::SGDOptions;
   using State = torch::optim::SGDParamState;
   static constexpr size_t states = 1;
-  static constexpr auto on_add = nullptr;
+  static constexpr auto initial_states = nullptr;
   static Options options(SEXP l) {
     return Options(number(l, "lr"))
         .momentum(number(l, "momentum"))
@@ -171,6 +188,7 @@ struct Sgd {
         .done();
   }
   static std::vector<at::Tensor> state(const State& s) { return {out_tensor(s.momentum_buffer())}; }
+  static void complete_state(State&, const Options&, const at::Tensor&) {}
   static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
     auto s = std::make_unique<State>();
     s->momentum_buffer(in_tensor(v[0], p, false));
@@ -183,7 +201,7 @@ struct Rmsprop {
   using Options = torch::optim::RMSpropOptions;
   using State = torch::optim::RMSpropParamState;
   static constexpr size_t states = 4;
-  static constexpr auto on_add = nullptr;
+  static constexpr auto initial_states = nullptr;
   static Options options(SEXP l) {
     return Options(number(l, "lr"))
         .alpha(number(l, "alpha"))
@@ -206,6 +224,10 @@ struct Rmsprop {
     return {out_tensor(s.grad_avg()), out_tensor(s.square_avg()), out_tensor(s.momentum_buffer()),
             step_tensor(s.step())};
   }
+  static void complete_state(State& s, const Options& o, const at::Tensor& p) {
+    complete(s.grad_avg(), o.centered(), p);
+    complete(s.momentum_buffer(), o.momentum() > 0, p);
+  }
   static std::unique_ptr<State> make_state(const std::vector<at::Tensor>& v, const at::Tensor& p) {
     auto s = std::make_unique<State>();
     s->grad_avg(in_tensor(v[0], p, true));
@@ -222,15 +244,18 @@ struct Adagrad {
   using State = torch::optim::AdagradParamState;
   static constexpr size_t states = 2;
   // libtorch's Adagrad makes its parameters' states when it is made (a step finds none for a
-  // later group's and fails): a later group's are made the same way.
-  static void on_add(torch::optim::Optimizer& opt, const torch::optim::OptimizerParamGroup& g) {
-    const auto& o = static_cast<const Options&>(g.options());
-    for (const auto& p : g.params()) {
+  // later group's and fails): a later group's are made the same way, before the group is added.
+  static std::vector<std::unique_ptr<OptimizerParamState>> initial_states(
+      const std::vector<at::Tensor>& params, const OptimizerOptions& options) {
+    const auto& o = static_cast<const Options&>(options);
+    std::vector<std::unique_ptr<OptimizerParamState>> out;
+    for (const auto& p : params) {
       auto s = std::make_unique<State>();
       s->step(0);
       s->sum(at::full_like(p, o.initial_accumulator_value(), at::MemoryFormat::Preserve));
-      opt.state()[p.unsafeGetTensorImpl()] = std::move(s);
+      out.push_back(std::move(s));
     }
+    return out;
   }
   static Options options(SEXP l) {
     return Options(number(l, "lr"))
@@ -248,6 +273,7 @@ struct Adagrad {
         .add("eps", real(o.eps()))
         .done();
   }
+  static void complete_state(State&, const Options&, const at::Tensor&) {}
   static std::vector<at::Tensor> state(const State& s) {
     return {out_tensor(s.sum()), step_tensor(s.step())};
   }
@@ -262,8 +288,12 @@ struct Adagrad {
 // One kind's operations, through the libtorch base classes (the table an Ignite points to).
 struct Kind {
   size_t states;  // the number of tensors in a parameter's state
-  // Run on a group added after the optimizer was made (nullptr: nothing to do).
-  void (*on_add)(torch::optim::Optimizer&, const torch::optim::OptimizerParamGroup&);
+  // The states of a group's parameters made before the group is added after the optimizer was
+  // made (nullptr: none; libtorch makes them at the first step).
+  std::vector<std::unique_ptr<OptimizerParamState>> (*initial_states)(
+      const std::vector<at::Tensor>&, const OptimizerOptions&);
+  // Makes the optional tensors of a parameter's state that its group's options now ask for.
+  void (*complete_state)(OptimizerParamState&, const OptimizerOptions&, const at::Tensor&);
   std::unique_ptr<torch::optim::Optimizer> (*make)(std::vector<at::Tensor>, SEXP);
   std::unique_ptr<OptimizerOptions> (*options)(SEXP);
   SEXP (*list)(const OptimizerOptions&);
@@ -277,7 +307,10 @@ const Kind* kind() {
   using Options = typename K::Options;
   static const Kind k{
       K::states,
-      K::on_add,
+      K::initial_states,
+      [](OptimizerParamState& s, const OptimizerOptions& o, const at::Tensor& p) {
+        K::complete_state(static_cast<typename K::State&>(s), static_cast<const Options&>(o), p);
+      },
       [](std::vector<at::Tensor> params, SEXP l) -> std::unique_ptr<torch::optim::Optimizer> {
         return std::make_unique<typename K::Optimizer>(std::move(params), K::options(l));
       },
@@ -352,14 +385,18 @@ extern "C" SEXP C_ignite_new(SEXP name, SEXP params, SEXP options) {
 extern "C" SEXP C_ignite_add_group(SEXP x, SEXP params, SEXP options) {
   AMPKIT_R_BEGIN
   Ignite& ig = ignite_of(x);
+  auto params_ = tensors_of(params, "params");
   auto group_options = ig.kind->options(options);
-  ig.optimizer->add_param_group(
-      torch::optim::OptimizerParamGroup(tensors_of(params, "params"), group_options->clone()));
+  // Everything that can fail before the group is added: R's and libtorch's groups stay the same.
+  std::vector<std::unique_ptr<OptimizerParamState>> states;
+  if (ig.kind->initial_states != nullptr) states = ig.kind->initial_states(params_, *group_options);
+  ig.optimizer->add_param_group(torch::optim::OptimizerParamGroup(params_, group_options->clone()));
   // libtorch (2.13) replaces the options a new group gives with the optimizer's defaults where
   // they equal the options' own defaults (amsgrad = false): set them as given.
   ig.optimizer->param_groups().back().set_options(std::move(group_options));
-  if (ig.kind->on_add != nullptr)
-    ig.kind->on_add(*ig.optimizer, ig.optimizer->param_groups().back());
+  for (size_t i = 0; i < states.size(); ++i) {
+    ig.optimizer->state()[params_[i].unsafeGetTensorImpl()] = std::move(states[i]);
+  }
   return R_NilValue;
   AMPKIT_R_END
 }
@@ -384,7 +421,7 @@ extern "C" SEXP C_ignite_set_groups(SEXP x, SEXP options) {
   AMPKIT_R_BEGIN
   Ignite& ig = ignite_of(x);
   auto& groups = ig.optimizer->param_groups();
-  if (static_cast<size_t>(Rf_xlength(options)) != groups.size()) {
+  if (TYPEOF(options) != VECSXP || static_cast<size_t>(Rf_xlength(options)) != groups.size()) {
     value_error(
         "Parameter groups must be a list of the same length as the number of parameter "
         "groups.");
@@ -402,7 +439,15 @@ extern "C" SEXP C_ignite_set_groups(SEXP x, SEXP options) {
 
 extern "C" SEXP C_ignite_step(SEXP x) {
   AMPKIT_R_BEGIN
-  ignite_of(x).optimizer->step();
+  Ignite& ig = ignite_of(x);
+  auto& state = ig.optimizer->state();
+  for (auto& group : ig.optimizer->param_groups()) {
+    for (const auto& p : group.params()) {
+      auto it = state.find(p.unsafeGetTensorImpl());
+      if (it != state.end()) ig.kind->complete_state(*it->second, group.options(), p);
+    }
+  }
+  ig.optimizer->step();
   return R_NilValue;
   AMPKIT_R_END
 }
@@ -415,12 +460,21 @@ extern "C" SEXP C_ignite_zero_grad(SEXP x) {
 }
 
 // The state of each of `params` (a list of tensors): NULL where libtorch has none, else a list of
-// copies of its tensors in the kind's order (R/optim-ignite.R names them).
-extern "C" SEXP C_ignite_states(SEXP x, SEXP params) {
+// copies of its tensors in the kind's order (R/optim-ignite.R names them). With `copy` FALSE,
+// only whether each has one (a logical vector: no copies).
+extern "C" SEXP C_ignite_states(SEXP x, SEXP params, SEXP copy) {
   AMPKIT_R_BEGIN
   Ignite& ig = ignite_of(x);
   const auto ps = tensors_of(params, "params");
   const auto& state = ig.optimizer->state();
+  if (!flag_of(copy, "copy")) {
+    SEXP out = PROTECT(Rf_allocVector(LGLSXP, static_cast<R_xlen_t>(ps.size())));
+    for (size_t i = 0; i < ps.size(); ++i) {
+      LOGICAL(out)[i] = state.find(ps[i].unsafeGetTensorImpl()) != state.end() ? TRUE : FALSE;
+    }
+    UNPROTECT(1);
+    return out;
+  }
   SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(ps.size())));
   for (size_t i = 0; i < ps.size(); ++i) {
     auto it = state.find(ps[i].unsafeGetTensorImpl());
@@ -439,7 +493,7 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
   Ignite& ig = ignite_of(x);
   const auto ps = tensors_of(params, "params");
   std::vector<std::unique_ptr<OptimizerParamState>> made;
-  if (static_cast<size_t>(Rf_xlength(states)) != ps.size()) {
+  if (TYPEOF(states) != VECSXP || static_cast<size_t>(Rf_xlength(states)) != ps.size()) {
     value_error("Expected one state a parameter.");
   }
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -448,9 +502,6 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
       value_error("Expected " + std::to_string(ig.kind->states) +
                   " tensors in the state of parameter " + std::to_string(i + 1) + ", got " +
                   std::to_string(tensors.size()) + ".");
-    }
-    for (const auto& t : tensors) {
-      if (!t.defined()) value_error("A state's tensors must be tensors, got NULL.");
     }
     made.push_back(ig.kind->make_state(tensors, ps[i]));
   }

@@ -797,6 +797,9 @@ std::string address_of(const at::Tensor& t) {
 // every parameter (R's format() of each address cost ~10 us a tensor).
 extern "C" SEXP C_tensor_addresses(SEXP tensors) {
   AMPKIT_R_BEGIN
+  if (!Rf_isNull(tensors) && TYPEOF(tensors) != VECSXP) {
+    value_error("Expected a list of tensors, got " + describe(tensors) + ".");
+  }
   const R_xlen_t n = Rf_xlength(tensors);
   SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
   for (R_xlen_t i = 0; i < n; ++i) {
@@ -811,6 +814,9 @@ extern "C" SEXP C_tensor_addresses(SEXP tensors) {
 // which $item() one by one read at ~10 us each).
 extern "C" SEXP C_tensor_items(SEXP tensors) {
   AMPKIT_R_BEGIN
+  if (!Rf_isNull(tensors) && TYPEOF(tensors) != VECSXP) {
+    value_error("Expected a list of tensors, got " + describe(tensors) + ".");
+  }
   const R_xlen_t n = Rf_xlength(tensors);
   SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
   for (R_xlen_t i = 0; i < n; ++i) {

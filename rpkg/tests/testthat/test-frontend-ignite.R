@@ -284,11 +284,54 @@ test_that("ignite optimizers' errors are R torch's, and a failed load changes no
   expect_equal(after$param_groups[[1]]$lr, before$param_groups[[1]]$lr)
   expect_true(torch_equal(after$state[["1"]]$exp_avg, before$state[["1"]]$exp_avg))
 
+  bad <- sd
+  names(bad$state) <- NULL # into an optimizer without states yet: not silently ignored
+  expect_error(optim_ignite_adamw(n$parameters)$load_state_dict(bad),
+               "named by parameter numbers", class = "value_error")
+  bad <- sd
+  names(bad$state) <- c("1", "1.5")
+  expect_error(optim_ignite_adamw(n$parameters)$load_state_dict(bad),
+               "named by parameter numbers", class = "value_error")
+  # R torch's own state dicts may hold NULL (undefined) for a tensor libtorch did not make
+  rtorch_like <- sd
+  rtorch_like$state[["1"]]["max_exp_avg_sq"] <- list(NULL)
+  o$load_state_dict(rtorch_like)
+  expect_equal(o$state_dict()$state[["1"]]$max_exp_avg_sq$numel(), 0)
+  expect_error(optim_ignite_sgd(list(torch_ones(1, requires_grad = TRUE)), lr = 0.1,
+                                nesterov = TRUE, momentum = 0.9, dampening = NaN),
+               "Nesterov", class = "value_error")
+
   expect_error(o$clone(deep = TRUE), "OptimizerIgnite cannot be deep cloned")
   expect_s3_class(o, c("optim_ignite_adamw", "optim_ignite", "OptimizerIgnite",
                        "torch_optimizer"))
   expect_true(is_optimizer(o))
   expect_output(print(o), "<optim_ignite_adamw> with 1 parameter group")
+})
+
+test_that("an option turned on after the first step gets its state as a new one would", {
+  # amsgrad, RMSprop's centered and momentum: libtorch makes their tensors with a new state only;
+  # the next step makes them (zeros) instead of failing halfway.
+  for (case in list(list("adam", "amsgrad", TRUE), list("rmsprop", "centered", TRUE),
+                    list("rmsprop", "momentum", 0.5))) {
+    torch_manual_seed(6)
+    w <- torch_randn(4, requires_grad = TRUE)
+    o <- ignite_generators[[case[[1]]]](list(w), lr = 0.01)
+    step <- function() {
+      o$zero_grad()
+      torch_sum(w^2)$backward()
+      o$step()
+    }
+    step()
+    before <- w$detach()$clone()
+    o$param_groups[[1]][[case[[2]]]] <- case[[3]]
+    step()
+    expect_false(torch_equal(w, before), info = case[[2]])
+    s <- o$state_dict()$state[["1"]]
+    if (!is.null(s$step)) expect_equal(as.numeric(s$step), 2, info = case[[2]])
+    slot <- switch(case[[2]], amsgrad = "max_exp_avg_sq", centered = "grad_avg",
+                   momentum = "momentum_buffer")
+    expect_equal(s[[slot]]$numel(), 4, info = case[[2]])
+  }
 })
 
 test_that("the grad scaler steps an ignite optimizer and skips the step on an overflow", {
