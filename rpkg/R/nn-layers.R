@@ -237,6 +237,7 @@ nn_init_calculate_gain <- function(nonlinearity, param = NULL) {
 #' @export
 nn_init_kaiming_uniform_ <- function(tensor, a = 0, mode = "fan_in",
                                      nonlinearity = "leaky_relu") {
+  if (zero_element(tensor)) return(invisible(tensor))
   fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
   bound <- nn_init_calculate_gain(nonlinearity, a) * sqrt(3 / fan)
   init_no_grad(tensor$uniform_(-bound, bound))
@@ -245,6 +246,7 @@ nn_init_kaiming_uniform_ <- function(tensor, a = 0, mode = "fan_in",
 #' @rdname nn_init
 #' @export
 nn_init_kaiming_normal_ <- function(tensor, a = 0, mode = "fan_in", nonlinearity = "leaky_relu") {
+  if (zero_element(tensor)) return(invisible(tensor))
   fan <- fan_in_out(tensor)[[arg_choice(mode, "mode", c("fan_in", "fan_out"))]]
   init_no_grad(tensor$normal_(0, nn_init_calculate_gain(nonlinearity, a) / sqrt(fan)))
 }
@@ -265,10 +267,21 @@ nn_init_xavier_normal_ <- function(tensor, gain = 1) {
 
 # PyTorch's reset_parameters() of Linear and the convolutions: kaiming_uniform(a = sqrt(5)) for the
 # weight, uniform(+-1/sqrt(fan_in)) for the bias.
+# PyTorch's kaiming initializers leave a tensor with a zero-size dimension as it is, warning.
+zero_element <- function(tensor) {
+  check_tensor(tensor, "tensor")
+  if (!any(tensor$shape == 0L)) {
+    return(FALSE)
+  }
+  warning("Initializing zero-element tensors is a no-op", call. = FALSE)
+  TRUE
+}
+
 reset_linear_like <- function(self) {
   nn_init_kaiming_uniform_(self$weight, a = sqrt(5))
   if (!is.null(self$bias)) {
-    bound <- 1 / sqrt(fan_in_out(self$weight)[["fan_in"]])
+    fan_in <- fan_in_out(self$weight)[["fan_in"]]
+    bound <- if (fan_in > 0) 1 / sqrt(fan_in) else 0 # PyTorch's: no inputs, a zero bias
     nn_init_uniform_(self$bias, -bound, bound)
   }
 }

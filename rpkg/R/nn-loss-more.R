@@ -201,6 +201,8 @@ nnf_poisson_nll_loss <- function(input, target, log_input = TRUE, full = FALSE, 
 #'   sequence), the blank's class and whether infinite losses (inputs too short
 #'   for their targets) count as zero. As in R torch, the class numbers in `targets` and `blank` are
 #'   PyTorch's: 0 is the blank by default and the other classes are 1 to C - 1.
+#' @param targets For `nnf_ctc_loss()`, the target sequences: a (batch, longest
+#'   target) matrix of classes, or their concatenation.
 #' @export
 nnf_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blank = 0,
                          reduction = "mean", zero_infinity = FALSE) {
@@ -215,6 +217,8 @@ nnf_ctc_loss <- function(log_probs, targets, input_lengths, target_lengths, blan
 lengths_arg <- function(x, name) if (is_torch_tensor(x)) x else whole_numbers(x, name)
 
 #' @rdname nn_layers
+#' @param blank,zero_infinity `nn_ctc_loss()`: the blank's class (0 by
+#'   default) and whether infinite losses count as zero (see [nnf_ctc_loss()]).
 #' @export
 nn_ctc_loss <- nn_module(
   "nn_ctc_loss",
@@ -397,8 +401,8 @@ check_adaptive_input <- function(input, target) {
 #' @export
 #' @examples
 #' torch_manual_seed(1)
-#' asm <- nn_adaptive_log_softmax_with_loss(8, n_classes = 20, cutoffs = c(5, 12))
-#' x <- torch_randn(4, 8)
+#' asm <- nn_adaptive_log_softmax_with_loss(16, n_classes = 20, cutoffs = c(5, 12))
+#' x <- torch_randn(4, 16)
 #' out <- asm(x, torch_tensor(c(1L, 7L, 15L, 20L)))
 #' out$loss
 #' asm$log_prob(x)$exp()$sum(dim = 2) # each row sums to 1

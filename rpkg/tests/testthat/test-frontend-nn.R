@@ -142,6 +142,18 @@ test_that("a tied weight is one parameter, listed once, as in PyTorch", {
   expect_same_tensor(tied$enc$weight, tied$dec$weight)
 })
 
+test_that("layers with a zero size initialize as PyTorch's (a no-op warned, a zero bias)", {
+  skip_if_no_ampkit()
+  expect_warning(empty_in <- nn_linear(0, 3), "Initializing zero-element tensors is a no-op")
+  expect_equal(empty_in$weight$shape, c(3L, 0L))
+  expect_equal(as.numeric(empty_in$bias), c(0, 0, 0))
+  py <- pt()$nn$Linear(0L, 3L)
+  expect_same_tensor(empty_in$bias, py$bias$detach())
+  expect_warning(nn_init_kaiming_normal_(torch_empty(2, 0)), "zero-element")
+  expect_warning(empty_out <- nn_linear(4, 0), "zero-element")
+  expect_equal(empty_out$weight$shape, c(0L, 4L))
+})
+
 test_that("clone_module() is $clone(): shallow, deep, and deep sharing the values", {
   torch_manual_seed(1)
   net <- nn_sequential(nn_linear(2, 3), nn_relu(), nn_linear(3, 1))
