@@ -1,4 +1,4 @@
-# R torch's optim_ignite_*(): libtorch's own C++ optimizers (torch::optim, src/ignite.cpp) behind
+# R torch's optim_ignite_*(): libtorch's own C++ optimizers (torch::optim, src/optim.cpp) behind
 # R torch's OptimizerIgnite interface. They step with libtorch's C++ update rules, which differ
 # from PyTorch's Python ones (optim_*(), R/optim.R) in the last bits. The options libtorch knows
 # live in libtorch's groups only; R keeps each group's parameters (their R objects) and the
@@ -155,7 +155,7 @@ OptimizerIgnite <- R6::R6Class(
     kind = NULL,
     state_names = NULL,
     check = function(options) abort("An ignite optimizer must define its options' check."),
-    # The options libtorch takes, checked, as plain numbers and flags (what src/ignite.cpp reads).
+    # The options libtorch takes, checked, as plain numbers and flags (what src/optim.cpp reads).
     options = function(o) {
       lapply(private$check(o), function(v) if (is.numeric(v)) as.double(unclass(v)) else v)
     },
@@ -222,7 +222,7 @@ optimizer_ignite <- function(name = NULL, ..., private = NULL, active = NULL,
 # Whether `x` holds the strings of `y`, each once, in any order.
 is_permutation <- function(x, y) length(x) == length(y) && identical(sort(x), sort(y))
 
-# Each kind's options, checked and in libtorch's order (what src/ignite.cpp reads).
+# Each kind's options, checked and in libtorch's order (what src/optim.cpp reads).
 adam_ignite_options <- function(o) {
   list(lr = check_lr(o$lr), betas = as.numeric(check_betas(o$betas)),
        eps = check_nonneg(o$eps, "eps"),

@@ -593,40 +593,15 @@ adam_update <- function(group, params, grads, grad_scale, found_inf) {
 }
 # nolint end
 
-# PyTorch's _multi_tensor_adam (capturable = FALSE): ATen's foreach ops, one call per group.
+# PyTorch's _multi_tensor_adam (capturable = FALSE): ATen's foreach ops, one call per group, run
+# in C (src/optim.cpp, C_foreach_adam) in PyTorch's order.
 foreach_adam <- function(group, params, grads, tensors, decoupled) {
-  lr <- group$lr
-  beta1 <- group$betas[[1L]]
-  beta2 <- group$betas[[2L]]
-  if (group$maximize) grads <- torch__foreach_neg(grads)
-  torch__foreach_add_(tensors$steps, scalar = 1)
-  if (group$weight_decay != 0) {
-    if (decoupled) {
-      torch__foreach_mul_(params, scalar = 1 - lr * group$weight_decay)
-    } else {
-      grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
-    }
-  }
-  torch__foreach_lerp_(tensors$exp_avgs, grads, weight = 1 - beta1)
-  torch__foreach_mul_(tensors$exp_avg_sqs, scalar = beta2)
-  torch__foreach_addcmul_(tensors$exp_avg_sqs, grads, grads, value = 1 - beta2)
-  # The step counts are CPU tensors (PyTorch's, unfused): reading them is no device sync.
-  step <- .Call(C_tensor_items, tensors$steps)
-  bias1 <- 1 - beta1^step
-  bias2 <- 1 - beta2^step
-  step_size <- lr / bias1
-  # PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
-  # default) ** 0.5: the same formula as the default on this device, to the last bit.
-  bias2_sqrt <- if (on_cuda(params)) bias2^0.5 else sqrt(bias2)
-  if (group$amsgrad) {
-    torch__foreach_maximum_(tensors$max_sqs, tensors$exp_avg_sqs)
-    denom <- torch__foreach_sqrt(tensors$max_sqs)
-  } else {
-    denom <- torch__foreach_sqrt(tensors$exp_avg_sqs)
-  }
-  torch__foreach_div_(denom, scalars = bias2_sqrt)
-  torch__foreach_add_(denom, scalar = group$eps)
-  torch__foreach_addcdiv_(params, tensors$exp_avgs, denom, scalars = -step_size)
+  .Call(C_foreach_adam,
+        list(params, grads, tensors$exp_avgs, tensors$exp_avg_sqs, tensors$max_sqs,
+             tensors$steps),
+        as.double(c(group$lr, group$betas[[1L]], group$betas[[2L]], group$weight_decay,
+                    group$eps)),
+        c(isTRUE(group$amsgrad), isTRUE(group$maximize), decoupled, on_cuda(params)))
   invisible()
 }
 

@@ -11,7 +11,8 @@
 //   indexing.cpp  x[i, j] and x[i, j] <- v with R torch's rules
 //   serialize.cpp torch_save / torch_load in PyTorch's format
 //   precision.cpp precision policies' regions and the overflow locator's C++ hooks
-//   ignite.cpp    R torch's optim_ignite_*: libtorch's C++ optimizers (torch::optim)
+//   optim.cpp     optimizers in C++: R torch's optim_ignite_* (libtorch's torch::optim), and
+//                 optim_adam's foreach step
 //   init.cpp      routine registration
 #pragma once
 

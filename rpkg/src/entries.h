@@ -116,7 +116,8 @@
   AMPKIT_ENTRY(C_ignite_step, 1) \
   AMPKIT_ENTRY(C_ignite_zero_grad, 1) \
   AMPKIT_ENTRY(C_ignite_states, 3) \
-  AMPKIT_ENTRY(C_ignite_set_states, 3)
+  AMPKIT_ENTRY(C_ignite_set_states, 3) \
+  AMPKIT_ENTRY(C_foreach_adam, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);
 #define AMPKIT_ARGS_0 void

@@ -1,18 +1,23 @@
+// Optimizers in C++, two kinds:
+//
 // R torch's optim_ignite_*(): libtorch's own C++ optimizers (torch::optim::Adam, AdamW, SGD,
 // RMSprop, Adagrad), as R torch's "ignite" optimizers are. Their update rules are libtorch's C++
 // ones (per tensor), not PyTorch's Python ones that optim_*() follow (R/optim.R): the two differ
-// in the last bits (exp_avg.mul_().add_() here, lerp_() there), so these are kept apart.
-//
-// An R object here is an external pointer (class ampkit_ignite) to an Ignite: the optimizer and
-// the table of its kind. R/optim-ignite.R keeps the parameters' R objects and options outside
+// in the last bits (exp_avg.mul_().add_() here, lerp_() there), so these are kept apart. An R
+// object here is an external pointer (class ampkit_ignite) to an Ignite: the optimizer and the
+// table of its kind. R/optim-ignite.R keeps the parameters' R objects and options outside
 // libtorch's (R torch's extra group entries such as `initial_lr`); the options libtorch knows
 // live only in libtorch's groups, so a step always uses what R last set.
+//
+// optim_adam()'s and optim_adamw()'s unfused step (C_foreach_adam): PyTorch's Python rule, the
+// ATen foreach ops R/optim.R ran one by one from R, in the same order (the end of this file).
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -507,6 +512,74 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
   }
   auto& state = ig.optimizer->state();
   for (size_t i = 0; i < ps.size(); ++i) state[ps[i].unsafeGetTensorImpl()] = std::move(made[i]);
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// ---- optim_adam's foreach step
+// ---------------------------------------------------------------------
+
+// PyTorch's _multi_tensor_adam (capturable and differentiable off) over one group: `tensors` is
+// list(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps), `numbers` c(lr, beta1,
+// beta2, weight_decay, eps), `flags` c(amsgrad, maximize, decoupled (AdamW), cuda). Each op is the
+// one R/optim.R called with the same scalars (doubles), so the step is PyTorch's to the bit; in C
+// its ~10 calls cost no R dispatch (~4 us each from R). The step counts are CPU tensors, read
+// without a device sync, as PyTorch's.
+extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  if (TYPEOF(tensors) != VECSXP || Rf_xlength(tensors) != 6 || TYPEOF(numbers) != REALSXP ||
+      Rf_xlength(numbers) != 5 || TYPEOF(flags) != LGLSXP || Rf_xlength(flags) != 4) {
+    value_error("C_foreach_adam: expected 6 tensor lists, 5 numbers and 4 flags.");
+  }
+  const auto params = tensors_of(VECTOR_ELT(tensors, 0), "params");
+  auto grads = tensors_of(VECTOR_ELT(tensors, 1), "grads");
+  const auto exp_avgs = tensors_of(VECTOR_ELT(tensors, 2), "exp_avgs");
+  const auto exp_avg_sqs = tensors_of(VECTOR_ELT(tensors, 3), "exp_avg_sqs");
+  const auto max_sqs = tensors_of(VECTOR_ELT(tensors, 4), "max_exp_avg_sqs");
+  const auto steps = tensors_of(VECTOR_ELT(tensors, 5), "steps");
+  const double lr = REAL(numbers)[0], beta1 = REAL(numbers)[1], beta2 = REAL(numbers)[2];
+  const double weight_decay = REAL(numbers)[3], eps = REAL(numbers)[4];
+  const bool amsgrad = LOGICAL(flags)[0] == TRUE, maximize = LOGICAL(flags)[1] == TRUE;
+  const bool decoupled = LOGICAL(flags)[2] == TRUE, cuda = LOGICAL(flags)[3] == TRUE;
+  const size_t n = params.size();
+  if (grads.size() != n || exp_avgs.size() != n || exp_avg_sqs.size() != n || steps.size() != n ||
+      (amsgrad && max_sqs.size() != n)) {
+    value_error("C_foreach_adam: the tensor lists differ in length.");
+  }
+  at::NoGradGuard no_grad;
+  if (maximize) grads = at::_foreach_neg(grads);
+  at::_foreach_add_(steps, 1.0);
+  if (weight_decay != 0) {
+    if (decoupled) {
+      at::_foreach_mul_(params, 1 - lr * weight_decay);
+    } else {
+      grads = at::_foreach_add(grads, params, weight_decay);
+    }
+  }
+  at::_foreach_lerp_(exp_avgs, grads, 1 - beta1);
+  at::_foreach_mul_(exp_avg_sqs, beta2);
+  at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
+  std::vector<c10::Scalar> bias2_sqrt;
+  std::vector<c10::Scalar> step_size;
+  for (const auto& s : steps) {
+    const double step = s.item<double>();
+    const double bias1 = 1 - std::pow(beta1, step);
+    const double bias2 = 1 - std::pow(beta2, step);
+    step_size.emplace_back(-(lr / bias1));
+    // PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
+    // default) ** 0.5: the formula of the default on this device, to the last bit.
+    bias2_sqrt.emplace_back(cuda ? std::pow(bias2, 0.5) : std::sqrt(bias2));
+  }
+  std::vector<at::Tensor> denom;
+  if (amsgrad) {
+    at::_foreach_maximum_(max_sqs, exp_avg_sqs);
+    denom = at::_foreach_sqrt(max_sqs);
+  } else {
+    denom = at::_foreach_sqrt(exp_avg_sqs);
+  }
+  at::_foreach_div_(denom, bias2_sqrt);
+  at::_foreach_add_(denom, eps);
+  at::_foreach_addcdiv_(params, exp_avgs, denom, step_size);
   return R_NilValue;
   AMPKIT_R_END
 }
