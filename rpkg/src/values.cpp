@@ -797,13 +797,10 @@ std::string address_of(const at::Tensor& t) {
 // every parameter (R's format() of each address cost ~10 us a tensor).
 extern "C" SEXP C_tensor_addresses(SEXP tensors) {
   AMPKIT_R_BEGIN
-  if (!Rf_isNull(tensors) && TYPEOF(tensors) != VECSXP) {
-    value_error("Expected a list of tensors, got " + describe(tensors) + ".");
-  }
-  const R_xlen_t n = Rf_xlength(tensors);
-  SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
-  for (R_xlen_t i = 0; i < n; ++i) {
-    SET_STRING_ELT(out, i, Rf_mkChar(address_of(tensor_of(VECTOR_ELT(tensors, i), "x")).c_str()));
+  const std::vector<at::Tensor> ts = tensors_of(tensors, "tensors");
+  SEXP out = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(ts.size())));
+  for (size_t i = 0; i < ts.size(); ++i) {
+    SET_STRING_ELT(out, static_cast<R_xlen_t>(i), Rf_mkChar(address_of(ts[i]).c_str()));
   }
   UNPROTECT(1);
   return out;
@@ -814,14 +811,9 @@ extern "C" SEXP C_tensor_addresses(SEXP tensors) {
 // which $item() one by one read at ~10 us each).
 extern "C" SEXP C_tensor_items(SEXP tensors) {
   AMPKIT_R_BEGIN
-  if (!Rf_isNull(tensors) && TYPEOF(tensors) != VECSXP) {
-    value_error("Expected a list of tensors, got " + describe(tensors) + ".");
-  }
-  const R_xlen_t n = Rf_xlength(tensors);
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
-  for (R_xlen_t i = 0; i < n; ++i) {
-    REAL(out)[i] = tensor_of(VECTOR_ELT(tensors, i), "x").item<double>();
-  }
+  const std::vector<at::Tensor> ts = tensors_of(tensors, "tensors");
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, static_cast<R_xlen_t>(ts.size())));
+  for (size_t i = 0; i < ts.size(); ++i) REAL(out)[i] = ts[i].item<double>();
   UNPROTECT(1);
   return out;
   AMPKIT_R_END

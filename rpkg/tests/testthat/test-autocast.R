@@ -134,23 +134,40 @@ test_that("an interrupt in R code in the block restores the state", {
   expect_identical(cpu_state(), default_state)
 })
 
+# In a fresh R process: reticulate 1.28 unwinds R's stack but not Python's frames when an
+# interrupt stops Python code (rstudio/reticulate#1601, fixed in 1.36), and a later Python call in
+# that process may crash. The child reads the state through ampkit's own C entry (not Python) and
+# prints it before anything else calls Python.
 test_that("an interrupt in Python code in the block restores the state", {
   skip_if_no_ampkit()
   skip_on_os("windows")
-  time <- reticulate::import("time")
-  with_outer_region({
-    got <- tryCatch(
-      with_autocast(device_type = "cpu", dtype = "bfloat16", cache_enabled = TRUE, {
-        tools::pskill(Sys.getpid(), tools::SIGINT)
-        time$sleep(5)
-        "not interrupted"
-      }),
-      interrupt = function(cnd) "interrupted")
-    drain_reticulate_interrupt()
-    expect_identical(got, "interrupted")
-    expect_identical(cpu_state(), outer_state)
-  })
-  expect_identical(cpu_state(), default_state)
+  native_state <- function() {
+    s <- .Call(ampkit:::C_autocast_state, "cpu")
+    paste(s[[1L]], get_autocast_dtype("cpu"), s[[3L]])
+  }
+  default_native <- native_state()
+  outer_native <- with_outer_region(native_state())
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script))
+  writeLines(c(
+    "suppressPackageStartupMessages(library(ampkit))",
+    paste("native_state <-", paste(deparse(native_state), collapse = "\n")),
+    paste("with_outer_region <-", paste(deparse(with_outer_region), collapse = "\n")),
+    "time <- reticulate::import('time')",
+    "seen <- with_outer_region({",
+    "  got <- tryCatch(",
+    "    with_autocast(device_type = 'cpu', dtype = 'bfloat16', cache_enabled = TRUE, {",
+    "      tools::pskill(Sys.getpid(), tools::SIGINT)",
+    "      time$sleep(5)",
+    "      'not interrupted'",
+    "    }),",
+    "    interrupt = function(cnd) 'interrupted')",
+    "  c(got, native_state())",
+    "})",
+    "cat(seen, native_state(), sep = '\n')"
+  ), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
+  expect_identical(utils::tail(out, 3L), c("interrupted", outer_native, default_native))
 })
 
 test_that("local_autocast closes when its function exits, regions in reverse order", {
