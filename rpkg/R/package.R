@@ -44,7 +44,7 @@
 
 .onLoad <- function(libname, pkgname) {
   load_native(libname, pkgname)
-  .Call(C_keep_freed_heap, 256)  # tensors are freed in bulk at R's collections (values.cpp)
+  cpu_allocator_at_load()  # tensors are freed in bulk at R's collections (cpu-allocator.R)
   build_tensor_methods()
   register_package_modules()
   .py$ready <- FALSE

@@ -585,6 +585,18 @@ cuda_memory_summary <- function(device = NULL) {
 }
 
 #' @rdname cuda_is_available
+#' @return `cuda_get_device_capability()`: the device's compute capability,
+#'   `c(Major = , Minor = )` as integers (8 and 0 for an A100).
+#' @export
+cuda_get_device_capability <- function(device = cuda_current_device()) {
+  device <- cuda_device_index(device)
+  # libtorch's C++ API has no capability query outside CUDA's own headers, which the CPU wheel
+  # the package builds against lacks: Python's torch in this process answers (not per step).
+  capability <- python_modules()$torch$cuda$get_device_capability(device)
+  c(Major = as.integer(capability[[1L]]), Minor = as.integer(capability[[2L]]))
+}
+
+#' @rdname cuda_is_available
 #' @export
 cuda_get_rng_state <- function(device = NULL) {
   if (!is.null(device)) {

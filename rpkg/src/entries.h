@@ -29,6 +29,7 @@
   AMPKIT_ENTRY(C_num_threads, 1) \
   AMPKIT_ENTRY(C_num_interop_threads, 1) \
   AMPKIT_ENTRY(C_keep_freed_heap, 1) \
+  AMPKIT_ENTRY(C_release_freed_heap, 0) \
   AMPKIT_ENTRY(C_tensor_share, 1) \
   AMPKIT_ENTRY(C_tensor_adopt, 1) \
   AMPKIT_ENTRY(C_rng_state, 2) \

@@ -52,6 +52,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -76,15 +77,16 @@ SEXP generator_class = nullptr;
 using TensorPtr = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
 struct Memory {
-  int64_t live = 0;              // bytes of storages held by R tensors (as counted)
-  int64_t since_collection = 0;  // bytes of new storages since the last collection, less those
-                                 // freed since
-  int64_t live_after = 0;        // `live` after the last collection
-  int64_t live_after_full = 0;   // `live` after the last full collection: the working set
-  int64_t floor = int64_t{64} << 20;
-  int64_t collections = 0;       // young collections run
-  int64_t full_collections = 0;  // full collections run
-  double seconds = 0;            // spent in them
+  int64_t live = 0;                   // bytes of storages held by R tensors (as counted)
+  int64_t since_collection = 0;       // bytes of new storages since the last collection, less those
+                                      // freed since
+  int64_t live_after = 0;             // `live` after the last collection
+  int64_t live_after_full = 0;        // `live` after the last full collection: the working set
+  int64_t floor = int64_t{64} << 20;  // set at load: set_cpu_allocator_config()'s default
+  int64_t keep_freed = int64_t{256} << 20;  // the most free heap kept after a collection
+  int64_t collections = 0;                  // young collections run
+  int64_t full_collections = 0;             // full collections run
+  double seconds = 0;                       // spent in them
   bool collecting = false;
   bool pending = false;    // a collection waits for the end of a backward pass
   bool defer_cpu = false;  // CPU tensors defer it too (the tests' switch: no GPU there)
@@ -164,6 +166,12 @@ void collect(bool full) {
     full = memory.live > bound;
   }
   if (full) run_gc(true);
+  // What the collection freed that glibc's heap keeps beyond its bound goes back to the system:
+  // its trim threshold alone reaches only the free memory at the heap's top, and R's own
+  // allocations often sit above the tensors freed.
+  if (memory.keep_freed<INT64_MAX&& static_cast<int64_t>(mallinfo2().fordblks)> memory.keep_freed) {
+    malloc_trim(0);
+  }
   memory.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   memory.since_collection = 0;
@@ -1002,20 +1010,27 @@ extern "C" SEXP C_backend(SEXP what) {
 }
 
 // glibc's malloc serves blocks of up to 32 MiB from its heap (its own adaptive limit's ceiling,
-// fixed) and keeps up to `trim_mb` MiB of what it was given back at the heap's top (negative: all
-// of it), for the rest of the process. Whether it could.
-// - At load, 256 MiB: R frees a tensor only when it collects, and then hundreds at once; glibc
-//   handed that memory back to the system after each collection and faulted it in again at the
-//   next allocations (a 32x32 product from R took 9.9 us, 6.2 with the memory kept; Python's 6.7,
-//   freeing one at a time).
+// fixed) and keeps up to `trim_mb` MiB of what it was given back (negative: all of it; mallopt()
+// takes an int, so 2 GiB or more keeps all at the heap's top), for the rest of the process: at the
+// heap's top by its trim threshold, elsewhere by collect()'s check. Whether glibc took it.
+// - At load, 256 MiB (set_cpu_allocator_config()'s default): R frees a tensor only when it
+//   collects, and then hundreds at once; glibc handed that memory back to the system after each
+//   collection and faulted it in again at the next allocations (a 32x32 product from R took
+//   9.9 us, 6.2 with the memory kept; Python's 6.7, freeing one at a time).
 // - All of it: the benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator
 //   says why).
 extern "C" SEXP C_keep_freed_heap(SEXP trim_mb) {
   const double mb = Rf_asReal(trim_mb);
-  const int trim = mb < 0 ? -1 : static_cast<int>(mb * (1 << 20));
+  const double bytes = mb * (1 << 20);
+  const int trim = mb < 0 || bytes > INT_MAX ? -1 : static_cast<int>(bytes);
+  memory.keep_freed = mb < 0 ? INT64_MAX : static_cast<int64_t>(bytes);
   return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
                           mallopt(M_TRIM_THRESHOLD, trim) == 1);
 }
+
+// Gives the free memory of glibc's heap back to the system now (cpu_cache_flush()): what
+// C_keep_freed_heap() let it keep. Whether any was given back.
+extern "C" SEXP C_release_freed_heap() { return Rf_ScalarLogical(malloc_trim(0) == 1); }
 
 // The number of threads libtorch uses between operations (NULL reads). libtorch takes a new
 // number once, before any inter-op work: its error says so.

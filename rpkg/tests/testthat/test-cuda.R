@@ -138,3 +138,36 @@ test_that("the CUDA queries: current device, runtime version, generator states, 
   expect_output(stats <- cuda_memory_summary(), "allocated_bytes")
   expect_named(stats, c("allocated_bytes", "reserved_bytes", "active_bytes"))
 })
+
+test_that("the compute capability and the allocator's memory history and snapshot", {
+  skip_if_no_cuda()
+  capability <- cuda_get_device_capability()
+  expect_named(capability, c("Major", "Minor"))
+  expect_type(capability, "integer")
+  expect_true(capability[["Major"]] >= 3L)
+  # the driver's own answer, where its tool is here
+  smi <- Sys.which("nvidia-smi")
+  if (nzchar(smi)) {
+    cap <- system2(smi, c("--query-gpu=compute_cap", "--format=csv,noheader",
+                          paste0("--id=", cuda_current_device())), stdout = TRUE)
+    expect_identical(paste(capability, collapse = "."), trimws(cap[[1L]]))
+  }
+  expect_identical(cuda_get_device_capability(0), cuda_get_device_capability(cuda_current_device()))
+  cuda_record_memory_history("all", max_entries = 1000)
+  on.exit(cuda_record_memory_history(NULL))
+  x <- torch_empty(3 * 2^20, device = "cuda") # 12 MiB
+  snapshot <- cuda_memory_snapshot()
+  expect_type(snapshot, "raw")
+  # Python's pickle reads it: an allocation of x's size is among the recorded events.
+  read <- reticulate::import("pickle")$loads(reticulate::import_builtins()$bytes(snapshot))
+  expect_true(all(c("segments", "device_traces") %in% names(read)))
+  events <- unlist(read$device_traces, recursive = FALSE)
+  sizes <- vapply(events, function(e) as.numeric(e$size), numeric(1))
+  actions <- vapply(events, function(e) e$action, character(1))
+  expect_true(any(actions == "alloc" & sizes == 12 * 2^20))
+  path <- tempfile(fileext = ".pickle")
+  on.exit(unlink(path), add = TRUE)
+  cuda_dump_memory_snapshot(path)
+  expect_gt(file.size(path), 0)
+  expect_identical(readBin(path, "raw", 2L), snapshot[1:2])
+})

@@ -99,6 +99,63 @@ test_that("the package's full collection on demand counts as one and frees what 
   expect_equal(as_array(kept[1]), 1)
 })
 
+test_that("freed CPU memory is kept up to the configured size, and flushed on demand", {
+  # In a fresh R process (the test process's heap holds every earlier test's memory): 160 MiB of
+  # tensors of 4 MiB made and dropped, then the resident memory after the collection. R torch's
+  # options set before library() are the settings at load.
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script))
+  writeLines(c(
+    "options(torch.threshold_call_gc = 100, torch.cpu_cache_max_size_mb = 200)",
+    "suppressPackageStartupMessages(library(ampkit))",
+    "floor <- ampkit:::tensor_memory_stats()$floor / 2^20",
+    paste("resident <-", paste(deparse(resident), collapse = "\n")),
+    "churn <- function() {",
+    "  xs <- lapply(1:40, function(i) torch_ones(2^20))",
+    "  rm(xs)",
+    "  ampkit:::tensor_memory_collect()",
+    "  resident('VmRSS') / 2^20",
+    "}",
+    "base <- resident('VmRSS') / 2^20",
+    "kept <- churn()",
+    "released <- cpu_cache_flush()",
+    "flushed <- resident('VmRSS') / 2^20",
+    "set_cpu_allocator_config(cache_max_size_mb = 64)",
+    "capped <- churn()",
+    "set_cpu_allocator_config(cache_enabled = FALSE)",
+    "off <- churn()",
+    "cat(base, kept, flushed, capped, off, as.numeric(released), floor, '\\n')"
+  ), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
+  mib <- as.numeric(strsplit(trimws(utils::tail(out, 1L)), " ")[[1L]])
+  names(mib) <- c("base", "kept", "flushed", "capped", "off", "released", "floor")
+  expect_equal(mib[["floor"]], 100)
+  expect_gt(mib[["kept"]] - mib[["base"]], 120) # 200 MiB kept: all of it
+  expect_gt(mib[["kept"]] - mib[["flushed"]], 120)
+  expect_equal(mib[["released"]], 1) # TRUE: memory went back
+  expect_lt(mib[["capped"]] - mib[["base"]], 40) # 160 MiB free > 64: handed back
+  expect_lt(mib[["off"]] - mib[["base"]], 40)
+})
+
+test_that("set_cpu_allocator_config() sets the collection threshold and checks its arguments", {
+  old <- set_cpu_allocator_config(threshold_call_gc = 32)
+  on.exit(do.call(set_cpu_allocator_config, old))
+  expect_identical(old, list(threshold_call_gc = 64, cache_enabled = TRUE, cache_max_size_mb = 256))
+  expect_equal(ampkit:::tensor_memory_stats()$floor, 32 * 2^20)
+  expect_error(set_cpu_allocator_config(threshold_call_gc = 0),
+               "`threshold_call_gc` must be a number of MiB > 0, got 0.", fixed = TRUE,
+               class = "value_error")
+  expect_error(set_cpu_allocator_config(cache_max_size_mb = -1), "`cache_max_size_mb` must be",
+               class = "value_error")
+  expect_error(set_cpu_allocator_config(cache_enabled = NA), "`cache_enabled` must be TRUE or",
+               class = "value_error")
+  expect_equal(ampkit:::tensor_memory_stats()$floor, 32 * 2^20) # errors changed nothing
+  expect_warning(set_cpu_allocator_config(threshold_call_gc = 32, cache_min_block_size = 4096),
+                 "`cache_min_block_size` has no effect")
+  expect_error(set_cpu_allocator_config(cache_min_block_size = -1), "`cache_min_block_size`",
+               class = "value_error")
+})
+
 test_that("a collection due in a forward pass waits for the end of its backward pass", {
   # On CUDA (the rule's devices, switched on here for CPU tensors) a young collection costs the
   # host milliseconds while the GPU runs what is queued: little during a forward pass, the whole
