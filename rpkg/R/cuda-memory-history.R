@@ -39,8 +39,8 @@
 #' }
 cuda_record_memory_history <- function(enabled, context = "all", stacks = "all",
                                        max_entries = 1) {
-  if (!is.null(enabled)) enabled <- arg_choice(enabled, "enabled", c("state", "all"))
-  if (!is.null(context)) context <- arg_choice(context, "context", c("state", "alloc", "all"))
+  null_or_choice(enabled, "enabled", c("state", "all"))
+  null_or_choice(context, "context", c("state", "alloc", "all"))
   stacks <- arg_choice(stacks, "stacks", c("all", "python"))
   max_entries <- whole_number(max_entries, "max_entries")
   if (max_entries < 1) {
@@ -48,8 +48,10 @@ cuda_record_memory_history <- function(enabled, context = "all", stacks = "all",
           class = "value_error")
   }
   cuda_device_index(NULL)  # the error where there is no CUDA device
-  python_modules()$torch$cuda$memory$`_record_memory_history`(
-    enabled = enabled, context = context, stacks = stacks, max_entries = max_entries
+  builtins <- reticulate::import_builtins(convert = FALSE)
+  python_torch()$cuda$memory$`_record_memory_history`(
+    enabled = enabled, context = context, stacks = stacks,
+    max_entries = builtins$int(format(max_entries, scientific = FALSE)) # a Python int, any size
   )
   invisible(NULL)
 }
@@ -58,9 +60,12 @@ cuda_record_memory_history <- function(enabled, context = "all", stacks = "all",
 #' @export
 cuda_memory_snapshot <- function() {
   cuda_device_index(NULL)
-  snapshot <- python_modules()$torch$cuda$memory$`_snapshot`()
+  # Python objects from end to end: a dict through R would lose the addresses' upper bits (R's
+  # integers have 32).
+  snapshot <- python_torch()$cuda$memory$`_snapshot`()
   pickled <- reticulate::import("pickle", convert = FALSE)$dumps(snapshot)
-  reticulate::import_builtins()$bytearray(pickled)  # a bytearray reaches R as a raw vector
+  # a bytearray reaches R as a raw vector
+  reticulate::py_to_r(reticulate::import_builtins(convert = FALSE)$bytearray(pickled))
 }
 
 #' @rdname cuda_record_memory_history
@@ -72,4 +77,21 @@ cuda_dump_memory_snapshot <- function(filepath) {
   on.exit(close(con))
   writeBin(snapshot, con)
   invisible(NULL)
+}
+
+# Python's torch, its objects left in Python (python_modules() first: its error where Python's
+# ampkit is unavailable, its BLAS hook).
+python_torch <- function() {
+  python_modules()
+  reticulate::import("torch", convert = FALSE)
+}
+
+# NULL, or one of `choices` (R torch's "state"/"all"-like settings where NULL turns one off).
+null_or_choice <- function(x, name, choices) {
+  if (!is.null(x) && !(is.character(x) && length(x) == 1L && x %in% choices)) {
+    abort(sprintf("`%s` must be NULL or one of %s, got %s.", name,
+                  paste0("\"", choices, "\"", collapse = ", "), describe(x)),
+          class = "value_error")
+  }
+  invisible(x)
 }

@@ -695,8 +695,11 @@ cuda_reset_peak_memory <- function() invisible(.Call(C_cuda, "reset_peak", NULL)
 cuda_peak_memory <- function() cuda_memory_stats()$allocated_bytes$all$peak
 
 # The benchmark runners' allocator policy (ampkit.bench.measure.steady_allocator): glibc's
-# malloc keeps what it frees. Whether it could.
-steady_allocator <- function() .Call(C_keep_freed_heap, -1)
+# malloc keeps all it frees (cpu-allocator.R).
+steady_allocator <- function() {
+  set_cpu_allocator_config(threshold_call_gc = .cpu_allocator$config$threshold_call_gc,
+                           cache_max_size_mb = Inf)
+}
 
 # The collector's share of tensor memory (values.cpp): the bytes R tensors hold, the bytes made
 # since the last collection, the bytes alive after it, the floor, the young and the full

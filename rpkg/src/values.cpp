@@ -83,7 +83,8 @@ struct Memory {
   int64_t live_after = 0;             // `live` after the last collection
   int64_t live_after_full = 0;        // `live` after the last full collection: the working set
   int64_t floor = int64_t{64} << 20;  // set at load: set_cpu_allocator_config()'s default
-  int64_t keep_freed = int64_t{256} << 20;  // the most free heap kept after a collection
+  int64_t keep_freed = int64_t{256} << 20;  // the most freed heap kept after a collection
+  int64_t free_heap_low = 0;                // glibc's free heap at its low mark (above)
   int64_t collections = 0;                  // young collections run
   int64_t full_collections = 0;             // full collections run
   double seconds = 0;                       // spent in them
@@ -152,6 +153,34 @@ void run_gc(bool full) {
   }
 }
 
+// glibc's free heap (free chunks, the top included), in bytes.
+int64_t free_heap_bytes() {
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+  return static_cast<int64_t>(mallinfo2().fordblks);
+#else
+  return static_cast<int64_t>(static_cast<unsigned int>(mallinfo().fordblks));
+#endif
+}
+
+// Gives glibc's free heap back to the system, and takes what it counts as free after that as the
+// new low mark: malloc_trim() hands back the pages inside free chunks but leaves the chunks in
+// their bins, still counted as free.
+void release_freed_heap() {
+  malloc_trim(0);
+  memory.free_heap_low = free_heap_bytes();
+}
+
+// After a collection: when the free heap has grown by more than the bound since its low mark
+// (memory freed and not reused since), all of it goes back to the system. glibc's trim threshold
+// alone reaches only the free memory at the heap's top, and R's own allocations often sit above
+// the tensors freed.
+void release_freed_beyond_bound() {
+  if (memory.keep_freed == INT64_MAX) return;
+  const int64_t free_now = free_heap_bytes();
+  memory.free_heap_low = std::min(memory.free_heap_low, free_now);
+  if (free_now - memory.free_heap_low > memory.keep_freed) release_freed_heap();
+}
+
 // Runs R's collector (and so the finalizers of unreachable tensors): young, then full when the
 // tensors still alive hold half again as much as the working set (the live bytes after the last
 // full collection; at least `floor` more). Called where an R tensor was just made and protected;
@@ -166,12 +195,7 @@ void collect(bool full) {
     full = memory.live > bound;
   }
   if (full) run_gc(true);
-  // What the collection freed that glibc's heap keeps beyond its bound goes back to the system:
-  // its trim threshold alone reaches only the free memory at the heap's top, and R's own
-  // allocations often sit above the tensors freed.
-  if (memory.keep_freed<INT64_MAX&& static_cast<int64_t>(mallinfo2().fordblks)> memory.keep_freed) {
-    malloc_trim(0);
-  }
+  release_freed_beyond_bound();
   memory.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   memory.since_collection = 0;
@@ -773,7 +797,10 @@ extern "C" SEXP C_memory_collect() {
 }
 
 extern "C" SEXP C_memory_stats(SEXP floor_mb, SEXP defer_cpu) {
-  if (!Rf_isNull(floor_mb)) memory.floor = static_cast<int64_t>(Rf_asReal(floor_mb) * (1 << 20));
+  if (!Rf_isNull(floor_mb)) {  // at least a byte; int64's range, with room
+    memory.floor =
+        static_cast<int64_t>(std::min(std::max(Rf_asReal(floor_mb) * (1 << 20), 1.0), 0x1p62));
+  }
   if (!Rf_isNull(defer_cpu)) memory.defer_cpu = Rf_asLogical(defer_cpu) == TRUE;
   SEXP out = PROTECT(Rf_allocVector(REALSXP, 8));
   REAL(out)[0] = static_cast<double>(memory.live);
@@ -799,13 +826,24 @@ namespace {
 std::string address_of(const at::Tensor& t) {
   return std::to_string(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl()));
 }
+// A list of tensors (tensors_of()), every one there: NULL has no address and no value.
+std::vector<at::Tensor> defined_tensors_of(SEXP tensors) {
+  std::vector<at::Tensor> ts = tensors_of(tensors, "tensors");
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (!ts[i].defined()) {
+      value_error("`tensors` must be a list of tensors, got NULL at position " +
+                  std::to_string(i + 1) + ".");
+    }
+  }
+  return ts;
+}
 }  // namespace
 
 // The keys (address_of) of a list of tensors, in one call: an optimizer's step reads them for
 // every parameter (R's format() of each address cost ~10 us a tensor).
 extern "C" SEXP C_tensor_addresses(SEXP tensors) {
   AMPKIT_R_BEGIN
-  const std::vector<at::Tensor> ts = tensors_of(tensors, "tensors");
+  const std::vector<at::Tensor> ts = defined_tensors_of(tensors);
   SEXP out = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(ts.size())));
   for (size_t i = 0; i < ts.size(); ++i) {
     SET_STRING_ELT(out, static_cast<R_xlen_t>(i), Rf_mkChar(address_of(ts[i]).c_str()));
@@ -819,7 +857,7 @@ extern "C" SEXP C_tensor_addresses(SEXP tensors) {
 // which $item() one by one read at ~10 us each).
 extern "C" SEXP C_tensor_items(SEXP tensors) {
   AMPKIT_R_BEGIN
-  const std::vector<at::Tensor> ts = tensors_of(tensors, "tensors");
+  const std::vector<at::Tensor> ts = defined_tensors_of(tensors);
   SEXP out = PROTECT(Rf_allocVector(REALSXP, static_cast<R_xlen_t>(ts.size())));
   for (size_t i = 0; i < ts.size(); ++i) REAL(out)[i] = ts[i].item<double>();
   UNPROTECT(1);
@@ -1022,15 +1060,23 @@ extern "C" SEXP C_backend(SEXP what) {
 extern "C" SEXP C_keep_freed_heap(SEXP trim_mb) {
   const double mb = Rf_asReal(trim_mb);
   const double bytes = mb * (1 << 20);
-  const int trim = mb < 0 || bytes > INT_MAX ? -1 : static_cast<int>(bytes);
-  memory.keep_freed = mb < 0 ? INT64_MAX : static_cast<int64_t>(bytes);
-  return Rf_ScalarLogical(mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 &&
-                          mallopt(M_TRIM_THRESHOLD, trim) == 1);
+  const bool all = mb < 0 || bytes >= 0x1p62;  // int64's range, with room
+  const int trim = all || bytes > INT_MAX ? -1 : static_cast<int>(bytes);
+  const bool took =
+      mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
+  if (took) {
+    memory.keep_freed = all ? INT64_MAX : static_cast<int64_t>(bytes);
+    memory.free_heap_low = free_heap_bytes();
+  }
+  return Rf_ScalarLogical(took);
 }
 
 // Gives the free memory of glibc's heap back to the system now (cpu_cache_flush()): what
-// C_keep_freed_heap() let it keep. Whether any was given back.
-extern "C" SEXP C_release_freed_heap() { return Rf_ScalarLogical(malloc_trim(0) == 1); }
+// C_keep_freed_heap() let it keep.
+extern "C" SEXP C_release_freed_heap() {
+  release_freed_heap();
+  return R_NilValue;
+}
 
 // The number of threads libtorch uses between operations (NULL reads). libtorch takes a new
 // number once, before any inter-op work: its error says so.

@@ -173,6 +173,19 @@ test_that("dtypes and devices are objects that print as in R torch", {
   expect_error(torch_tensor(1, dtype = "float17"), class = "value_error")
 })
 
+test_that("the CUDA memory history's arguments are checked first, with a CUDA device or not", {
+  expect_error(cuda_record_memory_history("some"),
+               "`enabled` must be NULL or one of \"state\", \"all\", got \"some\".",
+               fixed = TRUE, class = "value_error")
+  expect_error(cuda_record_memory_history("all", context = "free"),
+               "`context` must be NULL or one of", class = "value_error")
+  expect_error(cuda_record_memory_history("all", stacks = "cpp"), "`stacks` must be one of",
+               class = "value_error")
+  expect_error(cuda_record_memory_history("all", max_entries = 0),
+               "`max_entries` must be at least 1, got 0.", fixed = TRUE, class = "value_error")
+  expect_error(cuda_dump_memory_snapshot(1), "`filepath` must be a string")
+})
+
 test_that("without a CUDA device, the CUDA queries are runtime errors (test-cuda.R: with one)", {
   skip_if(cuda_is_available(), "a CUDA device is here: test-cuda.R checks the queries")
   for (query in list(cuda_current_device, cuda_runtime_version, function() cuda_get_rng_state(0),
@@ -183,16 +196,6 @@ test_that("without a CUDA device, the CUDA queries are runtime errors (test-cuda
     expect_error(query(), "no CUDA device is available", class = "runtime_error")
   }
   expect_identical(cuda_device_count(), 0L)
-  # arguments are checked first, on any machine
-  expect_error(cuda_record_memory_history("some"), "`enabled` must be one of \"state\", \"all\"",
-               fixed = TRUE, class = "value_error")
-  expect_error(cuda_record_memory_history("all", context = "free"), "`context` must be one of",
-               class = "value_error")
-  expect_error(cuda_record_memory_history("all", stacks = "cpp"), "`stacks` must be one of",
-               class = "value_error")
-  expect_error(cuda_record_memory_history("all", max_entries = 0),
-               "`max_entries` must be at least 1, got 0.", fixed = TRUE, class = "value_error")
-  expect_error(cuda_dump_memory_snapshot(1), "`filepath` must be a string")
   # every device's generator states: none (R torch's)
   expect_identical(cuda_get_rng_state(), list())
   expect_null(cuda_set_rng_state(list()))
