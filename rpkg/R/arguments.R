@@ -32,7 +32,8 @@ describe_scalar <- function(x) {
 
 arg_string <- function(x, name, call = NULL, example = "such as \"cpu\" or \"cuda\"") {
   if (!is.character(x) || length(x) != 1L || is.na(x)) {
-    abort(sprintf("`%s` must be a string %s, got %s.", name, example, describe(x)), call)
+    abort(sprintf("`%s` must be a string %s, got %s.", name, example, describe(x)), call,
+          class = "value_error")
   }
   x
 }

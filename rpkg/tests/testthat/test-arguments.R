@@ -56,7 +56,8 @@ test_that("arg_flag() and arg_string() name the argument", {
                fixed = TRUE)
   expect_error(ampkit:::arg_flag(1, "enabled"), "got 1.", fixed = TRUE)
   expect_identical(ampkit:::arg_string("cpu", "device"), "cpu")
-  expect_error(ampkit:::arg_string(NA_character_, "device"), "`device` must be a string", )
+  expect_error(ampkit:::arg_string(NA_character_, "device"), "`device` must be a string",
+               class = "value_error")
   expect_error(ampkit:::arg_string(c("a", "b"), "device"), "a character vector of length 2")
 })
 

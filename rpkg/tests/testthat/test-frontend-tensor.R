@@ -183,7 +183,7 @@ test_that("the CUDA memory history's arguments are checked first, with a CUDA de
                class = "value_error")
   expect_error(cuda_record_memory_history("all", max_entries = 0),
                "`max_entries` must be at least 1, got 0.", fixed = TRUE, class = "value_error")
-  expect_error(cuda_dump_memory_snapshot(1), "`filepath` must be a string")
+  expect_error(cuda_dump_memory_snapshot(1), "`filepath` must be a string", class = "value_error")
 })
 
 test_that("without a CUDA device, the CUDA queries are runtime errors (test-cuda.R: with one)", {
