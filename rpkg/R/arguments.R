@@ -64,10 +64,13 @@ arg_number <- function(x, name, call = NULL, null_ok = FALSE) {
   as.double(x)
 }
 
-# One of `choices`, by name (a reduction, a mode).
-arg_choice <- function(x, name, choices) {
+# One of `choices`, by name (a reduction, a mode); with `null_ok`, NULL too (a setting turned off).
+arg_choice <- function(x, name, choices, null_ok = FALSE) {
+  if (null_ok && is.null(x)) {
+    return(NULL)
+  }
   if (!is.character(x) || length(x) != 1L || !x %in% choices) {
-    abort(sprintf("`%s` must be one of %s, got %s.", name,
+    abort(sprintf("`%s` must be %sone of %s, got %s.", name, if (null_ok) "NULL or " else "",
                   paste0("\"", choices, "\"", collapse = ", "), describe(x)),
           class = "value_error")
   }

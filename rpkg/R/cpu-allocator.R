@@ -53,11 +53,11 @@ set_cpu_allocator_config <- function(threshold_call_gc = 64, cache_enabled = TRU
   threshold_call_gc <- arg_number(threshold_call_gc, "threshold_call_gc")
   cache_enabled <- arg_flag(cache_enabled, "cache_enabled")
   cache_max_size_mb <- arg_number(cache_max_size_mb, "cache_max_size_mb")
-  if (is.nan(threshold_call_gc) || !(threshold_call_gc > 0) || !is.finite(threshold_call_gc)) {
+  if (!is.finite(threshold_call_gc) || threshold_call_gc <= 0) {
     abort(sprintf("`threshold_call_gc` must be a finite number of MiB > 0, got %s.",
                   describe(threshold_call_gc)), class = "value_error")
   }
-  if (is.nan(cache_max_size_mb) || !(cache_max_size_mb >= 0)) {
+  if (is.nan(cache_max_size_mb) || cache_max_size_mb < 0) {
     abort(sprintf("`cache_max_size_mb` must be a number of MiB >= 0 (Inf: all), got %s.",
                   describe(cache_max_size_mb)), class = "value_error")
   }

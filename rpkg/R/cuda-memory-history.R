@@ -39,8 +39,8 @@
 #' }
 cuda_record_memory_history <- function(enabled, context = "all", stacks = "all",
                                        max_entries = 1) {
-  null_or_choice(enabled, "enabled", c("state", "all"))
-  null_or_choice(context, "context", c("state", "alloc", "all"))
+  arg_choice(enabled, "enabled", c("state", "all"), null_ok = TRUE)
+  arg_choice(context, "context", c("state", "alloc", "all"), null_ok = TRUE)
   stacks <- arg_choice(stacks, "stacks", c("all", "python"))
   max_entries <- whole_number(max_entries, "max_entries")
   if (max_entries < 1) {
@@ -84,14 +84,4 @@ cuda_dump_memory_snapshot <- function(filepath) {
 python_torch <- function() {
   python_modules()
   reticulate::import("torch", convert = FALSE)
-}
-
-# NULL, or one of `choices` (R torch's "state"/"all"-like settings where NULL turns one off).
-null_or_choice <- function(x, name, choices) {
-  if (!is.null(x) && !(is.character(x) && length(x) == 1L && x %in% choices)) {
-    abort(sprintf("`%s` must be NULL or one of %s, got %s.", name,
-                  paste0("\"", choices, "\"", collapse = ", "), describe(x)),
-          class = "value_error")
-  }
-  invisible(x)
 }

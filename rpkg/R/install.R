@@ -17,6 +17,9 @@ libtorch_in_use <- function() {
   list(path = lib_dir, version = field("__version__"), cuda = field("cuda"))
 }
 
+# "torch 2.13.0+cpu (/path/to/torch/lib)": the libtorch in use, as the messages name it.
+libtorch_named <- function(lib = libtorch_in_use()) sprintf("torch %s (%s)", lib$version, lib$path)
+
 #' Install libtorch (R torch's installer)
 #'
 #' R torch downloads libtorch when `install_torch()` is called. ampkit uses the
@@ -45,10 +48,8 @@ libtorch_in_use <- function() {
 install_torch <- function(reinstall = FALSE, ..., .inform_restart = TRUE) {
   arg_flag(reinstall, "reinstall")
   arg_flag(.inform_restart, ".inform_restart")
-  lib <- libtorch_in_use()
   rlang::inform(c(
-    sprintf("ampkit uses the libtorch of PyTorch's torch %s (%s): nothing to download.",
-            lib$version, lib$path),
+    sprintf("ampkit uses the libtorch of PyTorch's %s: nothing to download.", libtorch_named()),
     i = paste("To use another libtorch, install that torch into the Python ampkit was installed",
               "against, then install ampkit's R package again (make setup).")
   ))
@@ -88,8 +89,7 @@ install_torch_sitrep <- function(verbose = TRUE) {
 install_torch_from_file <- function(version = NA, type = NA, libtorch, liblantern, ...) {
   abort(c(
     "install_torch_from_file() installs nothing in ampkit (R torch deprecated it as well).",
-    i = sprintf("ampkit uses the libtorch of PyTorch's torch %s (%s).",
-                libtorch_in_use()$version, libtorch_in_use()$path)
+    i = sprintf("ampkit uses the libtorch of PyTorch's %s.", libtorch_named())
   ), class = "runtime_error")
 }
 
@@ -98,7 +98,6 @@ install_torch_from_file <- function(version = NA, type = NA, libtorch, liblanter
 get_install_libs_url <- function(version = NA, type = NA) {
   abort(c(
     "ampkit downloads no libraries: there are no URLs to give.",
-    i = sprintf("It uses the libtorch of PyTorch's torch %s (%s).",
-                libtorch_in_use()$version, libtorch_in_use()$path)
+    i = sprintf("It uses the libtorch of PyTorch's %s.", libtorch_named())
   ), class = "runtime_error")
 }

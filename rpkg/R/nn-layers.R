@@ -265,8 +265,6 @@ nn_init_xavier_normal_ <- function(tensor, gain = 1) {
   init_no_grad(tensor$normal_(0, gain * sqrt(2 / sum(fan_in_out(tensor)))))
 }
 
-# PyTorch's reset_parameters() of Linear and the convolutions: kaiming_uniform(a = sqrt(5)) for the
-# weight, uniform(+-1/sqrt(fan_in)) for the bias.
 # PyTorch's kaiming initializers leave a tensor with a zero-size dimension as it is, warning.
 zero_element <- function(tensor) {
   check_tensor(tensor, "tensor")
@@ -277,6 +275,8 @@ zero_element <- function(tensor) {
   TRUE
 }
 
+# PyTorch's reset_parameters() of Linear and the convolutions: kaiming_uniform(a = sqrt(5)) for the
+# weight, uniform(+-1/sqrt(fan_in)) for the bias.
 reset_linear_like <- function(self) {
   nn_init_kaiming_uniform_(self$weight, a = sqrt(5))
   if (!is.null(self$bias)) {
