@@ -76,24 +76,31 @@ $(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
 
 test: setup test-cpp test-python test-r
 
+# The tests' temporary files (pytest's folders, R sessions' and their dataloader workers',
+# torch.distributed's error files, torch.compile's cache) go in build/tmp, inside the checkout and
+# emptied as each test target starts: in the system's folder, what a killed process or torch's
+# caches leave would outlive the checkout.
+TEST_TMP := $(CURDIR)/build/tmp
+WITH_TEST_TMP = rm -rf "$(TEST_TMP)" && mkdir -p "$(TEST_TMP)" && TMPDIR="$(TEST_TMP)"
+
 test-cpp:
 	@echo "== C++ tests (ctest)"
 	@test -x "$(BUILD_DIR)/ampkit_core_tests" || { echo "C++ tests were not built: GoogleTest is \
 	missing (apt-get install --no-install-recommends libgtest-dev), then run make test again."; exit 1; }
-	@ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
+	@$(WITH_TEST_TMP) ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 
 test-python:
 	@echo "== Python and parity tests (pytest)"
-	@$(PY) -m pytest -q
+	@$(WITH_TEST_TMP) $(PY) -m pytest -q
 
 test-r:
-	@bash tools/test_rpkg.sh "$(PY)"
+	@$(WITH_TEST_TMP) bash tools/test_rpkg.sh "$(PY)"
 
 bench: setup
 	@$(PY) -m ampkit bench $(BENCH_ARGS)
 
 parity: setup
-	@$(PY) -m pytest -q tests/parity -p no:cacheprovider --parity-report
+	@$(WITH_TEST_TMP) $(PY) -m pytest -q tests/parity -p no:cacheprovider --parity-report
 
 # Style: ruff (Python), clang-format (C++), lintr (R; it loads the installed package, found through
 # R_LIBS); the configurations are in the repository.

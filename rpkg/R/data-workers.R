@@ -160,8 +160,14 @@ worker_pool_start <- function(n, fetch, init_fn, globals, packages, timeout) {
   # dataloader_make_iter() makes the workers' draws reproducible.
   seeds <- vapply(seq_len(n), function(i) sample.int(1e6, 1L), integer(1))
   payload <- worker_serialize(list(fetch = fetch, init_fn = init_fn, globals = globals))
+  # The workers' temporary folders go inside this session's, so that R removes them with its own
+  # when it quits, even those of workers that were killed (busy ones, or an iterator dropped
+  # before its epoch ended) and could not remove theirs.
+  tmp <- file.path(tempdir(), "dataloader-workers")
+  dir.create(tmp, showWarnings = FALSE)
+  options <- callr::r_session_options(env = c(TMPDIR = tmp))
   for (i in seq_len(n)) {
-    pool$sessions[[i]] <- callr::r_session$new(wait = FALSE)
+    pool$sessions[[i]] <- callr::r_session$new(options = options, wait = FALSE)
   }
   for (i in seq_len(n)) {
     worker_wait(pool, i, "starting", timeout = 60000)
@@ -194,6 +200,7 @@ worker_wait <- function(pool, i, doing, timeout) { # nolint: cyclocomp_linter.
     # 301: a progress message from callr, not the result.
     if (!is.null(msg) && !identical(msg$code, 301L) && !identical(msg$code, 301)) break
   }
+  pool$busy[[i]] <- FALSE
   if (!is.null(msg$stdout) && nzchar(msg$stdout)) cat(msg$stdout)
   if (!is.null(msg$stderr) && nzchar(msg$stderr)) cat(msg$stderr, file = stderr())
   if (!is.null(msg$error)) {
@@ -212,9 +219,7 @@ worker_pool_send <- function(pool, i, index) {
 }
 
 worker_pool_receive <- function(pool, i) {
-  bytes <- worker_wait(pool, i, "getting a batch", timeout = pool$timeout)
-  pool$busy[[i]] <- FALSE
-  worker_unserialize(bytes)
+  worker_unserialize(worker_wait(pool, i, "getting a batch", timeout = pool$timeout))
 }
 
 # An error in the workers: they are stopped (one may still be busy, e.g. after a timeout) and
@@ -226,9 +231,13 @@ worker_pool_fail <- function(pool, message, parent = NULL) {
 }
 
 worker_pool_close <- function(pool) {
-  for (session in pool$sessions) {
-    try(session$kill(), silent = TRUE)
-    try(session$close(), silent = TRUE)
+  for (i in seq_along(pool$sessions)) {
+    session <- pool$sessions[[i]]
+    # An idle worker quits on its own once its input is closed, removing its temporary folder as
+    # it quits (a killed one leaves it until this session quits). A busy one (a timeout) is
+    # killed.
+    if (isTRUE(pool$busy[[i]])) try(session$kill(), silent = TRUE)
+    try(session$close(grace = 5000), silent = TRUE)
   }
   pool$sessions <- list()
   pool$busy <- logical()

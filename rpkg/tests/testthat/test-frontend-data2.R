@@ -328,6 +328,10 @@ test_that("workers (num_workers > 0): the same batches, in order, from backgroun
   expect_identical(as.numeric(a[[1]]$u), as.numeric(b[[1]]$u))
   expect_true(torch_equal(a[[2]]$t, b[[2]]$t))
   expect_identical(as.numeric(a[[2]]$k), c(20.5, 20.5))
+  # The workers made their temporary folders inside this session's, and removed them as they
+  # ended with their epoch.
+  expect_true(dir.exists(file.path(tempdir(), "dataloader-workers")))
+  expect_length(list.files(file.path(tempdir(), "dataloader-workers")), 0L)
 })
 
 test_that("workers: errors and timeouts are raised here; tensor fields warn and still work", {
@@ -342,8 +346,13 @@ test_that("workers: errors and timeouts are raised here; tensor fields warn and 
     Sys.sleep(5)
     i
   }, .length = function() 2)
+  workers_tmp <- file.path(tempdir(), "dataloader-workers")
+  before <- list.files(workers_tmp)
   it <- dataloader_make_iter(dataloader(slow(), batch_size = 2, num_workers = 1, timeout = 50))
   expect_error(dataloader_next(it), "timed out", class = "runtime_error")
+  # The killed worker could not remove its temporary folder: it is inside this session's, which
+  # R removes when it quits.
+  expect_length(setdiff(list.files(workers_tmp), before), 1L)
   held <- dataset(initialize = function() self$x <- torch_arange(1, 6)$view(c(3, 2)),
                   .getitem = function(i) self$x[i, ], .length = function() 3)
   expect_warning(dl <- dataloader(held(), batch_size = 3, num_workers = 1),
