@@ -3,8 +3,9 @@ NULL
 
 # R torch's ASGD, Rprop and Adadelta, with PyTorch's update rules and state (0-dim float32 step
 # counts, ASGD's eta and mu as 0-dim tensors): a state saved by PyTorch loads, and a step gives
-# torch.optim's numbers bit for bit. ATen's foreach ops do one call per group where PyTorch's
-# per-tensor update (its CPU default) does the same arithmetic tensor by tensor.
+# torch.optim's numbers bit for bit. Their steps run in C (src/optim.cpp): ASGD's and Rprop's
+# are PyTorch's per-tensor updates (its CPU default), Adadelta's does the same arithmetic with
+# ATen's foreach ops, one call per group.
 
 #' More optimizers: ASGD, Rprop, Adadelta
 #'
@@ -56,38 +57,11 @@ asgd_update <- function(group, params, grads, grad_scale, found_inf) {
          mu = torch_ones(size = integer(), device = p$device),
          ax = torch_zeros_like(p, memory_format = torch_preserve_format()))
   })
-  steps <- lapply(states, function(s) s$step)
-  axs <- lapply(states, function(s) s$ax)
-  if (group$maximize) grads <- torch__foreach_neg(grads)
-  torch__foreach_add_(steps, scalar = 1)
-  if (group$weight_decay != 0) {
-    grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
-  }
-  # PyTorch's per-tensor rule reads eta and mu (host values), decays the parameter by
-  # 1 - lambda * eta and adds -eta times the gradient (one rounding, as add's alpha):
-  # parameters that share eta (all of a group, but for ones that missed steps) share a call.
-  eta <- .Call(C_tensor_items, lapply(states, function(s) s$eta))
-  mu <- .Call(C_tensor_items, lapply(states, function(s) s$mu))
-  torch__foreach_mul_(params, scalars = 1 - group$lambda * eta)
-  for (idx in split(seq_along(params), match(eta, unique(eta)))) {
-    torch__foreach_add_(params[idx], grads[idx], alpha = -eta[[idx[[1L]]]])
-  }
-  avg <- which(mu != 1)
-  if (length(avg)) {
-    diff <- torch__foreach_sub(params[avg], axs[avg])
-    torch__foreach_mul_(diff, scalars = mu[avg])
-    torch__foreach_add_(axs[avg], diff)
-  }
-  for (i in which(mu == 1)) axs[[i]]$copy_(params[[i]])
-  # New eta and mu, from each step count in double precision (as Python's floats), stored as
-  # the state's float32 tensors.
-  step <- .Call(C_tensor_items, steps)
-  new_eta <- group$lr / ((1 + group$lambda * group$lr * step)^group$alpha)
-  new_mu <- 1 / pmax(1, step - group$t0)
-  for (i in seq_along(states)) {
-    states[[i]]$eta$fill_(new_eta[[i]])
-    states[[i]]$mu$fill_(new_mu[[i]])
-  }
+  .Call(C_asgd_update,
+        list(params, grads, lapply(states, function(s) s$ax), lapply(states, function(s) s$eta),
+             lapply(states, function(s) s$mu), lapply(states, function(s) s$step)),
+        as.double(c(group$lr, group$lambda, group$alpha, group$t0, group$weight_decay)),
+        isTRUE(group$maximize))
   invisible()
 }
 # nolint end
@@ -112,29 +86,15 @@ rprop_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
     list(step = torch_zeros(size = integer()),
          prev = torch_zeros_like(p, memory_format = torch_preserve_format()),
-         step_size = torch_full_like(p, group$lr, memory_format = torch_preserve_format()))
+         # A complex parameter's real and imaginary parts each start at lr (PyTorch's state).
+         step_size = torch_full_like(p, if (p$is_complex()) complex(real = group$lr,
+                                                                     imaginary = group$lr)
+                                     else group$lr, memory_format = torch_preserve_format()))
   })
-  etaminus <- group$etas[[1L]]
-  etaplus <- group$etas[[2L]]
-  prevs <- lapply(states, function(s) s$prev)
-  step_sizes <- lapply(states, function(s) s$step_size)
-  torch__foreach_add_(lapply(states, function(s) s$step), scalar = 1)
-  if (group$maximize) grads <- torch__foreach_neg(grads)
-  signs <- torch__foreach_mul(grads, prevs)
-  torch__foreach_sign_(signs)
-  for (sign in signs) {
-    # One after the other, as PyTorch's masked assignments: eta+ where the gradient kept its
-    # sign, eta- where it flipped, 1 where either was 0 (a NaN stays NaN).
-    sign$masked_fill_(sign$gt(0), etaplus)
-    sign$masked_fill_(sign$lt(0), etaminus)
-    sign$masked_fill_(sign$eq(0), 1)
-  }
-  torch__foreach_mul_(step_sizes, signs)
-  for (s in step_sizes) s$clamp_(group$step_sizes[[1L]], group$step_sizes[[2L]])
-  # Where the sign flipped the step is skipped and the gradient remembered as 0.
-  grads <- Map(function(g, sign) g$masked_fill(sign$eq(etaminus), 0), grads, signs)
-  torch__foreach_addcmul_(params, torch__foreach_sign(grads), step_sizes, value = -1)
-  torch__foreach_copy_(prevs, grads)
+  .Call(C_rprop_update,
+        list(params, grads, lapply(states, function(s) s$prev),
+             lapply(states, function(s) s$step_size), lapply(states, function(s) s$step)),
+        as.double(c(group$etas, group$step_sizes)), isTRUE(group$maximize))
   invisible()
 }
 # nolint end
@@ -175,26 +135,11 @@ adadelta_update <- function(group, params, grads, grad_scale, found_inf) {
          square_avg = torch_zeros_like(p, memory_format = torch_preserve_format()),
          acc_delta = torch_zeros_like(p, memory_format = torch_preserve_format()))
   })
-  rho <- group$rho
-  eps <- group$eps
-  square_avgs <- lapply(states, function(s) s$square_avg)
-  acc_deltas <- lapply(states, function(s) s$acc_delta)
-  torch__foreach_add_(lapply(states, function(s) s$step), scalar = 1)
-  if (group$maximize) grads <- torch__foreach_neg(grads)
-  if (group$weight_decay != 0) {
-    grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
-  }
-  torch__foreach_mul_(square_avgs, scalar = rho)
-  torch__foreach_addcmul_(square_avgs, grads, grads, value = 1 - rho)
-  std <- torch__foreach_add(square_avgs, scalar = eps)
-  torch__foreach_sqrt_(std)
-  deltas <- torch__foreach_add(acc_deltas, scalar = eps)
-  torch__foreach_sqrt_(deltas)
-  torch__foreach_div_(deltas, std)
-  torch__foreach_mul_(deltas, grads)
-  torch__foreach_mul_(acc_deltas, scalar = rho)
-  torch__foreach_addcmul_(acc_deltas, deltas, deltas, value = 1 - rho)
-  torch__foreach_add_(params, deltas, alpha = -group$lr)
+  .Call(C_adadelta_update,
+        list(params, grads, lapply(states, function(s) s$square_avg),
+             lapply(states, function(s) s$acc_delta), lapply(states, function(s) s$step)),
+        as.double(c(group$lr, group$rho, group$eps, group$weight_decay)),
+        isTRUE(group$maximize))
   invisible()
 }
 # nolint end

@@ -504,27 +504,20 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
   if (isTRUE(group$fused)) {
     return(fused_sgd(private, group, params, grads, grad_scale, found_inf))
   }
-  lr <- group$lr
-  if (group$maximize) grads <- torch__foreach_neg(grads)
-  if (group$weight_decay != 0) {
-    grads <- torch__foreach_add(grads, params, alpha = group$weight_decay)
-  }
-  if (group$momentum != 0) {
+  momentum <- group$momentum
+  bufs <- list()
+  if (momentum != 0) {
     bufs <- lapply(unname(self$state$map[tensor_addresses(params)]),
                    function(s) s$momentum_buffer)
-    fresh <- vapply(bufs, is.null, NA)
-    if (any(!fresh)) {
-      old <- bufs[!fresh]
-      torch__foreach_mul_(old, scalar = group$momentum)
-      torch__foreach_add_(old, grads[!fresh], alpha = 1 - group$dampening)
-    }
-    for (i in which(fresh)) {
-      bufs[[i]] <- grads[[i]]$clone()$detach()
-    }
-    private$set_states(params, lapply(bufs, function(b) list(momentum_buffer = b)))
-    grads <- if (group$nesterov) torch__foreach_add(grads, bufs, alpha = group$momentum) else bufs
   }
-  torch__foreach_add_(params, grads, alpha = -lr)
+  made <- .Call(C_sgd_update, list(params, grads, bufs),
+                as.double(c(group$lr, momentum, group$dampening, group$weight_decay)),
+                c(isTRUE(group$nesterov), isTRUE(group$maximize)))
+  fresh <- which(vapply(bufs, is.null, NA))
+  if (length(fresh)) {
+    private$set_states(params[fresh], lapply(made[fresh], function(b) list(momentum_buffer = b)))
+  }
+  invisible()
 }
 # nolint end
 
@@ -655,7 +648,7 @@ optim_adamw <- optimizer_generator(function(params, lr = 0.001, betas = c(0.9, 0
   adam_like(OptimAdamw, params, lr, betas, eps, weight_decay, amsgrad, maximize, fused)
 }, OptimAdamw)
 
-# ---- RMSprop and Adagrad (per tensor, as PyTorch's CPU default) ----------------------------------
+# ---- RMSprop and Adagrad (per tensor, as PyTorch's CPU default, in C: src/optim.cpp) -------------
 
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
@@ -665,27 +658,14 @@ rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
     if (group$centered) s$grad_avg <- torch_zeros_like(p)
     s
   })
-  for (i in seq_along(params)) {
-    p <- params[[i]]
-    g <- grads[[i]]
-    s <- states[[i]]
-    s$step$add_(1)
-    if (group$weight_decay != 0) g <- g$add(p, alpha = group$weight_decay)
-    s$square_avg$mul_(group$alpha)$addcmul_(g, g, value = 1 - group$alpha)
-    if (group$centered) {
-      s$grad_avg$lerp_(g, 1 - group$alpha)
-      avg <- s$square_avg$addcmul(s$grad_avg, s$grad_avg, value = -1)$sqrt_()
-    } else {
-      avg <- s$square_avg$sqrt()
-    }
-    avg <- avg$add_(group$eps)
-    if (group$momentum > 0) {
-      s$momentum_buffer$mul_(group$momentum)$addcdiv_(g, avg)
-      p$add_(s$momentum_buffer, alpha = -group$lr)
-    } else {
-      p$addcdiv_(g, avg, value = -group$lr)
-    }
-  }
+  .Call(C_rmsprop_update,
+        list(params, grads, lapply(states, function(s) s$square_avg),
+             if (group$centered) lapply(states, function(s) s$grad_avg) else list(),
+             if (group$momentum > 0) lapply(states, function(s) s$momentum_buffer) else list(),
+             lapply(states, function(s) s$step)),
+        as.double(c(group$lr, group$alpha, group$eps, group$weight_decay, group$momentum)),
+        isTRUE(group$centered))
+  invisible()
 }
 # nolint end
 
@@ -711,18 +691,10 @@ adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
     list(step = torch_zeros(size = integer()),
          sum = torch_full_like(p, group$initial_accumulator_value))
   })
-  for (i in seq_along(params)) {
-    p <- params[[i]]
-    g <- grads[[i]]
-    s <- states[[i]]
-    s$step$add_(1)
-    step <- s$step$item()
-    if (group$weight_decay != 0) g <- g$add(p, alpha = group$weight_decay)
-    clr <- group$lr / (1 + (step - 1) * group$lr_decay)
-    s$sum$addcmul_(g, g, value = 1)
-    std <- s$sum$sqrt()$add_(group$eps)
-    p$addcdiv_(g, std, value = -clr)
-  }
+  .Call(C_adagrad_update,
+        list(params, grads, lapply(states, function(s) s$sum), lapply(states, function(s) s$step)),
+        as.double(c(group$lr, group$lr_decay, group$weight_decay, group$eps)), logical())
+  invisible()
 }
 # nolint end
 

@@ -118,7 +118,13 @@
   AMPKIT_ENTRY(C_ignite_zero_grad, 1) \
   AMPKIT_ENTRY(C_ignite_states, 3) \
   AMPKIT_ENTRY(C_ignite_set_states, 3) \
-  AMPKIT_ENTRY(C_foreach_adam, 3)
+  AMPKIT_ENTRY(C_foreach_adam, 3) \
+  AMPKIT_ENTRY(C_sgd_update, 3) \
+  AMPKIT_ENTRY(C_rmsprop_update, 3) \
+  AMPKIT_ENTRY(C_adagrad_update, 3) \
+  AMPKIT_ENTRY(C_rprop_update, 3) \
+  AMPKIT_ENTRY(C_asgd_update, 3) \
+  AMPKIT_ENTRY(C_adadelta_update, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);
 #define AMPKIT_ARGS_0 void

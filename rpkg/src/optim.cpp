@@ -9,8 +9,10 @@
 // libtorch's (R torch's extra group entries such as `initial_lr`); the options libtorch knows
 // live only in libtorch's groups, so a step always uses what R last set.
 //
-// optim_adam()'s and optim_adamw()'s unfused step (C_foreach_adam): PyTorch's Python rule, the
-// ATen foreach ops R/optim.R ran one by one from R, in the same order (the end of this file).
+// The steps of optim_sgd(), optim_adam() and optim_adamw() unfused, optim_rmsprop(),
+// optim_adagrad(), optim_rprop(), optim_asgd() and optim_adadelta() (C_foreach_adam, C_*_update):
+// PyTorch's Python rules, the ATen ops R/optim.R and R/optim-more.R ran one by one from R, in the
+// same order (the end of this file).
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -519,6 +521,55 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
 // ---- optim_adam's foreach step
 // ---------------------------------------------------------------------
 
+// The arguments of the update entries below, from R/optim.R: `tensors` a list of tensor lists
+// (the parameters first), `numbers` doubles and `flags` logicals, each of a fixed length. A
+// list of another length than the parameters' is refused where the update reads it.
+struct UpdateArgs {
+  std::vector<std::vector<at::Tensor>> lists;
+  const double* numbers;
+  const int* flags;
+  size_t n;  // the parameters
+
+  UpdateArgs(const char* entry, SEXP tensors, int n_lists, SEXP numbers, int n_numbers, SEXP flags,
+             int n_flags) {
+    if (TYPEOF(tensors) != VECSXP || Rf_xlength(tensors) != n_lists || TYPEOF(numbers) != REALSXP ||
+        Rf_xlength(numbers) != n_numbers || TYPEOF(flags) != LGLSXP ||
+        Rf_xlength(flags) != n_flags) {
+      value_error(std::string(entry) + ": expected " + std::to_string(n_lists) + " tensor lists, " +
+                  std::to_string(n_numbers) + " numbers and " + std::to_string(n_flags) +
+                  " flags.");
+    }
+    for (int i = 0; i < n_lists; ++i) lists.push_back(tensors_of(VECTOR_ELT(tensors, i), entry));
+    this->numbers = REAL(numbers);
+    this->flags = LOGICAL(flags);
+    n = lists[0].size();
+    entry_ = entry;
+  }
+  bool flag(int i) const { return flags[i] == TRUE; }
+  // List i, which the update reads: as many tensors as parameters, each there (not NULL).
+  std::vector<at::Tensor>& list(int i) {
+    auto& ts = lists[static_cast<size_t>(i)];
+    if (ts.size() != n) value_error(std::string(entry_) + ": the tensor lists differ in length.");
+    for (const auto& t : ts) {
+      if (!t.defined()) value_error(std::string(entry_) + ": a state tensor is missing (NULL).");
+    }
+    return ts;
+  }
+
+ private:
+  const char* entry_;
+};
+
+// A complex tensor as pairs of reals, as PyTorch's updates view them (an update's arithmetic is
+// then on the real and imaginary parts apart: a squared gradient is not a complex square).
+at::Tensor as_real(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
+std::vector<at::Tensor> as_real(const std::vector<at::Tensor>& ts) {
+  std::vector<at::Tensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(as_real(t));
+  return out;
+}
+
 // PyTorch's _multi_tensor_adam (capturable and differentiable off) over one group: `tensors` is
 // list(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps), `numbers` c(lr, beta1,
 // beta2, weight_decay, eps), `flags` c(amsgrad, maximize, decoupled (AdamW), cuda). Each op is the
@@ -527,25 +578,15 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
 // without a device sync, as PyTorch's.
 extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  if (TYPEOF(tensors) != VECSXP || Rf_xlength(tensors) != 6 || TYPEOF(numbers) != REALSXP ||
-      Rf_xlength(numbers) != 5 || TYPEOF(flags) != LGLSXP || Rf_xlength(flags) != 4) {
-    value_error("C_foreach_adam: expected 6 tensor lists, 5 numbers and 4 flags.");
-  }
-  const auto params = tensors_of(VECTOR_ELT(tensors, 0), "params");
-  auto grads = tensors_of(VECTOR_ELT(tensors, 1), "grads");
-  const auto exp_avgs = tensors_of(VECTOR_ELT(tensors, 2), "exp_avgs");
-  const auto exp_avg_sqs = tensors_of(VECTOR_ELT(tensors, 3), "exp_avg_sqs");
-  const auto max_sqs = tensors_of(VECTOR_ELT(tensors, 4), "max_exp_avg_sqs");
-  const auto steps = tensors_of(VECTOR_ELT(tensors, 5), "steps");
-  const double lr = REAL(numbers)[0], beta1 = REAL(numbers)[1], beta2 = REAL(numbers)[2];
-  const double weight_decay = REAL(numbers)[3], eps = REAL(numbers)[4];
-  const bool amsgrad = LOGICAL(flags)[0] == TRUE, maximize = LOGICAL(flags)[1] == TRUE;
-  const bool decoupled = LOGICAL(flags)[2] == TRUE, cuda = LOGICAL(flags)[3] == TRUE;
-  const size_t n = params.size();
-  if (grads.size() != n || exp_avgs.size() != n || exp_avg_sqs.size() != n || steps.size() != n ||
-      (amsgrad && max_sqs.size() != n)) {
-    value_error("C_foreach_adam: the tensor lists differ in length.");
-  }
+  UpdateArgs a("C_foreach_adam", tensors, 6, numbers, 5, flags, 4);
+  const double lr = a.numbers[0], beta1 = a.numbers[1], beta2 = a.numbers[2];
+  const double weight_decay = a.numbers[3], eps = a.numbers[4];
+  const bool amsgrad = a.flag(0), maximize = a.flag(1), decoupled = a.flag(2), cuda = a.flag(3);
+  const auto params = as_real(a.list(0));
+  auto grads = as_real(a.list(1));
+  const auto exp_avgs = as_real(a.list(2));
+  const auto exp_avg_sqs = as_real(a.list(3));
+  const auto& steps = a.list(5);
   at::NoGradGuard no_grad;
   if (maximize) grads = at::_foreach_neg(grads);
   at::_foreach_add_(steps, 1.0);
@@ -572,6 +613,7 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   }
   std::vector<at::Tensor> denom;
   if (amsgrad) {
+    const auto max_sqs = as_real(a.list(4));
     at::_foreach_maximum_(max_sqs, exp_avg_sqs);
     denom = at::_foreach_sqrt(max_sqs);
   } else {
@@ -580,6 +622,235 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   at::_foreach_div_(denom, bias2_sqrt);
   at::_foreach_add_(denom, eps);
   at::_foreach_addcdiv_(params, exp_avgs, denom, step_size);
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// PyTorch's SGD (its per-tensor arithmetic, as ATen's foreach ops over the group, one call
+// each): `tensors` is list(params, grads, momentum_buffers), a buffer NULL where its parameter
+// has none yet (made here from the gradient, as PyTorch makes it), `numbers` c(lr, momentum,
+// dampening, weight_decay), `flags` c(nesterov, maximize). Returns the buffers made (a list,
+// NULL where one was given), or NULL without momentum.
+extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_sgd_update", tensors, 3, numbers, 4, flags, 2);
+  const double lr = a.numbers[0], momentum = a.numbers[1], dampening = a.numbers[2];
+  const double weight_decay = a.numbers[3];
+  const bool nesterov = a.flag(0), maximize = a.flag(1);
+  const auto& params = a.list(0);
+  auto grads = a.list(1);
+  auto& bufs = a.lists[2];
+  if (momentum != 0 && bufs.size() != a.n) {
+    value_error("C_sgd_update: the tensor lists differ in length.");
+  }
+  at::NoGradGuard no_grad;
+  if (maximize) grads = at::_foreach_neg(grads);
+  if (weight_decay != 0) grads = at::_foreach_add(grads, params, weight_decay);
+  std::vector<at::Tensor> made(momentum != 0 ? a.n : 0);
+  if (momentum != 0) {
+    std::vector<at::Tensor> old_bufs, old_grads;
+    for (size_t i = 0; i < a.n; ++i) {
+      if (bufs[i].defined()) {
+        old_bufs.push_back(bufs[i]);
+        old_grads.push_back(grads[i]);
+      }
+    }
+    if (!old_bufs.empty()) {
+      at::_foreach_mul_(old_bufs, momentum);
+      at::_foreach_add_(old_bufs, old_grads, 1 - dampening);
+    }
+    for (size_t i = 0; i < a.n; ++i) {
+      if (!bufs[i].defined()) bufs[i] = made[i] = grads[i].clone().detach();
+    }
+    grads = nesterov ? at::_foreach_add(grads, bufs, momentum) : bufs;
+  }
+  at::_foreach_add_(params, grads, -lr);
+  if (momentum == 0) return R_NilValue;
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, static_cast<R_xlen_t>(a.n)));
+  for (size_t i = 0; i < a.n; ++i) {
+    if (made[i].defined()) SET_VECTOR_ELT(out, static_cast<R_xlen_t>(i), make_tensor(made[i]));
+  }
+  UNPROTECT(1);
+  return out;
+  AMPKIT_R_END
+}
+
+// PyTorch's _single_tensor_rmsprop (its CPU default; differentiable and capturable off):
+// `tensors` is list(params, grads, square_avgs, grad_avgs, momentum_buffers, steps), `numbers`
+// c(lr, alpha, eps, weight_decay, momentum), `flags` c(centered). The ops and scalars of
+// torch.optim.RMSprop in its order, tensor by tensor, so the step is PyTorch's to the bit (in C,
+// not ~8 calls of R, ~4 us each, per parameter).
+extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_rmsprop_update", tensors, 6, numbers, 5, flags, 1);
+  const double lr = a.numbers[0], alpha = a.numbers[1], eps = a.numbers[2];
+  const double weight_decay = a.numbers[3], momentum = a.numbers[4];
+  const bool centered = a.flag(0);
+  const auto& params = a.list(0);
+  const auto& grads = a.list(1);
+  const auto& square_avgs = a.list(2);
+  const auto& steps = a.list(5);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < a.n; ++i) {
+    steps[i].add_(1);
+    at::Tensor grad = grads[i];
+    if (weight_decay != 0) grad = grad.add(params[i], weight_decay);
+    grad = as_real(grad);
+    const at::Tensor param = as_real(params[i]);
+    const at::Tensor square_avg = as_real(square_avgs[i]);
+    square_avg.mul_(alpha).addcmul_(grad, grad, 1 - alpha);
+    at::Tensor avg;
+    if (centered) {
+      const at::Tensor grad_avg = as_real(a.list(3)[i]);
+      grad_avg.lerp_(grad, 1 - alpha);
+      avg = square_avg.addcmul(grad_avg, grad_avg, -1).sqrt_();
+    } else {
+      avg = square_avg.sqrt();
+    }
+    avg.add_(eps);
+    if (momentum > 0) {
+      const at::Tensor buf = as_real(a.list(4)[i]);
+      buf.mul_(momentum).addcdiv_(grad, avg);
+      param.add_(buf, -lr);
+    } else {
+      param.addcdiv_(grad, avg, -lr);
+    }
+  }
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// PyTorch's _single_tensor_adagrad for dense gradients (its CPU default): `tensors` is
+// list(params, grads, sums, steps), `numbers` c(lr, lr_decay, weight_decay, eps). Each step's
+// learning rate is computed from the count read back (a host read, as PyTorch's).
+extern "C" SEXP C_adagrad_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_adagrad_update", tensors, 4, numbers, 4, flags, 0);
+  const double lr = a.numbers[0], lr_decay = a.numbers[1], weight_decay = a.numbers[2];
+  const double eps = a.numbers[3];
+  const auto& params = a.list(0);
+  const auto& grads = a.list(1);
+  const auto& sums = a.list(2);
+  const auto& steps = a.list(3);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < a.n; ++i) {
+    steps[i].add_(1);
+    const double step = steps[i].item<double>();
+    at::Tensor grad = grads[i];
+    if (weight_decay != 0) grad = grad.add(params[i], weight_decay);
+    const double clr = lr / (1 + (step - 1) * lr_decay);
+    grad = as_real(grad);
+    const at::Tensor sum = as_real(sums[i]);
+    sum.addcmul_(grad, grad, 1);
+    const at::Tensor std = sum.sqrt().add_(eps);
+    as_real(params[i]).addcdiv_(grad, std, -clr);
+  }
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// PyTorch's _single_tensor_rprop (its CPU default): `tensors` is list(params, grads, prevs,
+// step_sizes, steps), `numbers` c(etaminus, etaplus, step_size_min, step_size_max), `flags`
+// c(maximize). PyTorch's masked assignments (sign[sign.gt(0)] = etaplus) are masked fills, one
+// after the other: a NaN sign stays NaN.
+extern "C" SEXP C_rprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_rprop_update", tensors, 5, numbers, 4, flags, 1);
+  const double etaminus = a.numbers[0], etaplus = a.numbers[1];
+  const double step_size_min = a.numbers[2], step_size_max = a.numbers[3];
+  const bool maximize = a.flag(0);
+  const auto& params = a.list(0);
+  const auto& grads = a.list(1);
+  const auto& prevs = a.list(2);
+  const auto& step_sizes = a.list(3);
+  const auto& steps = a.list(4);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < a.n; ++i) {
+    at::Tensor grad = maximize ? grads[i].neg() : grads[i];
+    steps[i].add_(1);
+    grad = as_real(grad);
+    const at::Tensor prev = as_real(prevs[i]);
+    const at::Tensor step_size = as_real(step_sizes[i]);
+    const at::Tensor sign = grad.mul(prev).sign();
+    sign.masked_fill_(sign.gt(0), etaplus);
+    sign.masked_fill_(sign.lt(0), etaminus);
+    sign.masked_fill_(sign.eq(0), 1);
+    step_size.mul_(sign).clamp_(step_size_min, step_size_max);
+    // Where the sign flipped, no step, and the gradient is remembered as 0.
+    grad = grad.masked_fill(sign.eq(etaminus), 0);
+    as_real(params[i]).addcmul_(grad.sign(), step_size, -1);
+    prev.copy_(grad);
+  }
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// PyTorch's _single_tensor_asgd (its CPU default): `tensors` is list(params, grads, axs, etas,
+// mus, steps), `numbers` c(lr, lambda, alpha, t0, weight_decay), `flags` c(maximize). eta and mu
+// are read back (host reads, as PyTorch's) and written from the step count in double precision,
+// as Python's floats, into their float32 tensors.
+extern "C" SEXP C_asgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_asgd_update", tensors, 6, numbers, 5, flags, 1);
+  const double lr = a.numbers[0], lambd = a.numbers[1], alpha = a.numbers[2];
+  const double t0 = a.numbers[3], weight_decay = a.numbers[4];
+  const bool maximize = a.flag(0);
+  const auto& params = a.list(0);
+  const auto& grads = a.list(1);
+  const auto& axs = a.list(2);
+  const auto& etas = a.list(3);
+  const auto& mus = a.list(4);
+  const auto& steps = a.list(5);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < a.n; ++i) {
+    at::Tensor grad = as_real(maximize ? grads[i].neg() : grads[i]);
+    const at::Tensor param = as_real(params[i]);
+    const at::Tensor ax = as_real(axs[i]);
+    steps[i].add_(1);
+    if (weight_decay != 0) grad = grad.add(param, weight_decay);
+    const double eta = etas[i].item<double>();
+    param.mul_(1 - lambd * eta);
+    param.add_(grad, -eta);
+    if (mus[i].item<double>() != 1) {
+      ax.add_(param.sub(ax).mul_(mus[i]));
+    } else {
+      ax.copy_(param);
+    }
+    const double step = steps[i].item<double>();
+    etas[i].fill_(lr / std::pow(1 + lambd * lr * step, alpha));
+    mus[i].fill_(1 / std::max(1.0, step - t0));
+  }
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// PyTorch's Adadelta (its per-tensor arithmetic, as ATen's foreach ops over the group):
+// `tensors` is list(params, grads, square_avgs, acc_deltas, steps), `numbers` c(lr, rho, eps,
+// weight_decay), `flags` c(maximize).
+extern "C" SEXP C_adadelta_update(SEXP tensors, SEXP numbers, SEXP flags) {
+  AMPKIT_R_BEGIN
+  UpdateArgs a("C_adadelta_update", tensors, 5, numbers, 4, flags, 1);
+  const double lr = a.numbers[0], rho = a.numbers[1], eps = a.numbers[2];
+  const double weight_decay = a.numbers[3];
+  const auto params = as_real(a.list(0));
+  auto grads = as_real(a.list(1));
+  const auto square_avgs = as_real(a.list(2));
+  const auto acc_deltas = as_real(a.list(3));
+  at::NoGradGuard no_grad;
+  at::_foreach_add_(a.list(4), 1.0);
+  if (a.flag(0)) grads = at::_foreach_neg(grads);
+  if (weight_decay != 0) grads = at::_foreach_add(grads, params, weight_decay);
+  at::_foreach_mul_(square_avgs, rho);
+  at::_foreach_addcmul_(square_avgs, grads, grads, 1 - rho);
+  auto std = at::_foreach_add(square_avgs, eps);
+  at::_foreach_sqrt_(std);
+  auto deltas = at::_foreach_add(acc_deltas, eps);
+  at::_foreach_sqrt_(deltas);
+  at::_foreach_div_(deltas, std);
+  at::_foreach_mul_(deltas, grads);
+  at::_foreach_mul_(acc_deltas, rho);
+  at::_foreach_addcmul_(acc_deltas, deltas, deltas, 1 - rho);
+  at::_foreach_add_(params, deltas, -lr);
   return R_NilValue;
   AMPKIT_R_END
 }

@@ -245,6 +245,8 @@ OPS = {
     "with_autocast enter+exit": ("with ampkit.autocast(device):\n    pass", 3.0),
     "scaler scale/step/update": ("scaler.scale(loss); scaler.step(opt); scaler.update()", None),
     "optim_adam step, nn_linear(10, 32)": ("adam.step()", None),
+    "optim_sgd step, momentum, nn_linear(10, 32)": ("sgd.step()", None),
+    "optim_rmsprop step, nn_linear(10, 32)": ("rmsprop.step()", None),
 }
 
 
@@ -263,6 +265,8 @@ def _op_fixtures(device: str) -> Dict[str, Any]:
             "scaler": ampkit.GradScaler(device),
             "opt": torch.optim.SGD(linear.parameters(), lr=0.0),
             "adam": torch.optim.Adam(linear.parameters(), lr=0.0),
+            "sgd": torch.optim.SGD(linear.parameters(), lr=0.0, momentum=0.9),
+            "rmsprop": torch.optim.RMSprop(linear.parameters(), lr=0.0),
             "loss": torch.ones(1, device=device)}
 
 

@@ -220,7 +220,9 @@ OPS <- list( # nolint: object_name_linter.
     scaler$step(opt)
     scaler$update()
   }),
-  "optim_adam step, nn_linear(10, 32)" = quote(adam$step())
+  "optim_adam step, nn_linear(10, 32)" = quote(adam$step()),
+  "optim_sgd step, momentum, nn_linear(10, 32)" = quote(sgd$step()),
+  "optim_rmsprop step, nn_linear(10, 32)" = quote(rmsprop$step())
 )
 
 fixtures <- function() {
@@ -233,6 +235,8 @@ fixtures <- function() {
     linear = linear, input = torch_randn(32, 10, device = device),
     scaler = amp_grad_scaler(device), opt = optim_sgd(linear$parameters, lr = 0),
     adam = optim_adam(linear$parameters, lr = 0),
+    sgd = optim_sgd(linear$parameters, lr = 0, momentum = 0.9),
+    rmsprop = optim_rmsprop(linear$parameters, lr = 0),
     loss = torch_ones(1, device = device), device = device
   ), parent = globalenv())
   lapply(OPS, function(expr) {

@@ -172,6 +172,41 @@ test_that("R torch's optimizers step as torch.optim, RMSprop and Adagrad include
   expect_same_parameters2(res$r, res$py)
 })
 
+test_that("complex parameters step as torch.optim's, which views them as pairs of reals", {
+  skip_if_no_ampkit()
+  optim <- pt()$optim
+  cases <- list(
+    list(function(p) optim_rmsprop(p, lr = 0.01, momentum = 0.5, centered = TRUE),
+         function(p) optim$RMSprop(p, lr = 0.01, momentum = 0.5, centered = TRUE)),
+    list(function(p) optim_adagrad(p, lr = 0.1, weight_decay = 0.1),
+         function(p) optim$Adagrad(p, lr = 0.1, weight_decay = 0.1)),
+    list(function(p) optim_rprop(p, lr = 0.1), function(p) optim$Rprop(p, lr = 0.1)),
+    list(function(p) optim_asgd(p, lr = 0.1, t0 = 1), function(p) optim$ASGD(p, lr = 0.1, t0 = 1)),
+    list(function(p) optim_adam(p, lr = 0.1, amsgrad = TRUE),
+         function(p) optim$Adam(p, lr = 0.1, amsgrad = TRUE)),
+    list(function(p) optim_adamw(p, lr = 0.1), function(p) optim$AdamW(p, lr = 0.1)),
+    list(function(p) optim_sgd(p, lr = 0.1, momentum = 0.9, weight_decay = 0.1),
+         function(p) optim$SGD(p, lr = 0.1, momentum = 0.9, weight_decay = 0.1)),
+    list(function(p) optim_adadelta(p, weight_decay = 0.1),
+         function(p) optim$Adadelta(p, weight_decay = 0.1))
+  )
+  for (case in cases) {
+    torch_manual_seed(3)
+    w <- torch_randn(4, dtype = torch_cfloat())$requires_grad_(TRUE)
+    w_py <- to_py(w$detach()$clone()$requires_grad_(TRUE))
+    opt <- case[[1]](list(w))
+    py_opt <- case[[2]](list(w_py))
+    for (i in 1:4) {
+      g <- torch_randn(4, dtype = torch_cfloat())
+      w$grad <- g
+      w_py$grad <- to_py(g$clone())
+      opt$step()
+      py_opt$step()
+    }
+    expect_true(same_tensor(w, w_py), label = class(opt)[[1]])
+  }
+})
+
 test_that("optim_lbfgs steps as torch.optim.LBFGS does, bit for bit", {
   skip_if_no_ampkit()
   res <- lbfgs_both(list(), list())
