@@ -77,20 +77,24 @@ Optimizer <- R6::R6Class(
       invisible(NULL)
     },
     step = function(closure = NULL, grad_scale = NULL, found_inf = NULL) {
-      loss <- closure_loss(closure)
-      with_no_grad({
-        for (i in seq_along(self$param_groups)) {
-          group <- self$param_groups[[i]]
-          grads <- .Call(C_grads, group$params)
-          has_grad <- !vapply(grads, is.null, NA)
-          if (!any(has_grad)) next
-          private$update(group, group$params[has_grad], grads[has_grad],
-                         grad_scale = grad_scale, found_inf = found_inf)
-          # These R objects of the gradients are the step's own: let go of them now, not at R's
-          # next collection (after zero_grad(set_to_none = TRUE) they would hold the gradients).
-          .Call(C_release_tensors, grads)
+      loss <- if (!is.null(closure)) closure_loss(closure)
+      # with_no_grad()'s work, written out: this runs every training step.
+      grad_mode <- .Call(C_grad_mode, FALSE)
+      on.exit(.Call(C_grad_mode, grad_mode))
+      for (group in self$param_groups) {
+        params <- group$params
+        grads <- .Call(C_grads, params)
+        missing <- vapply(grads, is.null, NA)
+        if (any(missing)) {
+          if (all(missing)) next
+          params <- params[!missing]
+          grads <- grads[!missing]
         }
-      })
+        private$update(group, params, grads, grad_scale, found_inf)
+        # These R objects of the gradients are the step's own: let go of them now, not at R's
+        # next collection (after zero_grad(set_to_none = TRUE) they would hold the gradients).
+        .Call(C_release_tensors, grads)
+      }
       invisible(loss)
     },
     state_dict = function() {
@@ -507,15 +511,16 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
   momentum <- group$momentum
   bufs <- list()
   if (momentum != 0) {
-    bufs <- lapply(unname(self$state$map[tensor_addresses(params)]),
-                   function(s) s$momentum_buffer)
+    bufs <- lapply(self$state$map[tensor_addresses(params)], .subset2, "momentum_buffer")
   }
   made <- .Call(C_sgd_update, list(params, grads, bufs),
                 as.double(c(group$lr, momentum, group$dampening, group$weight_decay)),
                 c(isTRUE(group$nesterov), isTRUE(group$maximize)))
-  fresh <- which(vapply(bufs, is.null, NA))
-  if (length(fresh)) {
-    private$set_states(params[fresh], lapply(made[fresh], function(b) list(momentum_buffer = b)))
+  if (momentum != 0) {
+    fresh <- which(vapply(bufs, is.null, NA))
+    if (length(fresh)) {
+      private$set_states(params[fresh], lapply(made[fresh], function(b) list(momentum_buffer = b)))
+    }
   }
   invisible()
 }
