@@ -77,11 +77,11 @@ $(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
 test: setup test-cpp test-python test-r
 
 # The tests' temporary files (pytest's folders, R sessions' and their dataloader workers',
-# torch.distributed's error files, torch.compile's cache) go in build/tmp, inside the checkout and
-# emptied as each test target starts: in the system's folder, what a killed process or torch's
-# caches leave would outlive the checkout.
+# torch.distributed's error files, torch.compile's cache) go in build/tmp/<target>, inside the
+# checkout and emptied as the target starts (one folder each: `make -j` runs them side by side):
+# in the system's folder, what a killed process or torch's caches leave would outlive the checkout.
 TEST_TMP := $(CURDIR)/build/tmp
-WITH_TEST_TMP = rm -rf "$(TEST_TMP)" && mkdir -p "$(TEST_TMP)" && TMPDIR="$(TEST_TMP)"
+WITH_TEST_TMP = rm -rf "$(TEST_TMP)/$@" && mkdir -p "$(TEST_TMP)/$@" && TMPDIR="$(TEST_TMP)/$@"
 
 test-cpp:
 	@echo "== C++ tests (ctest)"

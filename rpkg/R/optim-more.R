@@ -139,7 +139,7 @@ adadelta_update <- function(group, params, grads, grad_scale, found_inf) {
         list(params, grads, lapply(states, function(s) s$square_avg),
              lapply(states, function(s) s$acc_delta), lapply(states, function(s) s$step)),
         as.double(c(group$lr, group$rho, group$eps, group$weight_decay)),
-        isTRUE(group$maximize))
+        c(isTRUE(group$maximize), on_cuda(params)))
   invisible()
 }
 # nolint end

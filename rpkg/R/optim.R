@@ -693,8 +693,11 @@ optim_rmsprop <- optimizer_generator(function(params, lr = 0.01, alpha = 0.99, e
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
+    # A complex parameter's real and imaginary parts each start at the value (PyTorch's state).
+    init <- group$initial_accumulator_value
     list(step = torch_zeros(size = integer()),
-         sum = torch_full_like(p, group$initial_accumulator_value))
+         sum = torch_full_like(p, if (p$is_complex()) complex(real = init, imaginary = init)
+                               else init))
   })
   .Call(C_adagrad_update,
         list(params, grads, lapply(states, function(s) s$sum), lapply(states, function(s) s$step)),

@@ -530,8 +530,11 @@ struct UpdateArgs {
   const int* flags;
   size_t n;  // the parameters
 
-  UpdateArgs(const char* entry, SEXP tensors, int n_lists, SEXP numbers, int n_numbers, SEXP flags,
-             int n_flags) {
+  // `names`: each list's name, the state's entry for a state list (for the errors).
+  UpdateArgs(const char* entry, SEXP tensors, std::vector<const char*> names, SEXP numbers,
+             int n_numbers, SEXP flags, int n_flags)
+      : names_(std::move(names)) {
+    const auto n_lists = static_cast<R_xlen_t>(names_.size());
     if (TYPEOF(tensors) != VECSXP || Rf_xlength(tensors) != n_lists || TYPEOF(numbers) != REALSXP ||
         Rf_xlength(numbers) != n_numbers || TYPEOF(flags) != LGLSXP ||
         Rf_xlength(flags) != n_flags) {
@@ -539,25 +542,33 @@ struct UpdateArgs {
                   std::to_string(n_numbers) + " numbers and " + std::to_string(n_flags) +
                   " flags.");
     }
-    for (int i = 0; i < n_lists; ++i) lists.push_back(tensors_of(VECTOR_ELT(tensors, i), entry));
+    for (R_xlen_t i = 0; i < n_lists; ++i) {
+      lists.push_back(tensors_of(VECTOR_ELT(tensors, i), names_[static_cast<size_t>(i)]));
+    }
     this->numbers = REAL(numbers);
     this->flags = LOGICAL(flags);
     n = lists[0].size();
-    entry_ = entry;
   }
   bool flag(int i) const { return flags[i] == TRUE; }
   // List i, which the update reads: as many tensors as parameters, each there (not NULL).
   std::vector<at::Tensor>& list(int i) {
     auto& ts = lists[static_cast<size_t>(i)];
-    if (ts.size() != n) value_error(std::string(entry_) + ": the tensor lists differ in length.");
+    const std::string name = names_[static_cast<size_t>(i)];
+    if (ts.size() != n) {
+      value_error("`" + name + "` has " + std::to_string(ts.size()) + " tensors for " +
+                  std::to_string(n) + " parameters.");
+    }
     for (const auto& t : ts) {
-      if (!t.defined()) value_error(std::string(entry_) + ": a state tensor is missing (NULL).");
+      if (!t.defined()) {
+        value_error("A parameter's optimizer state has no `" + name +
+                    "` (an option that needs it was turned on after its first step?).");
+      }
     }
     return ts;
   }
 
  private:
-  const char* entry_;
+  std::vector<const char*> names_;
 };
 
 // A complex tensor as pairs of reals, as PyTorch's updates view them (an update's arithmetic is
@@ -578,15 +589,25 @@ std::vector<at::Tensor> as_real(const std::vector<at::Tensor>& ts) {
 // without a device sync, as PyTorch's.
 extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_foreach_adam", tensors, 6, numbers, 5, flags, 4);
+  UpdateArgs a("C_foreach_adam", tensors,
+               {"params", "grads", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"}, numbers, 5,
+               flags, 4);
   const double lr = a.numbers[0], beta1 = a.numbers[1], beta2 = a.numbers[2];
   const double weight_decay = a.numbers[3], eps = a.numbers[4];
   const bool amsgrad = a.flag(0), maximize = a.flag(1), decoupled = a.flag(2), cuda = a.flag(3);
-  const auto params = as_real(a.list(0));
-  auto grads = as_real(a.list(1));
+  auto params = a.list(0);
+  auto grads = a.list(1);
   const auto exp_avgs = as_real(a.list(2));
   const auto exp_avg_sqs = as_real(a.list(3));
+  const auto max_sqs = amsgrad ? as_real(a.list(4)) : std::vector<at::Tensor>();
   const auto& steps = a.list(5);
+  // Complex parameters: PyTorch's per-tensor update (its CPU default) decays them as they are,
+  // then views them as pairs of reals; its foreach one (its CUDA default) views them first. The
+  // two round differently.
+  if (cuda) {
+    params = as_real(params);
+    grads = as_real(grads);
+  }
   at::NoGradGuard no_grad;
   if (maximize) grads = at::_foreach_neg(grads);
   at::_foreach_add_(steps, 1.0);
@@ -597,6 +618,8 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
       grads = at::_foreach_add(grads, params, weight_decay);
     }
   }
+  params = as_real(params);
+  grads = as_real(grads);
   at::_foreach_lerp_(exp_avgs, grads, 1 - beta1);
   at::_foreach_mul_(exp_avg_sqs, beta2);
   at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
@@ -613,7 +636,6 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   }
   std::vector<at::Tensor> denom;
   if (amsgrad) {
-    const auto max_sqs = as_real(a.list(4));
     at::_foreach_maximum_(max_sqs, exp_avg_sqs);
     denom = at::_foreach_sqrt(max_sqs);
   } else {
@@ -633,7 +655,8 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
 // NULL where one was given), or NULL without momentum.
 extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_sgd_update", tensors, 3, numbers, 4, flags, 2);
+  UpdateArgs a("C_sgd_update", tensors, {"params", "grads", "momentum_buffer"}, numbers, 4, flags,
+               2);
   const double lr = a.numbers[0], momentum = a.numbers[1], dampening = a.numbers[2];
   const double weight_decay = a.numbers[3];
   const bool nesterov = a.flag(0), maximize = a.flag(1);
@@ -641,7 +664,8 @@ extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
   auto grads = a.list(1);
   auto& bufs = a.lists[2];
   if (momentum != 0 && bufs.size() != a.n) {
-    value_error("C_sgd_update: the tensor lists differ in length.");
+    value_error("`momentum_buffer` has " + std::to_string(bufs.size()) + " tensors for " +
+                std::to_string(a.n) + " parameters.");
   }
   at::NoGradGuard no_grad;
   if (maximize) grads = at::_foreach_neg(grads);
@@ -682,13 +706,18 @@ extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
 // not ~8 calls of R, ~4 us each, per parameter).
 extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_rmsprop_update", tensors, 6, numbers, 5, flags, 1);
+  UpdateArgs a("C_rmsprop_update", tensors,
+               {"params", "grads", "square_avg", "grad_avg", "momentum_buffer", "step"}, numbers, 5,
+               flags, 1);
   const double lr = a.numbers[0], alpha = a.numbers[1], eps = a.numbers[2];
   const double weight_decay = a.numbers[3], momentum = a.numbers[4];
   const bool centered = a.flag(0);
   const auto& params = a.list(0);
   const auto& grads = a.list(1);
   const auto& square_avgs = a.list(2);
+  // Checked before anything changes: a state the options need and it lacks is an error.
+  const auto grad_avgs = centered ? a.list(3) : std::vector<at::Tensor>();
+  const auto bufs = momentum > 0 ? a.list(4) : std::vector<at::Tensor>();
   const auto& steps = a.list(5);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < a.n; ++i) {
@@ -701,7 +730,7 @@ extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
     square_avg.mul_(alpha).addcmul_(grad, grad, 1 - alpha);
     at::Tensor avg;
     if (centered) {
-      const at::Tensor grad_avg = as_real(a.list(3)[i]);
+      const at::Tensor grad_avg = as_real(grad_avgs[i]);
       grad_avg.lerp_(grad, 1 - alpha);
       avg = square_avg.addcmul(grad_avg, grad_avg, -1).sqrt_();
     } else {
@@ -709,7 +738,7 @@ extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
     }
     avg.add_(eps);
     if (momentum > 0) {
-      const at::Tensor buf = as_real(a.list(4)[i]);
+      const at::Tensor buf = as_real(bufs[i]);
       buf.mul_(momentum).addcdiv_(grad, avg);
       param.add_(buf, -lr);
     } else {
@@ -725,7 +754,8 @@ extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
 // learning rate is computed from the count read back (a host read, as PyTorch's).
 extern "C" SEXP C_adagrad_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_adagrad_update", tensors, 4, numbers, 4, flags, 0);
+  UpdateArgs a("C_adagrad_update", tensors, {"params", "grads", "sum", "step"}, numbers, 4, flags,
+               0);
   const double lr = a.numbers[0], lr_decay = a.numbers[1], weight_decay = a.numbers[2];
   const double eps = a.numbers[3];
   const auto& params = a.list(0);
@@ -755,7 +785,8 @@ extern "C" SEXP C_adagrad_update(SEXP tensors, SEXP numbers, SEXP flags) {
 // after the other: a NaN sign stays NaN.
 extern "C" SEXP C_rprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_rprop_update", tensors, 5, numbers, 4, flags, 1);
+  UpdateArgs a("C_rprop_update", tensors, {"params", "grads", "prev", "step_size", "step"}, numbers,
+               4, flags, 1);
   const double etaminus = a.numbers[0], etaplus = a.numbers[1];
   const double step_size_min = a.numbers[2], step_size_max = a.numbers[3];
   const bool maximize = a.flag(0);
@@ -791,7 +822,8 @@ extern "C" SEXP C_rprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
 // as Python's floats, into their float32 tensors.
 extern "C" SEXP C_asgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_asgd_update", tensors, 6, numbers, 5, flags, 1);
+  UpdateArgs a("C_asgd_update", tensors, {"params", "grads", "ax", "eta", "mu", "step"}, numbers, 5,
+               flags, 1);
   const double lr = a.numbers[0], lambd = a.numbers[1], alpha = a.numbers[2];
   const double t0 = a.numbers[3], weight_decay = a.numbers[4];
   const bool maximize = a.flag(0);
@@ -826,20 +858,30 @@ extern "C" SEXP C_asgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
 
 // PyTorch's Adadelta (its per-tensor arithmetic, as ATen's foreach ops over the group):
 // `tensors` is list(params, grads, square_avgs, acc_deltas, steps), `numbers` c(lr, rho, eps,
-// weight_decay), `flags` c(maximize).
+// weight_decay), `flags` c(maximize, cuda). Complex parameters as PyTorch's default on the
+// device steps them (see C_foreach_adam): on the CPU, decayed and updated as complex numbers,
+// the averages computed on pairs of reals; on CUDA, pairs of reals throughout.
 extern "C" SEXP C_adadelta_update(SEXP tensors, SEXP numbers, SEXP flags) {
   AMPKIT_R_BEGIN
-  UpdateArgs a("C_adadelta_update", tensors, 5, numbers, 4, flags, 1);
+  UpdateArgs a("C_adadelta_update", tensors, {"params", "grads", "square_avg", "acc_delta", "step"},
+               numbers, 4, flags, 2);
   const double lr = a.numbers[0], rho = a.numbers[1], eps = a.numbers[2];
   const double weight_decay = a.numbers[3];
-  const auto params = as_real(a.list(0));
-  auto grads = as_real(a.list(1));
+  const bool maximize = a.flag(0), cuda = a.flag(1);
+  auto params = a.list(0);
+  auto grads = a.list(1);
   const auto square_avgs = as_real(a.list(2));
   const auto acc_deltas = as_real(a.list(3));
+  const auto& steps = a.list(4);
+  if (cuda) {
+    params = as_real(params);
+    grads = as_real(grads);
+  }
   at::NoGradGuard no_grad;
-  at::_foreach_add_(a.list(4), 1.0);
-  if (a.flag(0)) grads = at::_foreach_neg(grads);
+  at::_foreach_add_(steps, 1.0);
+  if (maximize) grads = at::_foreach_neg(grads);
   if (weight_decay != 0) grads = at::_foreach_add(grads, params, weight_decay);
+  grads = as_real(grads);
   at::_foreach_mul_(square_avgs, rho);
   at::_foreach_addcmul_(square_avgs, grads, grads, 1 - rho);
   auto std = at::_foreach_add(square_avgs, eps);
@@ -850,6 +892,9 @@ extern "C" SEXP C_adadelta_update(SEXP tensors, SEXP numbers, SEXP flags) {
   at::_foreach_mul_(deltas, grads);
   at::_foreach_mul_(acc_deltas, rho);
   at::_foreach_addcmul_(acc_deltas, deltas, deltas, 1 - rho);
+  for (size_t i = 0; i < a.n; ++i) {
+    if (params[i].is_complex()) deltas[i] = at::view_as_complex(deltas[i]);
+  }
   at::_foreach_add_(params, deltas, -lr);
   return R_NilValue;
   AMPKIT_R_END

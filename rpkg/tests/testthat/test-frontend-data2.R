@@ -289,6 +289,8 @@ test_that("enumerate() and R torch's iterator interface", {
 test_that("workers (num_workers > 0): the same batches, in order, from background R sessions", {
   skip_if_no_ampkit()
   skip_if_not_installed("callr")
+  workers_tmp <- file.path(tempdir(), "dataloader-workers")
+  before <- list.files(workers_tmp)
   ds <- dataset(
     initialize = function(n) self$n <- n,
     .getitem = function(i) {
@@ -330,8 +332,8 @@ test_that("workers (num_workers > 0): the same batches, in order, from backgroun
   expect_identical(as.numeric(a[[2]]$k), c(20.5, 20.5))
   # The workers made their temporary folders inside this session's, and removed them as they
   # ended with their epoch.
-  expect_true(dir.exists(file.path(tempdir(), "dataloader-workers")))
-  expect_length(list.files(file.path(tempdir(), "dataloader-workers")), 0L)
+  expect_true(dir.exists(workers_tmp))
+  expect_identical(list.files(workers_tmp), before)
 })
 
 test_that("workers: errors and timeouts are raised here; tensor fields warn and still work", {
