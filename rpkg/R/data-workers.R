@@ -231,14 +231,18 @@ worker_pool_fail <- function(pool, message, parent = NULL) {
 }
 
 worker_pool_close <- function(pool) {
+  # An idle worker quits on its own once its input is closed, removing its temporary folder as it
+  # quits (a killed one leaves it until this session quits). A busy one (a timeout) is killed.
+  # Every input is closed first, so that the workers quit side by side (~0.1 s each).
   for (i in seq_along(pool$sessions)) {
     session <- pool$sessions[[i]]
-    # An idle worker quits on its own once its input is closed, removing its temporary folder as
-    # it quits (a killed one leaves it until this session quits). A busy one (a timeout) is
-    # killed.
-    if (isTRUE(pool$busy[[i]])) try(session$kill(), silent = TRUE)
-    try(session$close(grace = 5000), silent = TRUE)
+    if (isTRUE(pool$busy[[i]])) {
+      try(session$kill(), silent = TRUE)
+    } else {
+      try(processx::processx_conn_close(session$get_input_connection()), silent = TRUE)
+    }
   }
+  for (session in pool$sessions) try(session$close(grace = 5000), silent = TRUE)
   pool$sessions <- list()
   pool$busy <- logical()
   invisible(NULL)
