@@ -58,8 +58,7 @@ asgd_update <- function(group, params, grads, grad_scale, found_inf) {
          ax = torch_zeros_like(p, memory_format = torch_preserve_format()))
   })
   .Call(C_asgd_update,
-        list(params, grads, lapply(states, function(s) s$ax), lapply(states, function(s) s$eta),
-             lapply(states, function(s) s$mu), lapply(states, function(s) s$step)),
+        c(list(params, grads), state_lists(states, c("ax", "eta", "mu", "step"))),
         as.double(c(group$lr, group$lambda, group$alpha, group$t0, group$weight_decay)),
         isTRUE(group$maximize))
   invisible()
@@ -86,14 +85,11 @@ rprop_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
     list(step = torch_zeros(size = integer()),
          prev = torch_zeros_like(p, memory_format = torch_preserve_format()),
-         # A complex parameter's real and imaginary parts each start at lr (PyTorch's state).
-         step_size = torch_full_like(p, if (p$is_complex()) complex(real = group$lr,
-                                                                     imaginary = group$lr)
-                                     else group$lr, memory_format = torch_preserve_format()))
+         step_size = torch_full_like(p, start_value(p, group$lr),
+                                     memory_format = torch_preserve_format()))
   })
   .Call(C_rprop_update,
-        list(params, grads, lapply(states, function(s) s$prev),
-             lapply(states, function(s) s$step_size), lapply(states, function(s) s$step)),
+        c(list(params, grads), state_lists(states, c("prev", "step_size", "step"))),
         as.double(c(group$etas, group$step_sizes)), isTRUE(group$maximize))
   invisible()
 }
@@ -136,8 +132,7 @@ adadelta_update <- function(group, params, grads, grad_scale, found_inf) {
          acc_delta = torch_zeros_like(p, memory_format = torch_preserve_format()))
   })
   .Call(C_adadelta_update,
-        list(params, grads, lapply(states, function(s) s$square_avg),
-             lapply(states, function(s) s$acc_delta), lapply(states, function(s) s$step)),
+        c(list(params, grads), state_lists(states, c("square_avg", "acc_delta", "step"))),
         as.double(c(group$lr, group$rho, group$eps, group$weight_decay)),
         c(isTRUE(group$maximize), on_cuda(params)))
   invisible()

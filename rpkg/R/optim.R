@@ -501,6 +501,16 @@ check_nesterov <- function(nesterov, momentum, dampening) {
 
 on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
 
+# The state tensors `names` of each parameter, a list per name (NULL where a state has none),
+# as the updates in C (src/optim.cpp) take them; the names of `names` name the lists.
+state_lists <- function(states, names) lapply(names, function(name) lapply(states, .subset2, name))
+
+# A state's starting value for parameter `p`: a complex parameter's real and imaginary parts each
+# start at `value`, as in PyTorch's optimizers.
+start_value <- function(p, value) {
+  if (p$is_complex()) complex(real = value, imaginary = value) else value
+}
+
 # ---- SGD ---------------------------------------------------------------------------------------
 
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
@@ -577,12 +587,8 @@ adam_update <- function(group, params, grads, grad_scale, found_inf) {
     if (group$amsgrad) s$max_exp_avg_sq <- torch_zeros_like(p)
     s
   })
-  tensors <- list(
-    steps = lapply(states, function(s) s$step),
-    exp_avgs = lapply(states, function(s) s$exp_avg),
-    exp_avg_sqs = lapply(states, function(s) s$exp_avg_sq),
-    max_sqs = if (group$amsgrad) lapply(states, function(s) s$max_exp_avg_sq) else list()
-  )
+  tensors <- state_lists(states, c(steps = "step", exp_avgs = "exp_avg",
+                                    exp_avg_sqs = "exp_avg_sq", max_sqs = "max_exp_avg_sq"))
   if (isTRUE(group$fused)) {
     fused_adam(group, params, grads, tensors, private$decoupled, grad_scale, found_inf)
   } else {
@@ -664,10 +670,8 @@ rmsprop_update <- function(group, params, grads, grad_scale, found_inf) {
     s
   })
   .Call(C_rmsprop_update,
-        list(params, grads, lapply(states, function(s) s$square_avg),
-             if (group$centered) lapply(states, function(s) s$grad_avg) else list(),
-             if (group$momentum > 0) lapply(states, function(s) s$momentum_buffer) else list(),
-             lapply(states, function(s) s$step)),
+        c(list(params, grads),
+          state_lists(states, c("square_avg", "grad_avg", "momentum_buffer", "step"))),
         as.double(c(group$lr, group$alpha, group$eps, group$weight_decay, group$momentum)),
         isTRUE(group$centered))
   invisible()
@@ -693,14 +697,11 @@ optim_rmsprop <- optimizer_generator(function(params, lr = 0.01, alpha = 0.99, e
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
   states <- private$states(params, function(p) {
-    # A complex parameter's real and imaginary parts each start at the value (PyTorch's state).
-    init <- group$initial_accumulator_value
     list(step = torch_zeros(size = integer()),
-         sum = torch_full_like(p, if (p$is_complex()) complex(real = init, imaginary = init)
-                               else init))
+         sum = torch_full_like(p, start_value(p, group$initial_accumulator_value)))
   })
   .Call(C_adagrad_update,
-        list(params, grads, lapply(states, function(s) s$sum), lapply(states, function(s) s$step)),
+        c(list(params, grads), state_lists(states, c("sum", "step"))),
         as.double(c(group$lr, group$lr_decay, group$weight_decay, group$eps)), logical())
   invisible()
 }

@@ -518,8 +518,7 @@ extern "C" SEXP C_ignite_set_states(SEXP x, SEXP params, SEXP states) {
   AMPKIT_R_END
 }
 
-// ---- optim_adam's foreach step
-// ---------------------------------------------------------------------
+// ---- the steps of optim_*() (R/optim.R, R/optim-more.R) ---------------------------------------
 
 // The arguments of the update entries below, from R/optim.R: `tensors` a list of tensor lists
 // (the parameters first), `numbers` doubles and `flags` logicals, each of a fixed length. A
@@ -550,17 +549,22 @@ struct UpdateArgs {
     n = lists[0].size();
   }
   bool flag(int i) const { return flags[i] == TRUE; }
-  // List i, which the update reads: as many tensors as parameters, each there (not NULL).
-  std::vector<at::Tensor>& list(int i) {
+  // List i, which the update reads: as many tensors as parameters (NULL ones undefined).
+  std::vector<at::Tensor>& sized(int i) {
     auto& ts = lists[static_cast<size_t>(i)];
-    const std::string name = names_[static_cast<size_t>(i)];
     if (ts.size() != n) {
-      value_error("`" + name + "` has " + std::to_string(ts.size()) + " tensors for " +
-                  std::to_string(n) + " parameters.");
+      value_error("`" + std::string(names_[static_cast<size_t>(i)]) + "` has " +
+                  std::to_string(ts.size()) + " tensors for " + std::to_string(n) + " parameters.");
     }
+    return ts;
+  }
+  // The same, each tensor there (not NULL).
+  std::vector<at::Tensor>& list(int i) {
+    auto& ts = sized(i);
     for (const auto& t : ts) {
       if (!t.defined()) {
-        value_error("A parameter's optimizer state has no `" + name +
+        value_error("A parameter's optimizer state has no `" +
+                    std::string(names_[static_cast<size_t>(i)]) +
                     "` (an option that needs it was turned on after its first step?).");
       }
     }
@@ -662,11 +666,7 @@ extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
   const bool nesterov = a.flag(0), maximize = a.flag(1);
   const auto& params = a.list(0);
   auto grads = a.list(1);
-  auto& bufs = a.lists[2];
-  if (momentum != 0 && bufs.size() != a.n) {
-    value_error("`momentum_buffer` has " + std::to_string(bufs.size()) + " tensors for " +
-                std::to_string(a.n) + " parameters.");
-  }
+  std::vector<at::Tensor> bufs = momentum != 0 ? a.sized(2) : std::vector<at::Tensor>();
   at::NoGradGuard no_grad;
   if (maximize) grads = at::_foreach_neg(grads);
   if (weight_decay != 0) grads = at::_foreach_add(grads, params, weight_decay);
