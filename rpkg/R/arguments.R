@@ -125,7 +125,11 @@ torch_value_classes <- c("torch_dtype", "torch_layout", "torch_memory_format", "
 # is an error unless its name is `arg`, R torch's name of the sizes (`x$permute(dims = c(2, 1))`),
 # and so is a torch value: a misspelt argument (`dtpye = torch_long()`) or a dtype given by
 # position would otherwise be read as one more size.
-sizes_of <- function(dots, arg = "size") {
+# Plain whole numbers, the common case, are read in C (C_plain_sizes: their integers, as
+# whole_numbers() would make them); anything else by sizes_read().
+sizes_of <- function(dots, arg = "size") .Call(C_plain_sizes, dots) %||% sizes_read(dots, arg)
+
+sizes_read <- function(dots, arg = "size") {
   given <- names(dots)
   if (!is.null(given)) {
     unknown <- given[nzchar(given) & given != arg]

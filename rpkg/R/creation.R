@@ -3,12 +3,16 @@
 # `requires_grad` applied afterwards, and R torch's arange (end inclusive).
 
 # The size of a creation call: `torch_zeros(2, 3)`, `torch_zeros(c(2, 3))`, `torch_zeros(size =
-# c(2, 3))`; not both.
+# c(2, 3))`; not both. Plain whole numbers are read in C (C_plain_sizes), anything else in R.
 resolve_size <- function(dots, size = NULL) {
   if (length(dots) && !is.null(size)) {
     abort("You should specify a single size argument.", class = "value_error")
   }
-  size <- if (length(dots)) sizes_of(dots) else size
+  plain <- .Call(C_plain_sizes, if (is.null(size)) dots else list(size))
+  if (!is.null(plain)) {
+    return(plain)
+  }
+  size <- if (length(dots)) sizes_read(dots) else size
   whole_numbers(size %||% integer(), "size")
 }
 

@@ -27,6 +27,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,9 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg);
 // R torch's 1-based dimension (and index) rule: d > 0 is d - 1; d < 0 counts from the end as
 // in PyTorch (-1 is the last); 0 is an error naming the argument.
 int64_t zero_based(int64_t index, const char* arg);
+// The same rule for a tensor of positions (an index, a loss's class targets), made 0-based;
+// `zero` throws where one is 0 (indexing.cpp).
+at::Tensor zero_based_tensor(const at::Tensor& t, const std::function<void()>& zero);
 // The error for a 0 among 1-based positions or dims, in R torch's words (its tests match them),
 // naming the argument.
 [[noreturn]] void zero_position_error(const std::string& arg);

@@ -19,6 +19,7 @@
   AMPKIT_ENTRY(C_memory_stats, 2) \
   AMPKIT_ENTRY(C_memory_collect, 0) \
   AMPKIT_ENTRY(C_tensor_meta, 2) \
+  AMPKIT_ENTRY(C_plain_sizes, 1) \
   AMPKIT_ENTRY(C_tensor_addresses, 1) \
   AMPKIT_ENTRY(C_tensor_items, 1) \
   AMPKIT_ENTRY(C_generator_new, 1) \
@@ -41,6 +42,7 @@
   AMPKIT_ENTRY(C_with_autocast, 5) \
   AMPKIT_ENTRY(C_module_lookup, 2) \
   AMPKIT_ENTRY(C_module_chain, 2) \
+  AMPKIT_ENTRY(C_module_tensors, 2) \
   AMPKIT_ENTRY(C_native_layers, 2) \
   AMPKIT_ENTRY(C_autocast_token_open, 1) \
   AMPKIT_ENTRY(C_autocast_state, 1) \

@@ -32,25 +32,8 @@ namespace ampkit_r {
 at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
                          const c10::Device& device);
 
-namespace {
-
-using at::indexing::Ellipsis;
-using at::indexing::None;
-using at::indexing::Slice;
-using at::indexing::TensorIndex;
-
-constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
-
-struct Converted {
-  TensorIndex index = Slice();
-  bool vector_like = false;
-  bool scalar = false;    // a number: its dimension dropped (unless drop = FALSE)
-  bool fill = false;      // `..`
-  bool new_axis = false;  // NULL
-};
-
-// R torch's 1-based positions in a tensor, made 0-based: positive ones move down by one, negative
-// ones (from the end, or an ignore_index) stay; a 0 is `zero`'s error.
+// R torch's 1-based positions in a tensor, made 0-based (ampkit_r.h): positive ones move down by
+// one, negative ones (from the end, or an ignore_index) stay; a 0 is `zero`'s error.
 at::Tensor zero_based_tensor(const at::Tensor& t, const std::function<void()>& zero) {
   if (t.device().is_cpu() && t.scalar_type() == at::kLong) {
     // One pass over the data, not five ops and a read of their result: a loss's class targets
@@ -70,7 +53,24 @@ at::Tensor zero_based_tensor(const at::Tensor& t, const std::function<void()>& z
   return at::sub(t, at::ge(t, 0).to(t.scalar_type()));
 }
 
-at::Tensor zero_based_tensor(const at::Tensor& t) {
+namespace {
+
+using at::indexing::Ellipsis;
+using at::indexing::None;
+using at::indexing::Slice;
+using at::indexing::TensorIndex;
+
+constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+
+struct Converted {
+  TensorIndex index = Slice();
+  bool vector_like = false;
+  bool scalar = false;    // a number: its dimension dropped (unless drop = FALSE)
+  bool fill = false;      // `..`
+  bool new_axis = false;  // NULL
+};
+
+at::Tensor zero_based_index(const at::Tensor& t) {
   return zero_based_tensor(
       t, [] { throw Error("index_error", "Indexing starts at 1 but found a 0."); });
 }
@@ -134,7 +134,7 @@ Converted convert(SEXP arg, const c10::Device& device) {
       throw Error("index_error", "Only long and boolean tensors are supported.");
     }
     at::NoGradGuard no_grad;
-    c.index = zero_based_tensor(t);
+    c.index = zero_based_index(t);
     c.vector_like = t.dim() > 0;
     return c;
   }
@@ -150,7 +150,7 @@ Converted convert(SEXP arg, const c10::Device& device) {
   if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) > 1) {
     whole_numbers_of(arg, "index");
     at::Tensor t = tensor_from_r(arg, at::kLong, device);
-    c.index = zero_based_tensor(t);
+    c.index = zero_based_index(t);
     c.vector_like = true;
     return c;
   }
@@ -296,11 +296,67 @@ bool masked_name(SEXP expr) {
   return std::find(std::begin(names), std::end(names), expr) != std::end(names);
 }
 
+// An operand of `:` or `-` in the brackets that needs no mask: a number as written, or a name that
+// is not the mask's, as R evaluates it in `env`; `-` of either. `nullptr` for anything else.
+SEXP plain_operand(SEXP expr, SEXP env) {
+  if (written_value(expr) && !Rf_isNull(expr)) return expr;
+  if (TYPEOF(expr) == SYMSXP && !masked_name(expr)) return eval_protected(expr, env);
+  static const SEXP minus = Rf_install("-");
+  if (TYPEOF(expr) == LANGSXP && CAR(expr) == minus && Rf_length(expr) == 2) {
+    SEXP value = plain_operand(CADR(expr), env);
+    if (value == nullptr) return nullptr;
+    PROTECT(value);
+    SEXP call = PROTECT(Rf_lang2(minus, value));
+    SEXP out = eval_protected(call, R_BaseEnv);
+    UNPROTECT(2);
+    return out;
+  }
+  return nullptr;
+}
+
+// `a:b` and `a:b:s` of plain operands, the common slices (x[1:2, ]): the slice the mask's `:`
+// (index_mask(), R/indexing.R) makes of them, here without making the mask (~10 us); `nullptr`
+// for any other expression, which the mask evaluates.
+SEXP plain_slice(SEXP expr, SEXP env) {
+  static const SEXP colon = Rf_install(":");
+  if (TYPEOF(expr) != LANGSXP || CAR(expr) != colon || Rf_length(expr) != 3) return nullptr;
+  SEXP slice = plain_slice(CADR(expr), env);  // `a:b` of `a:b:s`
+  SEXP from = R_NilValue;
+  if (slice == nullptr) {
+    slice = R_NilValue;
+    from = plain_operand(CADR(expr), env);
+    if (from == nullptr) return nullptr;
+  }
+  PROTECT(slice);
+  PROTECT(from);
+  SEXP to = plain_operand(CADDR(expr), env);
+  if (to == nullptr) {
+    UNPROTECT(2);
+    return nullptr;
+  }
+  PROTECT(to);
+  SEXP out;
+  if (slice != R_NilValue) {
+    out = PROTECT(Rf_shallow_duplicate(slice));
+    SET_VECTOR_ELT(out, 2, to);  // the step
+  } else {
+    static const char* parts[] = {"start", "end", "step", ""};
+    out = PROTECT(Rf_mkNamed(VECSXP, parts));
+    SET_VECTOR_ELT(out, 0, from);
+    SET_VECTOR_ELT(out, 1, to);
+    SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(1));
+    Rf_setAttrib(out, R_ClassSymbol, Rf_mkString("slice"));
+  }
+  UNPROTECT(4);
+  return out;
+}
+
 // The index arguments of a `[` call, the `...` of the method's frame `env`, evaluated R torch's
 // way: a missing one stays the missing argument (the whole dimension); a number, TRUE/FALSE or
-// NULL is taken as written, a name as R evaluates it; any other expression (`a:b`, `N`, `..`,
-// `-1`) in R's index mask over the caller's frame (index_eval_masked(), R/indexing.R). In C: in
-// R, reading the arguments cost more than the indexing (x[1, ] of a 64x64 tensor).
+// NULL is taken as written, a name as R evaluates it, `a:b` of those a slice; any other
+// expression (`N`, `..`, `1:N`) in R's index mask over the caller's frame (index_eval_masked(),
+// R/indexing.R). In C: in R, reading the arguments cost more than the indexing (x[1, ] of a 64x64
+// tensor).
 SEXP index_args_of(SEXP env) {
   SEXP dots = Rf_findVarInFrame(env, R_DotsSymbol);
   if (TYPEOF(dots) != DOTSXP) return Rf_allocVector(VECSXP, 0);
@@ -318,6 +374,8 @@ SEXP index_args_of(SEXP env) {
       SET_VECTOR_ELT(out, i, expr);
     } else if ((TYPEOF(expr) == SYMSXP && !masked_name(expr)) || PRENV(arg) == R_NilValue) {
       SET_VECTOR_ELT(out, i, eval_protected(arg, R_BaseEnv));  // forces the promise
+    } else if (SEXP slice = plain_slice(expr, PRENV(arg)); slice != nullptr) {
+      SET_VECTOR_ELT(out, i, slice);
     } else {
       SEXP quoted = PROTECT(Rf_lang2(R_QuoteSymbol, expr));
       SEXP call = PROTECT(Rf_lang3(masked, quoted, PRENV(arg)));

@@ -13,12 +13,8 @@
 // no such argument).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
-#include <ATen/ops/any.h>
-#include <ATen/ops/eq.h>
-#include <ATen/ops/ge.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/relu.h>
-#include <ATen/ops/sub.h>
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
 
@@ -338,12 +334,9 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
 // ---- R values -> IValues ------------------------------------------------------------------------
 
 // An R torch index tensor: entries >= 1 lose 1 (negative ones count from the end), 0 is an error.
-at::Tensor one_based_index(at::Tensor t, const std::string& arg) {
+at::Tensor one_based_index(const at::Tensor& t, const std::string& arg) {
   if (t.scalar_type() == at::kBool) return t;
-  if (at::any(at::eq(t, 0)).item<bool>()) {
-    zero_position_error(arg);
-  }
-  return at::sub(t, at::ge(t, 0).to(t.scalar_type()));
+  return zero_based_tensor(t, [&] { zero_position_error(arg); });
 }
 
 at::Tensor as_tensor(SEXP v, const ArgPlan& a) {

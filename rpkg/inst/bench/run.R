@@ -213,7 +213,12 @@ OPS <- list( # nolint: object_name_linter.
   "torch_matmul, 64x64" = quote(torch_matmul(a64, b64)),
   "x$sum(dim = 1), 64x64" = quote(a64$sum(dim = 1)),
   "x[1, ], 64x64" = quote(a64[1, ]),
+  "x[1:2, ], 64x64" = quote(a64[1:2, ]),
+  "x$view(-1, 64), 64x64" = quote(a64$view(-1, 64)),
+  "torch_zeros(32, 10)" = quote(torch_zeros(32, 10, device = device)),
   "nn_linear(10, 32) forward, batch 32" = quote(linear(input)),
+  "nnf_cross_entropy, batch 32, 10 classes" = quote(nnf_cross_entropy(logits, classes)),
+  "$parameters of a 3-layer nn_sequential" = quote(mlp$parameters),
   "with_autocast enter+exit" = quote(with_autocast(device_type = device, NULL)),
   "scaler scale/step/update" = quote({
     scaler$scale(loss)
@@ -233,6 +238,9 @@ fixtures <- function() {
     x2 = torch_randn(2, 2, device = device), y2 = torch_randn(2, 2, device = device),
     a64 = torch_randn(64, 64, device = device), b64 = torch_randn(64, 64, device = device),
     linear = linear, input = torch_randn(32, 10, device = device),
+    logits = torch_randn(32, 10, device = device),
+    classes = torch_randint(1, 11, size = 32, dtype = torch_long(), device = device),
+    mlp = nn_sequential(nn_linear(10, 32), nn_relu(), nn_linear(32, 1))$to(device = device),
     scaler = amp_grad_scaler(device), opt = optim_sgd(linear$parameters, lr = 0),
     adam = optim_adam(linear$parameters, lr = 0),
     sgd = optim_sgd(linear$parameters, lr = 0, momentum = 0.9),

@@ -81,3 +81,26 @@ test_that("as_torch_dtype() takes torch dtypes and their names", {
                  label = ampkit:::describe(bad))
   }
 })
+
+test_that("plain sizes are read in C as sizes_read() and whole_numbers() read them in R", {
+  plain <- function(...) .Call(ampkit:::C_plain_sizes, list(...))
+  in_r <- function(...) ampkit:::whole_numbers(ampkit:::sizes_read(list(...)), "size")
+  cases <- list(list(2, 3), list(c(2, 3)), list(2L, 3), list(), list(-1, 64), list(integer()),
+                list(.Machine$integer.max, -.Machine$integer.max), list(c(1L, 2L), 3.0))
+  for (case in cases) {
+    expect_identical(do.call(plain, case), do.call(in_r, case), label = deparse(case))
+  }
+  # Anything else is R's to read (and its words when it is wrong).
+  others <- list(list(2.5), list(NA), list(NA_integer_), list(NaN), list(Inf), list(2^31),
+                 list(size = 2), list(torch_tensor(2)), list(bit64::as.integer64(2)),
+                 list(torch_long()), list(list(2, 3)), list("2"), list(TRUE), list(NULL))
+  for (case in others) expect_null(do.call(plain, case), label = deparse(case))
+  expect_identical(dim(torch_zeros(2, 3)), c(2L, 3L))
+  expect_identical(dim(torch_zeros(size = c(2, 3))), c(2L, 3L))
+  expect_identical(dim(torch_zeros(list(2, 3))), c(2L, 3L))
+  expect_error(torch_zeros(2.5), "`size` must be whole numbers", class = "value_error")
+  expect_error(torch_zeros(2, dtpye = torch_long()), "`dtpye` is not an argument here",
+               class = "value_error")
+  expect_identical(dim(torch_zeros(6)$view(c(-1, 2))), c(3L, 2L))
+  expect_error(torch_zeros(6)$view(2, NA), "must", class = "value_error")
+})

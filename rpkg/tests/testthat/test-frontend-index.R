@@ -225,3 +225,28 @@ test_that("index arguments are read where they were written: through ..., from c
   x[rows, 4] <- 0L
   expect_equal(as_array(x[, 4]), c(0L, 11L, 0L))
 })
+
+test_that("a:b in the brackets is the slice the index mask makes, without the mask", {
+  # src/indexing.cpp makes `a:b` and `a:b:s` of numbers, names and `-` of them itself; `(a:b)` is
+  # evaluated in R's index mask (R/indexing.R). The two must agree.
+  index_args <- function(...) .Call(ampkit:::C_index_args, environment())
+  i <- 2
+  j <- 4L
+  k <- 2
+  expect_identical(index_args(1:2, i:j, -3:-1, 1:5:k, -i:j, 2:-1),
+                   index_args((1:2), (i:j), (-3:-1), (1:5:k), (-i:j), (2:-1)))
+  x <- torch_tensor(array(1:60, c(5, 4, 3)))
+  expect_equal(as_array(x[i:j, -2:-1, 1]), as_array(x[(i:j), (-2:-1), 1]))
+  expect_equal(as_array(x[i:j, -2:-1, 1]), array(1:60, c(5, 4, 3))[2:4, 3:4, 1])
+  expect_equal(as_array(x[1:5:k, 1, 1]), as_array(x[slc(1, 5, 2), 1, 1]))
+  # A slice is a view (libtorch's), as the mask's is.
+  y <- x[1:2, 1, 1]
+  y$zero_()
+  expect_equal(as_array(x[1:3, 1, 1]), c(0L, 0L, 3L))
+  z <- torch_zeros(5)
+  z[i:j] <- 1
+  expect_equal(as_array(z), c(0, 1, 1, 1, 0))
+  # Names the mask defines (N) and names that do not exist take R's path and words.
+  expect_equal(as_array(x[4:N, 1, 1]), c(4L, 5L))
+  expect_error(x[no_such_name:2, 1, 1], "no_such_name")
+})
