@@ -51,18 +51,22 @@ print.slice <- function(x, ...) {
 # The environment `:`, N, newaxis and `..` are evaluated in (parent: the caller's frame).
 index_mask <- function(parent) {
   env <- new.env(parent = parent, size = 5L)
-  env$`:` <- function(from, to) {
-    if (inherits(from, "slice")) {
-      from$step <- to
-      from
-    } else {
-      slc(from, to)
-    }
-  }
+  env$`:` <- index_colon
   env$N <- .Machine$integer.max
   env$newaxis <- NULL
   env$.. <- structure(list(), class = "fill")
   env
+}
+
+# `:` in the brackets: a slice of `from` and `to`, or the step of a slice on the left (`a:b:s`).
+# src/indexing.cpp makes the slices of plain `a:b` as slc() does, and calls this for a step.
+index_colon <- function(from, to) {
+  if (inherits(from, "slice")) {
+    from$step <- to
+    from
+  } else {
+    slc(from, to)
+  }
 }
 
 # An index argument that is not a value or a name (`a:b`, `N`, `..`, `-1`), evaluated in the index

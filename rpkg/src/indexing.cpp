@@ -296,58 +296,52 @@ bool masked_name(SEXP expr) {
   return std::find(std::begin(names), std::end(names), expr) != std::end(names);
 }
 
-// An operand of `:` or `-` in the brackets that needs no mask: a number as written, or a name that
-// is not the mask's, as R evaluates it in `env`; `-` of either. `nullptr` for anything else.
-SEXP plain_operand(SEXP expr, SEXP env) {
-  if (written_value(expr) && !Rf_isNull(expr)) return expr;
-  if (TYPEOF(expr) == SYMSXP && !masked_name(expr)) return eval_protected(expr, env);
+// Whether `expr` is an operand of `:` in the brackets that needs no mask: a number as written, a
+// name that is not the mask's, or `-` of either.
+bool plain_operand(SEXP expr) {
+  if (written_value(expr)) return !Rf_isNull(expr);
+  if (TYPEOF(expr) == SYMSXP) return !masked_name(expr);
   static const SEXP minus = Rf_install("-");
-  if (TYPEOF(expr) == LANGSXP && CAR(expr) == minus && Rf_length(expr) == 2) {
-    SEXP value = plain_operand(CADR(expr), env);
-    if (value == nullptr) return nullptr;
-    PROTECT(value);
-    SEXP call = PROTECT(Rf_lang2(minus, value));
-    SEXP out = eval_protected(call, R_BaseEnv);
-    UNPROTECT(2);
-    return out;
-  }
-  return nullptr;
+  return TYPEOF(expr) == LANGSXP && CAR(expr) == minus && Rf_length(expr) == 2 &&
+         plain_operand(CADR(expr));
 }
 
-// `a:b` and `a:b:s` of plain operands, the common slices (x[1:2, ]): the slice the mask's `:`
-// (index_mask(), R/indexing.R) makes of them, here without making the mask (~10 us); `nullptr`
-// for any other expression, which the mask evaluates.
-SEXP plain_slice(SEXP expr, SEXP env) {
+// Whether `expr` is `a:b` (or `a:b:s`, `(a:b):s`) of plain operands: the common slices (x[1:2, ]).
+// Decided from the expression alone, before anything is evaluated, so that an expression is
+// evaluated once, here or by the mask.
+bool plain_colon(SEXP expr) {
   static const SEXP colon = Rf_install(":");
-  if (TYPEOF(expr) != LANGSXP || CAR(expr) != colon || Rf_length(expr) != 3) return nullptr;
-  SEXP slice = plain_slice(CADR(expr), env);  // `a:b` of `a:b:s`
-  SEXP from = R_NilValue;
-  if (slice == nullptr) {
-    slice = R_NilValue;
-    from = plain_operand(CADR(expr), env);
-    if (from == nullptr) return nullptr;
-  }
-  PROTECT(slice);
-  PROTECT(from);
-  SEXP to = plain_operand(CADDR(expr), env);
-  if (to == nullptr) {
-    UNPROTECT(2);
-    return nullptr;
-  }
-  PROTECT(to);
+  return TYPEOF(expr) == LANGSXP && CAR(expr) == colon && Rf_length(expr) == 3 &&
+         (plain_operand(CADR(expr)) || plain_colon(CADR(expr))) && plain_operand(CADDR(expr));
+}
+
+// The value of a plain `a:b` (plain_colon()) in the caller's frame `env`: what the mask's `:`
+// (index_colon(), R/indexing.R) makes of it, without making the mask (~10 us). The operands are
+// evaluated in `env` as the mask evaluates them (it defines none of their names), `a` first. A
+// slice on the left (`a:b:s`, or a name holding one) gets its step from R's own index_colon().
+SEXP plain_slice(SEXP expr, SEXP env) {
+  SEXP from = PROTECT(plain_colon(CADR(expr)) ? plain_slice(CADR(expr), env)
+                                              : eval_protected(CADR(expr), env));
+  SEXP to = PROTECT(eval_protected(CADDR(expr), env));
   SEXP out;
-  if (slice != R_NilValue) {
-    out = PROTECT(Rf_shallow_duplicate(slice));
-    SET_VECTOR_ELT(out, 2, to);  // the step
+  if (Rf_inherits(from, "slice")) {
+    static const SEXP index_colon = Rf_install("index_colon");
+    SEXP from_q = PROTECT(Rf_lang2(R_QuoteSymbol, from));
+    SEXP to_q = PROTECT(Rf_lang2(R_QuoteSymbol, to));
+    SEXP call = PROTECT(Rf_lang3(index_colon, from_q, to_q));
+    out = eval_protected(call, package_namespace());
+    UNPROTECT(3);
   } else {
+    // slc(from, to): list(start, end, step = 1L) of class "slice"
     static const char* parts[] = {"start", "end", "step", ""};
     out = PROTECT(Rf_mkNamed(VECSXP, parts));
     SET_VECTOR_ELT(out, 0, from);
     SET_VECTOR_ELT(out, 1, to);
     SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(1));
     Rf_setAttrib(out, R_ClassSymbol, Rf_mkString("slice"));
+    UNPROTECT(1);
   }
-  UNPROTECT(4);
+  UNPROTECT(2);
   return out;
 }
 
@@ -374,8 +368,8 @@ SEXP index_args_of(SEXP env) {
       SET_VECTOR_ELT(out, i, expr);
     } else if ((TYPEOF(expr) == SYMSXP && !masked_name(expr)) || PRENV(arg) == R_NilValue) {
       SET_VECTOR_ELT(out, i, eval_protected(arg, R_BaseEnv));  // forces the promise
-    } else if (SEXP slice = plain_slice(expr, PRENV(arg)); slice != nullptr) {
-      SET_VECTOR_ELT(out, i, slice);
+    } else if (plain_colon(expr)) {
+      SET_VECTOR_ELT(out, i, plain_slice(expr, PRENV(arg)));
     } else {
       SEXP quoted = PROTECT(Rf_lang2(R_QuoteSymbol, expr));
       SEXP call = PROTECT(Rf_lang3(masked, quoted, PRENV(arg)));

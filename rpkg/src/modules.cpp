@@ -203,18 +203,21 @@ void module_tensors(SEXP priv, SEXP kind, const char* prefix, SEXP* values, SEXP
     std::strcat(out, n);
     return out;
   };
+  R_CheckStack();  // a module registered inside itself: R's error, not a crash
   SEXP modules = PROTECT(frame_value(priv, modules_sym));
-  if (TYPEOF(modules) == VECSXP) {
-    SEXP module_names = Rf_getAttrib(modules, R_NamesSymbol);
+  SEXP module_names = PROTECT(Rf_getAttrib(modules, R_NamesSymbol));
+  // Submodules by name, as `for (name in names(private$modules_))` walked them (none unnamed).
+  if (TYPEOF(modules) == VECSXP && TYPEOF(module_names) == STRSXP) {
     for (R_xlen_t i = 0; i < XLENGTH(modules); ++i) {
       SEXP sub = module_private(VECTOR_ELT(modules, i));
       if (sub == nullptr) continue;
-      const char* name = TYPEOF(module_names) == STRSXP ? prefixed(STRING_ELT(module_names, i))
-                                                        : prefixed(Rf_mkChar(""));
+      PROTECT(sub);  // an active binding deeper down may change what holds it
+      const char* name = prefixed(STRING_ELT(module_names, i));
       char* sub_prefix = R_alloc(std::strlen(name) + 2, 1);
       std::strcpy(sub_prefix, name);
       std::strcat(sub_prefix, ".");
       module_tensors(sub, kind, sub_prefix, values, names, at);
+      UNPROTECT(1);
     }
   }
   SEXP own = PROTECT(frame_value(priv, kind));
@@ -228,7 +231,7 @@ void module_tensors(SEXP priv, SEXP kind, const char* prefix, SEXP* values, SEXP
       REPROTECT(*names = Rf_cons(Rf_mkCharCE(prefixed(name), CE_UTF8), *names), at + 1);
     }
   }
-  UNPROTECT(2);
+  UNPROTECT(3);
 }
 
 }  // namespace
@@ -253,7 +256,7 @@ extern "C" SEXP C_module_tensors(SEXP priv, SEXP kind) {
     SET_VECTOR_ELT(out, i, CAR(values));
     SET_STRING_ELT(out_names, i, CAR(names));
   }
-  Rf_setAttrib(out, R_NamesSymbol, out_names);
+  if (n > 0) Rf_setAttrib(out, R_NamesSymbol, out_names);  // none: list(), as c() of none gave
   UNPROTECT(4);
   return out;
 }

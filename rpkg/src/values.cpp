@@ -482,14 +482,20 @@ extern "C" SEXP C_plain_sizes(SEXP dots) {
   int* to = INTEGER(out);
   for (R_xlen_t i = 0; i < XLENGTH(dots); ++i) {
     SEXP e = VECTOR_ELT(dots, i);
-    for (R_xlen_t j = 0; j < XLENGTH(e); ++j) {
-      if (TYPEOF(e) == INTSXP) {
-        if (INTEGER(e)[j] == NA_INTEGER) return UNPROTECT(1), R_NilValue;
-        *to++ = INTEGER(e)[j];
-      } else {
-        const double v = REAL(e)[j];
-        if (!(v == std::trunc(v)) || std::fabs(v) > INT_MAX) return UNPROTECT(1), R_NilValue;
-        *to++ = static_cast<int>(v);
+    const R_xlen_t m = XLENGTH(e);
+    if (TYPEOF(e) == INTSXP) {
+      const int* from = INTEGER(e);
+      for (R_xlen_t j = 0; j < m; ++j) {
+        if (from[j] == NA_INTEGER) return UNPROTECT(1), R_NilValue;
+        *to++ = from[j];
+      }
+    } else {
+      const double* from = REAL(e);
+      for (R_xlen_t j = 0; j < m; ++j) {
+        if (!(from[j] == std::trunc(from[j])) || std::fabs(from[j]) > INT_MAX) {
+          return UNPROTECT(1), R_NilValue;
+        }
+        *to++ = static_cast<int>(from[j]);
       }
     }
   }

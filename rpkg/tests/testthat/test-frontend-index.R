@@ -233,8 +233,9 @@ test_that("a:b in the brackets is the slice the index mask makes, without the ma
   i <- 2
   j <- 4L
   k <- 2
-  expect_identical(index_args(1:2, i:j, -3:-1, 1:5:k, -i:j, 2:-1),
-                   index_args((1:2), (i:j), (-3:-1), (1:5:k), (-i:j), (2:-1)))
+  s <- slc(2, 5)
+  expect_identical(index_args(1:2, i:j, -3:-1, 1:5:k, -i:j, 2:-1, s:2, 1:3:2:k),
+                   index_args((1:2), (i:j), (-3:-1), (1:5:k), (-i:j), (2:-1), (s:2), (1:3:2:k)))
   x <- torch_tensor(array(1:60, c(5, 4, 3)))
   expect_equal(as_array(x[i:j, -2:-1, 1]), as_array(x[(i:j), (-2:-1), 1]))
   expect_equal(as_array(x[i:j, -2:-1, 1]), array(1:60, c(5, 4, 3))[2:4, 3:4, 1])
@@ -249,4 +250,14 @@ test_that("a:b in the brackets is the slice the index mask makes, without the ma
   # Names the mask defines (N) and names that do not exist take R's path and words.
   expect_equal(as_array(x[4:N, 1, 1]), c(4L, 5L))
   expect_error(x[no_such_name:2, 1, 1], "no_such_name")
+  # Each operand is evaluated once, in the caller's frame, whichever path reads it.
+  count <- 0
+  makeActiveBinding("counted", function() {
+    count <<- count + 1
+    2
+  }, environment())
+  v <- torch_tensor(1:5)
+  expect_equal(as_array(v[counted:3]), c(2L, 3L))
+  expect_equal(as_array(v[counted:N]), 2:5)
+  expect_identical(count, 2)
 })

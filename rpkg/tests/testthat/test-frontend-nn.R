@@ -825,3 +825,25 @@ test_that("a forward's self$ reads go to the module lookup directly, with `$`'s 
   expect_match(paste(deparse(body(attr(own(), "module")$forward)), collapse = ""), "self$answer",
                fixed = TRUE)
 })
+
+test_that("$parameters and $buffers walk submodules in order, named by their paths", {
+  # The walk is C's (C_module_tensors): submodules first (by name), then the module's own; NULL
+  # entries left out; a tensor reached twice once, under its first name; none: list().
+  expect_identical(nn_relu()$parameters, list())
+  expect_identical(nn_sequential(nn_relu(), nn_relu())$buffers, list())
+  inner <- nn_sequential(nn_linear(2, 3, bias = FALSE), nn_batch_norm1d(3))
+  net <- nn_module(initialize = function() {
+    self$body <- inner
+    self$head <- nn_linear(3, 1)
+    self$tied <- self$head
+    self$scale <- nn_parameter(torch_ones(1))
+  })()
+  expect_identical(names(net$parameters), c("body.0.weight", "body.1.weight", "body.1.bias",
+                                            "head.weight", "head.bias", "scale"))
+  expect_identical(names(net$buffers), c("body.1.running_mean", "body.1.running_var",
+                                         "body.1.num_batches_tracked"))
+  # The entries are the parameters themselves, not copies.
+  before <- as_array(net$head$weight)
+  with_no_grad(net$parameters[["head.weight"]]$sub_(1))
+  expect_equal(as_array(net$head$weight), before - 1, tolerance = 1e-6)
+})
