@@ -793,6 +793,28 @@ as_iterator.iterable_dataset <- function(x) {
   x$.iter()
 }
 
+#' A generator's next value (coro's `yield()`)
+#'
+#' `yield(x)` in the body of a `coro::generator()` hands out `x` and pauses
+#' the generator there, as R torch's re-export of coro's `yield()` does: coro
+#' rewrites the body, reading `yield()` by its name, so the function itself
+#' runs only where it was called outside a generator, and that is coro's
+#' error. ampkit has its own (coro is not a dependency, only enhanced: it is
+#' not in this system's package registry); it is the same function.
+#'
+#' @param x The value handed out.
+#' @return Does not return: called, it is an error.
+#' @export
+#' @examples
+#' try(yield(1))
+#' if (requireNamespace("coro", quietly = TRUE)) {
+#'   numbers <- coro::generator(function() for (i in 1:3) yield(i * 10))
+#'   coro::collect(numbers())
+#' }
+yield <- function(x) {
+  abort("`yield()` can't be called directly or within function arguments")
+}
+
 #' All batches of a dataloader, as a list (deprecated)
 #'
 #' R torch's `enumerate()`, deprecated there in favour of `loop()`: one epoch

@@ -381,3 +381,13 @@ test_that("the examples of the data help pages run", {
                  NA, label = topic)
   }
 })
+
+test_that("yield() is coro's: an error called directly, a generator's value inside one", {
+  expect_error(yield(1), "can't be called directly or within function arguments")
+  skip_if_not_installed("coro")
+  # The oracle: coro's own yield() and its generators.
+  expect_identical(conditionMessage(tryCatch(yield(1), error = identity)),
+                   conditionMessage(tryCatch(coro::yield(1), error = identity)))
+  numbers <- coro::generator(function() for (i in 1:3) yield(i * 10))
+  expect_identical(coro::collect(numbers()), list(10, 20, 30))
+})
