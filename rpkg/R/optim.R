@@ -162,7 +162,11 @@ Optimizer <- R6::R6Class(
     print = function(...) print_optimizer(self, length(self$param_groups))
   ),
   private = list(
-    state_of = function(p) self$state$get(p),
+    # The state entry `name` of each parameter (NULL where it has none), in one lookup of the
+    # state's map.
+    state_entries = function(params, name) {
+      lapply(self$state$map[tensor_addresses(params)], .subset2, name)
+    },
     # R torch's helper for custom optimizers' step(): the closure (if any) with grad on, then
     # loop_fun(group, param, g, p) for each parameter with a gradient (group g, parameter p),
     # grad off. Returns the closure's loss.
@@ -521,7 +525,7 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
   momentum <- group$momentum
   bufs <- list()
   if (momentum != 0) {
-    bufs <- lapply(self$state$map[tensor_addresses(params)], .subset2, "momentum_buffer")
+    bufs <- private$state_entries(params, "momentum_buffer")
   }
   made <- .Call(C_sgd_update, list(params, grads, bufs),
                 as.double(c(group$lr, momentum, group$dampening, group$weight_decay)),
@@ -543,7 +547,7 @@ fused_sgd <- function(private, group, params, grads, grad_scale, found_inf) {
   bufs <- list()
   first <- FALSE
   if (momentum != 0) {
-    bufs <- lapply(params, function(p) private$state_of(p)$momentum_buffer)
+    bufs <- private$state_entries(params, "momentum_buffer")
     fresh <- vapply(bufs, is.null, NA)
     first <- all(fresh)
     bufs[fresh] <- lapply(grads[fresh], torch_zeros_like)
