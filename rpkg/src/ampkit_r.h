@@ -13,6 +13,9 @@
 //   precision.cpp precision policies' regions and the overflow locator's C++ hooks
 //   optim.cpp     optimizers in C++: R torch's optim_ignite_* (libtorch's torch::optim), and
 //                 optim_adam's foreach step
+//   modules.cpp   `self$name` in modules, module walks and chains (no libtorch)
+//   jit.cpp       TorchScript: jit_trace, jit_compile, jit_save, jit_load
+//   contrib.cpp   contrib_sort_vertices() (R torch's contributed vertex sort)
 //   init.cpp      routine registration
 #pragma once
 

@@ -126,7 +126,8 @@
   AMPKIT_ENTRY(C_adagrad_update, 3) \
   AMPKIT_ENTRY(C_rprop_update, 3) \
   AMPKIT_ENTRY(C_asgd_update, 3) \
-  AMPKIT_ENTRY(C_adadelta_update, 3)
+  AMPKIT_ENTRY(C_adadelta_update, 3) \
+  AMPKIT_ENTRY(C_contrib_sort_vertices, 3)
 
 #define AMPKIT_ENTRY(name, n) extern "C" SEXP name(AMPKIT_ARGS_##n);
 #define AMPKIT_ARGS_0 void

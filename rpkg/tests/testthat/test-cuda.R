@@ -174,3 +174,17 @@ test_that("the compute capability and the allocator's memory history and snapsho
   cuda_dump_memory_snapshot(path)
   expect_identical(holds(readBin(path, "raw", file.size(path)), x$data_ptr()), list(TRUE, TRUE))
 })
+
+test_that("contrib_sort_vertices on CUDA tensors gives the CPU's result, on CUDA", {
+  skip_if_no_cuda()
+  torch_manual_seed(5)
+  v <- torch_randn(8, 1024, 24, 2)  # R torch's test's sizes
+  m <- torch_rand(8, 1024, 24) > 0.8
+  m <- m & (torch_cumsum(m$to(dtype = torch_int()), dim = 3) <= 8)  # at most 8 vertices
+  nv <- torch_sum(m$to(dtype = torch_int()), dim = -1)$to(dtype = torch_int())
+  on_cuda <- contrib_sort_vertices(v$cuda(), m$cuda(), nv$cuda())
+  expect_true(on_cuda$is_cuda)
+  expect_identical(as_array(on_cuda$cpu()), as_array(contrib_sort_vertices(v, m, nv)))
+  expect_error(contrib_sort_vertices(v$cuda(), m, nv), "must be on one device",
+               class = "value_error")
+})
