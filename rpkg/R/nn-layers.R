@@ -310,6 +310,9 @@ reset_linear_like <- function(self) {
 #' @param mode,include_last_offset `nn_embedding_bag()`: how a bag's rows
 #'   are reduced (`"sum"`, `"mean"` or `"max"`), and whether its `offsets`
 #'   (given to the module's forward) end with the input's length.
+#'   `nn_embedding_bag$from_pretrained(embeddings, freeze = TRUE, ...)` (R
+#'   torch's and PyTorch's) makes a bag over a table: its rows `embeddings`
+#'   itself, trained unless `freeze`, the other arguments `nn_embedding_bag()`'s.
 #' @param p,inplace Dropout (`inplace`: activations too, which then write into
 #'   their input); `p`: `nn_multi_margin_loss()`'s exponent (1 or 2), the
 #'   norm's degree of `nn_pairwise_distance()` and `nn_triplet_margin_loss()`.
@@ -329,6 +332,9 @@ reset_linear_like <- function(self) {
 #' dim(conv(torch_randn(1, 3, 16, 16)))
 #' nn_cross_entropy_loss()(torch_randn(2, 5), torch_tensor(c(1L, 5L)))
 #' nn_embedding_bag(10, 3, mode = "sum")(torch_tensor(rbind(c(1L, 2L), c(10L, 3L))))
+#' table <- torch_randn(10, 3)
+#' bag <- nn_embedding_bag$from_pretrained(table, mode = "sum")
+#' bag(torch_tensor(c(1L, 2L, 4L, 5L)), offsets = torch_tensor(c(0L, 2L)))
 #' nn_aum_loss()(torch_randn(6), torch_tensor(c(1L, 2L, 1L, 1L, 2L, 2L)))
 #' nn_sequential(nn_linear(4, 6), nn_prelu(6), nn_glu())(torch_randn(2, 4))
 NULL
@@ -616,6 +622,28 @@ nn_embedding_bag <- nn_module(
                       self$include_last_offset, self$padding_idx)
   }
 )
+
+# R torch's class method of the generator, `nn_embedding_bag$from_pretrained()` (PyTorch's
+# EmbeddingBag.from_pretrained): a bag over the given table, frozen unless `freeze = FALSE`.
+attr(nn_embedding_bag, "module")$from_pretrained <- function(embeddings, freeze = TRUE,
+                                                             max_norm = NULL, norm_type = 2,
+                                                             scale_grad_by_freq = FALSE,
+                                                             mode = "mean", sparse = FALSE,
+                                                             include_last_offset = FALSE,
+                                                             padding_idx = NULL) {
+  if (!is_torch_tensor(embeddings) || embeddings$dim() != 2L) {
+    abort(sprintf("`embeddings` must be a 2-dimensional tensor, got %s.", describe(embeddings)),
+          class = "value_error")
+  }
+  freeze <- arg_flag(freeze, "freeze")
+  shape <- embeddings$shape
+  bag <- nn_embedding_bag(shape[[1L]], shape[[2L]], max_norm = max_norm, norm_type = norm_type,
+                          scale_grad_by_freq = scale_grad_by_freq, mode = mode, sparse = sparse,
+                          include_last_offset = include_last_offset, padding_idx = padding_idx,
+                          .weight = embeddings)
+  bag$weight$requires_grad_(!freeze)
+  bag
+}
 
 # A 1-based row of an embedding table of `n` rows (negative: from the end), as a positive number.
 embedding_row <- function(padding_idx, n) {

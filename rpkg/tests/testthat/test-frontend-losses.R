@@ -264,6 +264,27 @@ test_that("nn_embedding_bag is torch.nn.EmbeddingBag: seeded weights, modes, off
   expect_identical(nn_embedding_bag(10, 3, padding_idx = -1)$padding_idx, 10L)
 })
 
+test_that("nn_embedding_bag$from_pretrained is EmbeddingBag.from_pretrained", {
+  skip_if_no_ampkit()
+  table <- torch_randn(10, 3)
+  flat <- torch_tensor(c(2L, 2L, 2L, 2L, 4L, 3L, 2L, 9L))
+  offsets <- torch_tensor(c(0L, 4L))
+  for (freeze in c(TRUE, FALSE)) {
+    bag <- nn_embedding_bag$from_pretrained(table, freeze = freeze, mode = "sum",
+                                            padding_idx = 2)
+    ref <- pt()$nn$EmbeddingBag$from_pretrained(py_of(table), freeze = freeze, mode = "sum",
+                                                 padding_idx = 1L)
+    expect_true(inherits(bag, "nn_embedding_bag"))
+    expect_identical(bag$weight$requires_grad, reticulate::py_to_r(ref$weight$requires_grad))
+    expect_identical(bag$weight$requires_grad, !freeze)
+    expect_same_tensor(bag(flat, offsets), pycall(ref, zero_based(flat), py_of(offsets)))
+  }
+  expect_error(nn_embedding_bag$from_pretrained(torch_randn(10)), "`embeddings` must be a 2-dim",
+               class = "value_error")
+  expect_error(nn_embedding_bag$from_pretrained(table, freeze = NA), "freeze",
+               class = "value_error")
+})
+
 test_that("nnf_embedding_bag: R torch's arguments, errors in R's words", {
   skip_if_no_ampkit()
   input <- torch_tensor(rbind(c(1, 2, 4, 5), c(4, 3, 2, 9)), dtype = torch_long())
