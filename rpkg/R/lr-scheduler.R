@@ -1,3 +1,6 @@
+#' @include optim.R
+NULL
+
 # R torch's learning-rate schedulers, in R: each sets its optimizer's groups' `lr` at every
 # `$step()` by PyTorch's formula (its closed forms where PyTorch uses them, so that the rates
 # agree with PyTorch's to the last bit over the same steps).
@@ -12,7 +15,12 @@
 #' `lr_reduce_on_plateau()` (reduce when a metric stops improving: `$step(metric)`).
 #' Call `$step()` after each epoch (after each batch for `lr_one_cycle()`);
 #' `$get_last_lr()` gives the learning rates, one per parameter group.
-#' Classes `c("lr_step", "lr_scheduler")` etc.
+#' Each is a scheduler generator made by [lr_scheduler()], as R torch's are
+#' (class `c("lr_step", "lr_scheduler", "lr_scheduler_generator")`; the
+#' scheduler it makes `c("lr_step", "lr_scheduler", "R6")`), so a scheduler
+#' of one's own may inherit one: `lr_scheduler("mine", inherit = lr_step,
+#' get_lr = ...)`. `lr_reduce_on_plateau()`'s scheduler steps on a metric and
+#' makes no first step.
 #'
 #' @param optimizer An optimizer ([optim_sgd()], ...).
 #' @param step_size Epochs between decays.
@@ -46,6 +54,14 @@
 #' sched2 <- lr_lambda(optim_sgd(nn_linear(2, 1)$parameters, lr = 1),
 #'                     function(epoch) 0.9^epoch)
 #' sched2$get_last_lr()
+#' # a step schedule that never goes below 0.2
+#' lr_step_floor <- lr_scheduler("lr_step_floor", inherit = lr_step, get_lr = function() {
+#'   pmax(super$get_lr(), 0.2)
+#' })
+#' opt3 <- optim_sgd(nn_linear(2, 1)$parameters, lr = 1)
+#' sched3 <- lr_step_floor(opt3, step_size = 1, gamma = 0.5)
+#' for (epoch in 1:4) sched3$step()
+#' sched3$get_last_lr()
 NULL
 
 # nolint start: object_name_linter, cyclocomp_linter.
@@ -123,7 +139,7 @@ LRScheduler <- R6::R6Class(
 #' @param classname The scheduler's class name.
 #' @param inherit The class (or a scheduler generator made by `lr_scheduler()`)
 #'   to inherit from.
-#' @param ... Public fields and methods.
+#' @param ... Public fields and methods (`print()`: ignored).
 #' @param parent_env The environment the methods are defined in.
 #' @return A scheduler generator (class `c(classname, "lr_scheduler",
 #'   "lr_scheduler_generator")`): a function with `initialize`'s arguments that
@@ -145,6 +161,7 @@ LRScheduler <- R6::R6Class(
 #' sched <- lr_halve(opt)
 #' for (epoch in 1:4) sched$step()
 #' sched$get_last_lr()
+#' lr_halve
 lr_scheduler <- function(classname = NULL, inherit = LRScheduler, ...,
                          parent_env = parent.frame()) {
   if (inherits(inherit, "lr_scheduler_generator")) inherit <- attr(inherit, "scheduler")
@@ -157,6 +174,15 @@ lr_scheduler <- function(classname = NULL, inherit = LRScheduler, ...,
             class = c(classname, "lr_scheduler", "lr_scheduler_generator"))
 }
 
+#' @rdname lr_scheduler
+#' @param x A scheduler generator, to print.
+#' @export
+print.lr_scheduler_generator <- function(x, ...) {
+  cat(sprintf("<%s> scheduler generator: %s(%s)\n", class(x)[[1L]], class(x)[[1L]],
+              paste(names(formals(unclass(x))), collapse = ", ")))
+  invisible(x)
+}
+
 group_lrs <- function(self) vapply(self$optimizer$param_groups, function(g) g$lr, 0)
 
 check_optimizer <- function(optimizer) {
@@ -166,28 +192,28 @@ check_optimizer <- function(optimizer) {
   }
 }
 
-new_scheduler <- function(classname, fields, get_lr, extra = list()) {
-  R6::R6Class(classname, inherit = LRScheduler, lock_objects = FALSE,
-              public = c(fields, list(get_lr = get_lr), extra))
-}
-
-# The schedulers' get_lr() methods below are R6 methods: `self` is bound by R6.
+# The built-in schedulers are generators made by lr_scheduler(), as R torch's are: a scheduler of
+# one's own may inherit one (lr_scheduler("mine", inherit = lr_step, get_lr = ...)). Each one's
+# initialize() checks its options (in R's words) and ends with LRScheduler's, which makes the
+# first step. get_lr() methods are R6 methods: `self` and `super` are bound by R6.
 # nolint start: object_usage_linter, object_name_linter.
 
 #' @rdname lr_schedulers
 #' @export
-lr_step <- function(optimizer, step_size, gamma = 0.1, last_epoch = -1) {
-  cls <- new_scheduler("lr_step", list(step_size = whole_number(step_size, "step_size"),
-                                       gamma = arg_number(gamma, "gamma")),
-    function() {
-      if (self$last_epoch == 0 || self$last_epoch %% self$step_size != 0) {
-        return(group_lrs(self))
-      }
-      group_lrs(self) * self$gamma
-    })
-  obj <- cls$new(optimizer, last_epoch)
-  obj
-}
+lr_step <- lr_scheduler(
+  "lr_step",
+  initialize = function(optimizer, step_size, gamma = 0.1, last_epoch = -1) {
+    self$step_size <- whole_number(step_size, "step_size")
+    self$gamma <- arg_number(gamma, "gamma")
+    super$initialize(optimizer, last_epoch)
+  },
+  get_lr = function() {
+    if (self$last_epoch == 0 || self$last_epoch %% self$step_size != 0) {
+      return(group_lrs(self))
+    }
+    group_lrs(self) * self$gamma
+  }
+)
 
 lambda_list <- function(lr_lambda, n) {
   fns <- if (is.function(lr_lambda)) rep(list(lr_lambda), n) else lr_lambda
@@ -198,25 +224,32 @@ lambda_list <- function(lr_lambda, n) {
   fns
 }
 
-#' @rdname lr_schedulers
-#' @export
-lr_lambda <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
+# lr_lambda's and lr_multiplicative's initialize(): a function of the epoch per group (R6 binds
+# `self` and `super` in the method it copies).
+lambda_initialize <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
   check_optimizer(optimizer)
-  fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
-  cls <- new_scheduler("lr_lambda", list(lr_lambdas = fns), function() {
-    vapply(seq_along(self$base_lrs), function(i) {
-      self$base_lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch))
-    }, 0)
-  })
-  cls$new(optimizer, last_epoch, verbose)
+  self$lr_lambdas <- lambda_list(lr_lambda, length(optimizer$param_groups))
+  super$initialize(optimizer, last_epoch, verbose)
 }
 
 #' @rdname lr_schedulers
 #' @export
-lr_multiplicative <- function(optimizer, lr_lambda, last_epoch = -1, verbose = FALSE) {
-  check_optimizer(optimizer)
-  fns <- lambda_list(lr_lambda, length(optimizer$param_groups))
-  cls <- new_scheduler("lr_multiplicative", list(lr_lambdas = fns), function() {
+lr_lambda <- lr_scheduler(
+  "lr_lambda",
+  initialize = lambda_initialize,
+  get_lr = function() {
+    vapply(seq_along(self$base_lrs), function(i) {
+      self$base_lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch))
+    }, 0)
+  }
+)
+
+#' @rdname lr_schedulers
+#' @export
+lr_multiplicative <- lr_scheduler(
+  "lr_multiplicative",
+  initialize = lambda_initialize,
+  get_lr = function() {
     lrs <- group_lrs(self)
     if (self$last_epoch <= 0) {
       return(lrs)
@@ -224,76 +257,78 @@ lr_multiplicative <- function(optimizer, lr_lambda, last_epoch = -1, verbose = F
     vapply(seq_along(lrs), function(i) {
       lrs[[i]] * as.numeric(self$lr_lambdas[[i]](self$last_epoch))
     }, 0)
-  })
-  cls$new(optimizer, last_epoch, verbose)
-}
+  }
+)
 
 #' @rdname lr_schedulers
 #' @export
-lr_cosine_annealing <- function(optimizer, T_max, eta_min = 0, last_epoch = -1, verbose = FALSE) {
-  T_max <- arg_number(T_max, "T_max") # nolint: object_name_linter.
-  eta_min <- arg_number(eta_min, "eta_min")
-  cls <- new_scheduler("lr_cosine_annealing", list(T_max = T_max, eta_min = eta_min),
-    function() {
-      lrs <- group_lrs(self)
-      e <- self$last_epoch
-      if (e == 0) {
-        return(lrs)
-      }
-      if ((e - 1 - self$T_max) %% (2 * self$T_max) == 0) {
-        return(lrs + (self$base_lrs - self$eta_min) * (1 - cos(pi / self$T_max)) / 2)
-      }
-      (1 + cos(pi * e / self$T_max)) / (1 + cos(pi * (e - 1) / self$T_max)) *
-        (lrs - self$eta_min) + self$eta_min
-    })
-  cls$new(optimizer, last_epoch, verbose)
-}
-
-# nolint end
+lr_cosine_annealing <- lr_scheduler(
+  "lr_cosine_annealing",
+  initialize = function(optimizer, T_max, eta_min = 0, last_epoch = -1, verbose = FALSE) {
+    self$T_max <- arg_number(T_max, "T_max")
+    self$eta_min <- arg_number(eta_min, "eta_min")
+    super$initialize(optimizer, last_epoch, verbose)
+  },
+  get_lr = function() {
+    lrs <- group_lrs(self)
+    e <- self$last_epoch
+    if (e == 0) {
+      return(lrs)
+    }
+    if ((e - 1 - self$T_max) %% (2 * self$T_max) == 0) {
+      return(lrs + (self$base_lrs - self$eta_min) * (1 - cos(pi / self$T_max)) / 2)
+    }
+    (1 + cos(pi * e / self$T_max)) / (1 + cos(pi * (e - 1) / self$T_max)) *
+      (lrs - self$eta_min) + self$eta_min
+  }
+)
 
 #' @rdname lr_schedulers
 #' @export
-lr_one_cycle <- function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
-                         steps_per_epoch = NULL, pct_start = 0.3, anneal_strategy = "cos",
-                         cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95,
-                         div_factor = 25, final_div_factor = 10000, last_epoch = -1,
-                         verbose = FALSE) {
-  check_optimizer(optimizer)
-  arg_choice(anneal_strategy, "anneal_strategy", c("cos", "linear"))
-  total_steps <- cycle_length(total_steps, epochs, steps_per_epoch)
-  pct_start <- arg_number(pct_start, "pct_start")
-  if (!(pct_start >= 0 && pct_start <= 1)) {  # PyTorch's rule and words
-    abort(sprintf("Expected float between 0 and 1 pct_start, but got %s", describe(pct_start)),
-          class = "value_error")
-  }
-  cycle_momentum <- arg_flag(cycle_momentum, "cycle_momentum")
-  momentum_key <- if (!is.null(optimizer$defaults$betas)) "betas" else "momentum"
-  if (cycle_momentum && momentum_key == "momentum" && is.null(optimizer$defaults$momentum)) {
-    abort("optimizer must support momentum with `cycle_momentum` option enabled",
-          class = "value_error")
-  }
-  if (last_epoch == -1) {
-    one_cycle_groups(optimizer, max_lr, div_factor, final_div_factor,
-                     if (cycle_momentum) momentum_key, base_momentum, max_momentum)
-  }
-  # PyTorch's two phases: up from initial_lr to max_lr, then down to min_lr (momentum inversely).
-  phases <- list(
-    list(end = pct_start * total_steps - 1, start_lr = "initial_lr", end_lr = "max_lr",
-         start_m = "max_momentum", end_m = "base_momentum"),
-    list(end = total_steps - 1, start_lr = "max_lr", end_lr = "min_lr",
-         start_m = "base_momentum", end_m = "max_momentum")
-  )
-  anneal <- if (anneal_strategy == "cos") {
-    function(start, end, pct) end + (start - end) / 2 * (cos(pi * pct) + 1)
-  } else {
-    function(start, end, pct) (end - start) * pct + start
-  }
-  cls <- new_scheduler("lr_one_cycle",
-    list(total_steps = total_steps, phases = phases, anneal = anneal,
-         momentum_key = if (cycle_momentum) momentum_key),
-    function() one_cycle_lrs(self)) # nolint: object_usage_linter. (an R6 method)
-  cls$new(optimizer, last_epoch, verbose)
-}
+lr_one_cycle <- lr_scheduler(
+  "lr_one_cycle",
+  initialize = function(optimizer, max_lr, total_steps = NULL, epochs = NULL,
+                        steps_per_epoch = NULL, pct_start = 0.3, anneal_strategy = "cos",
+                        cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95,
+                        div_factor = 25, final_div_factor = 10000, last_epoch = -1,
+                        verbose = FALSE) {
+    check_optimizer(optimizer)
+    arg_choice(anneal_strategy, "anneal_strategy", c("cos", "linear"))
+    total_steps <- cycle_length(total_steps, epochs, steps_per_epoch)
+    pct_start <- arg_number(pct_start, "pct_start")
+    if (!(pct_start >= 0 && pct_start <= 1)) {  # PyTorch's rule and words
+      abort(sprintf("Expected float between 0 and 1 pct_start, but got %s", describe(pct_start)),
+            class = "value_error")
+    }
+    cycle_momentum <- arg_flag(cycle_momentum, "cycle_momentum")
+    momentum_key <- if (!is.null(optimizer$defaults$betas)) "betas" else "momentum"
+    if (cycle_momentum && momentum_key == "momentum" && is.null(optimizer$defaults$momentum)) {
+      abort("optimizer must support momentum with `cycle_momentum` option enabled",
+            class = "value_error")
+    }
+    if (last_epoch == -1) {
+      one_cycle_groups(optimizer, max_lr, div_factor, final_div_factor,
+                       if (cycle_momentum) momentum_key, base_momentum, max_momentum)
+    }
+    self$total_steps <- total_steps
+    # PyTorch's two phases: up from initial_lr to max_lr, then down to min_lr (momentum
+    # inversely).
+    self$phases <- list(
+      list(end = pct_start * total_steps - 1, start_lr = "initial_lr", end_lr = "max_lr",
+           start_m = "max_momentum", end_m = "base_momentum"),
+      list(end = total_steps - 1, start_lr = "max_lr", end_lr = "min_lr",
+           start_m = "base_momentum", end_m = "max_momentum")
+    )
+    self$anneal <- if (anneal_strategy == "cos") {
+      function(start, end, pct) end + (start - end) / 2 * (cos(pi * pct) + 1)
+    } else {
+      function(start, end, pct) (end - start) * pct + start
+    }
+    self$momentum_key <- if (cycle_momentum) momentum_key
+    super$initialize(optimizer, last_epoch, verbose)
+  },
+  get_lr = function() one_cycle_lrs(self)
+)
 
 cycle_length <- function(total_steps, epochs, steps_per_epoch) {
   if (!is.null(total_steps)) {
@@ -383,55 +418,61 @@ one_cycle_lrs <- function(scheduler) {
 
 #' @rdname lr_schedulers
 #' @export
-lr_reduce_on_plateau <- function(optimizer, mode = "min", factor = 0.1, patience = 10,
-                                 threshold = 1e-4, threshold_mode = "rel", cooldown = 0,
-                                 min_lr = 0, eps = 1e-8, verbose = FALSE) {
-  check_optimizer(optimizer)
-  if (arg_number(factor, "factor") >= 1) abort("Factor should be < 1.0.", class = "value_error")
-  arg_choice(mode, "mode", c("min", "max"))
-  arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
-  patience <- arg_number(patience, "patience")
-  threshold <- arg_number(threshold, "threshold")
-  cooldown <- arg_number(cooldown, "cooldown")
-  eps <- arg_number(eps, "eps")
-  obj <- structure(new.env(parent = emptyenv()),
-                   class = c("lr_reduce_on_plateau", "lr_scheduler"))
-  obj$optimizer <- optimizer
-  obj$min_lrs <- per_group(min_lr, "min_lr", optimizer)
-  obj$best <- if (mode == "min") Inf else -Inf
-  obj$num_bad_epochs <- 0
-  obj$cooldown_counter <- 0
-  obj$last_epoch <- 0L
-  better <- function(a, best) {
-    if (threshold_mode == "rel") {
-      if (mode == "min") a < best * (1 - threshold) else a > best * (threshold + 1)
-    } else {
-      if (mode == "min") a < best - threshold else a > best + threshold
-    }
-  }
-  obj$step <- function(metrics) {
+lr_reduce_on_plateau <- lr_scheduler(
+  "lr_reduce_on_plateau",
+  # No first step: the rates change only on a metric (PyTorch's ReduceLROnPlateau).
+  initialize = function(optimizer, mode = "min", factor = 0.1, patience = 10, threshold = 1e-4,
+                        threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8,
+                        verbose = FALSE) {
+    check_optimizer(optimizer)
+    if (arg_number(factor, "factor") >= 1) abort("Factor should be < 1.0.", class = "value_error")
+    self$optimizer <- optimizer
+    self$mode <- arg_choice(mode, "mode", c("min", "max"))
+    self$factor <- factor
+    self$patience <- arg_number(patience, "patience")
+    self$threshold <- arg_number(threshold, "threshold")
+    self$threshold_mode <- arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
+    self$cooldown <- arg_number(cooldown, "cooldown")
+    self$min_lrs <- per_group(min_lr, "min_lr", optimizer)
+    self$eps <- arg_number(eps, "eps")
+    self$verbose <- verbose
+    self$best <- if (self$mode == "min") Inf else -Inf
+    self$num_bad_epochs <- 0
+    self$cooldown_counter <- 0
+    self$last_epoch <- 0L
+  },
+  step = function(metrics) {
     current <- as.numeric(metrics)
-    obj$last_epoch <- obj$last_epoch + 1L
-    if (better(current, obj$best)) {
-      obj$best <- current
-      obj$num_bad_epochs <- 0
+    self$last_epoch <- self$last_epoch + 1L
+    if (self$.is_better(current, self$best)) {
+      self$best <- current
+      self$num_bad_epochs <- 0
     } else {
-      obj$num_bad_epochs <- obj$num_bad_epochs + 1
+      self$num_bad_epochs <- self$num_bad_epochs + 1
     }
-    if (obj$cooldown_counter > 0) {
-      obj$cooldown_counter <- obj$cooldown_counter - 1
-      obj$num_bad_epochs <- 0
+    if (self$cooldown_counter > 0) {
+      self$cooldown_counter <- self$cooldown_counter - 1
+      self$num_bad_epochs <- 0
     }
-    if (obj$num_bad_epochs > patience) {
-      reduce_lrs(obj$optimizer, factor, obj$min_lrs, eps, verbose)
-      obj$cooldown_counter <- cooldown
-      obj$num_bad_epochs <- 0
+    if (self$num_bad_epochs > self$patience) {
+      reduce_lrs(self$optimizer, self$factor, self$min_lrs, self$eps, self$verbose)
+      self$cooldown_counter <- self$cooldown
+      self$num_bad_epochs <- 0
     }
-    invisible(obj)
+    invisible(self)
+  },
+  get_last_lr = function() group_lrs(self),
+  .is_better = function(a, best) {
+    threshold <- self$threshold
+    if (self$threshold_mode == "rel") {
+      if (self$mode == "min") a < best * (1 - threshold) else a > best * (threshold + 1)
+    } else {
+      if (self$mode == "min") a < best - threshold else a > best + threshold
+    }
   }
-  obj$get_last_lr <- function() vapply(obj$optimizer$param_groups, function(g) g$lr, 0)
-  obj
-}
+)
+
+# nolint end
 
 # PyTorch's ReduceLROnPlateau._reduce_lr.
 reduce_lrs <- function(optimizer, factor, min_lrs, eps, verbose) {
@@ -446,6 +487,3 @@ reduce_lrs <- function(optimizer, factor, min_lrs, eps, verbose) {
     }
   }
 }
-
-#' @export
-`$.lr_reduce_on_plateau` <- function(x, name) get0(name, envir = x, inherits = FALSE)

@@ -358,6 +358,24 @@ test_that("lr_scheduler() defines schedulers: one written as PyTorch's StepLR gi
   expect_equal(s$state_dict()$step_size, 5)
   expect_error(lr_scheduler("bad", inherit = 3), "`inherit` must be a scheduler",
                class = "value_error")
+  # The built-in schedulers are generators too (R torch's): one inherits lr_step's initialize
+  # and calls its get_lr() through super; its rates are StepLR's with a floor.
+  for (gen in list(lr_step, lr_lambda, lr_multiplicative, lr_cosine_annealing, lr_one_cycle,
+                   lr_reduce_on_plateau)) {
+    expect_s3_class(gen, c("lr_scheduler", "lr_scheduler_generator"))
+  }
+  floored <- lr_scheduler("floored", inherit = lr_step, get_lr = function() {
+    pmax(super$get_lr(), 0.2)
+  })
+  expect_named(formals(floored), c("optimizer", "step_size", "gamma", "last_epoch"))
+  expect_output(print(floored),
+                "<floored> scheduler generator: floored(optimizer, step_size, gamma, last_epoch)",
+                fixed = TRUE)
+  py_floored <- pmax(py_lrs(function(o) sched$StepLR(o, step_size = 2L, gamma = 0.5), 8), 0.2)
+  expect_identical(r_lrs(function(o) floored(o, step_size = 2, gamma = 0.5), 8), py_floored)
+  expect_identical(class(floored(opt, step_size = 1)),
+                   c("floored", "lr_step", "lr_scheduler", "R6"))
+  expect_error(floored(opt, step_size = "a"), "`step_size`", class = "value_error")
   # A scheduler without get_lr() says so when it is made (its first step).
   expect_error(lr_scheduler("none")(opt), "must define get_lr", class = "not_implemented_error")
 })
@@ -385,6 +403,20 @@ test_that("lr_multiplicative, lr_cosine_annealing, lr_reduce_on_plateau follow P
                                                                  0L)$get("lr")))
   }
   expect_lt(r_opt$param_groups[[1]]$lr, 1)
+  expect_identical(class(r_sched), c("lr_reduce_on_plateau", "lr_scheduler", "R6"))
+  # Its state (PyTorch's keys: best, num_bad_epochs, cooldown_counter, ...) resumes the schedule.
+  state <- r_sched$state_dict()
+  expect_identical(state$best, reticulate::py_to_r(py_sched$best))
+  expect_identical(state$num_bad_epochs, as.numeric(reticulate::py_to_r(py_sched$num_bad_epochs)))
+  resumed <- lr_reduce_on_plateau(r_opt, factor = 0.5, patience = 1, cooldown = 1)
+  resumed$load_state_dict(state)
+  for (m in c(0.95, 0.96, 0.97, 0.5)) {
+    resumed$step(m)
+    py_sched$step(m)
+    expect_identical(r_opt$param_groups[[1]]$lr,
+                     reticulate::py_to_r(reticulate::py_get_item(py_opt$param_groups,
+                                                                 0L)$get("lr")))
+  }
 })
 
 test_that("R torch's scheduler tests, adapted: lr_lambda, lr_step, lr_one_cycle", {
