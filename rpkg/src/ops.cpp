@@ -73,7 +73,8 @@ struct ArgPlan {
 struct OverloadPlan {
   c10::OperatorHandle handle;
   std::vector<ArgPlan> args;
-  std::vector<int> r_kind;  // per R argument: the Kind expected, or kMissing
+  std::vector<int> r_kind;       // per R argument: the Kind expected, or kMissing
+  std::vector<bool> r_optional;  // per R argument: may it be None (NULL in R)?
 };
 
 struct Op {
@@ -189,7 +190,10 @@ void plan(Op& op) {
     const std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
     auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
     if (!handle) continue;  // an overload this libtorch does not have
-    OverloadPlan p{*handle, {}, std::vector<int>(static_cast<size_t>(n_r), kMissing)};
+    OverloadPlan p{*handle,
+                   {},
+                   std::vector<int>(static_cast<size_t>(n_r), kMissing),
+                   std::vector<bool>(static_cast<size_t>(n_r), false)};
     bool supported = true;
     for (const c10::Argument& a : handle->schema().arguments()) {
       ArgPlan arg;
@@ -203,7 +207,10 @@ void plan(Op& op) {
         arg.default_value = *a.default_value();
       }
       if (arg.kind == Kind::Unsupported && !arg.has_default) supported = false;
-      if (arg.r_pos >= 0) p.r_kind[arg.r_pos] = static_cast<int>(arg.kind);
+      if (arg.r_pos >= 0) {
+        p.r_kind[arg.r_pos] = static_cast<int>(arg.kind);
+        p.r_optional[arg.r_pos] = arg.optional;
+      }
       p.args.push_back(std::move(arg));
     }
     if (!supported) continue;
@@ -318,6 +325,18 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
     bool match = true;
     for (int i = 0; i < n && match; ++i) {
       if (op.dispatch[i] && p.r_kind[i] != classes[i]) match = false;
+    }
+    if (match) return p;
+  }
+  // R torch's classification reads a NULL as the first kind expected there (a Scalar before a
+  // Tensor), so torch_clamp(x, min = t) found no overload: clamp(Scalar? min, Scalar? max) wants
+  // no tensor and clamp.Tensor(Tensor? min, Tensor? max) no Scalar. Where no overload matches, a
+  // NULL matches any argument that may be None.
+  for (const OverloadPlan& p : op.overloads) {
+    bool match = true;
+    for (int i = 0; i < n && match; ++i) {
+      if (!op.dispatch[i] || p.r_kind[i] == classes[i]) continue;
+      match = Rf_isNull(args[i]) && p.r_optional[i];
     }
     if (match) return p;
   }

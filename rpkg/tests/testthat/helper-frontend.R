@@ -82,3 +82,61 @@ load_into_torch <- function(py_module, r_module, strict = TRUE) {
   py_module$load_state_dict(py_sd, strict = strict)
   invisible(py_module)
 }
+
+# The result of an R torch_* call and of PyTorch's function of the same name on the same
+# tensors: "same", or what differs. Tuples and R lists are compared element by element; NaN
+# equals NaN.
+torch_result_outcome <- function(r, p) {
+  if (is.list(r)) {
+    n <- tryCatch(reticulate::py_len(p), error = function(e) -1L)
+    if (n != length(r)) return("an R list against a single value or another length")
+    outcomes <- vapply(seq_along(r), function(i) {
+      torch_result_outcome(r[[i]], reticulate::py_get_item(p, i - 1L))
+    }, "")
+    return(if (all(outcomes == "same")) "same" else outcomes[outcomes != "same"][[1L]])
+  }
+  if (!is_torch_tensor(r)) return(value_outcome(r, p))
+  if (!inherits(p, "torch.Tensor")) "a tensor against a Python value" else tensor_outcome(r, p)
+}
+
+# An R value that is no tensor against Python's (a number: R's integers and doubles alike).
+value_outcome <- function(r, p) {
+  if (inherits(p, "torch.Tensor")) p <- p$item()
+  p <- reticulate::py_to_r(p)
+  if (is.numeric(r) && is.numeric(p)) {
+    r <- as.double(r)
+    p <- as.double(p)
+  }
+  if (identical(as.vector(r), as.vector(p))) "same" else "values"
+}
+
+# One R tensor against one Python tensor: "same" (dtype, shape, every element, NaN equal to
+# NaN), or the first of these that differs.
+tensor_outcome <- function(r, p) {
+  a <- py_of(r)
+  for (field in c("dtype", "shape")) {
+    if (reticulate::py_str(a[[field]]) != reticulate::py_str(p[[field]])) return(field)
+  }
+  equal <- pt()$eq(a, p)
+  if (reticulate::py_to_r(a$is_floating_point()) || reticulate::py_to_r(a$is_complex())) {
+    equal <- pt()$logical_or(equal, pt()$logical_and(pt()$isnan(a), pt()$isnan(p)))
+  }
+  if (reticulate::py_to_r(pt()$all(equal)$item())) "same" else "values"
+}
+
+# Calls the R function `f` and the Python one `py_f` with `args` (list(r = R's arguments, py =
+# Python's)), each after seeding libtorch's generator alike: NA where both fail, else
+# torch_result_outcome()'s word or which side failed. `f` and `py_f` may be functions or
+# functions' makers (a method of a fresh copy of the tensor, on each side).
+torch_call_outcome <- function(f, py_f, args) {
+  if (is.function(f) && !length(formals(f))) f <- f()
+  if (is.function(py_f) && !inherits(py_f, "python.builtin.object")) py_f <- py_f()
+  torch_manual_seed(7)
+  r <- tryCatch(suppressWarnings(do.call(f, args$r)), error = identity)
+  pt()$manual_seed(7L)
+  p <- tryCatch(do.call(reticulate::py_call, c(list(py_f), args$py)), error = identity)
+  if (inherits(r, "error") && inherits(p, "error")) return(NA_character_)
+  if (inherits(r, "error")) return(paste("R's error:", conditionMessage(r)))
+  if (inherits(p, "error")) return("PyTorch's error, R ran")
+  torch_result_outcome(r, p)
+}

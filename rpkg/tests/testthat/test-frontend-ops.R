@@ -356,3 +356,85 @@ test_that("R torch's internal wrappers its tests call: 1-based targets and maxim
   expect_true(torch_equal(torch_max_pool1d_with_indices(img[1, ], 2)[[2]],
                           nnf_max_pool1d(img[1, ], 2, return_indices = TRUE)[[2]]))
 })
+
+test_that("the generated torch_* functions give PyTorch's results, across the surface", {
+  skip_if_no_ampkit()
+  torch <- pt()
+  # Every torch_* function with a PyTorch function of the same name, called with one tensor, two
+  # tensors and one tensor with a dim (2 in R, 1 in PyTorch), with the same seed on both sides.
+  # Left out: what makes tensors from sizes or options (creation, dtypes, settings), and calls
+  # where R torch's signature differs on purpose (not a difference of values):
+  # - 1-based positions returned (tested in test-native.R): argmax, argmin, argsort, sort,
+  #   max/min with a dim, nonzero, where with a condition only;
+  # - a list of tensors as one argument, not several: atleast_1d/2d/3d, block_diag,
+  #   broadcast_tensors; one tensor taken as a list of one: dstack, hstack, vstack;
+  # - trapz(y, dx, x): a second tensor is not a number dx; unique_consecutive gives its three
+  #   results always; flip's `dims` is matched by `dim`.
+  made <- paste0("^torch_(manual_seed|set_|save|load|serialize|get_|generator|is_|can_cast|",
+                 "promote|result_type|finfo|iinfo|device|empty|tensor|scalar_tensor|from_|as_|",
+                 ".*_like$|range|arange|linspace|logspace|zeros|ones|full|eye|rand|normal|",
+                 "bernoulli|poisson|multinomial|cat$|stack|einsum|install|float|double|half|",
+                 "long|int|short|bool|uint8|int8|cfloat|cdouble|chalf|qint|quint|bfloat|",
+                 "complex|layout|strided|sparse|contiguous_format|channels_last|",
+                 "preserve_format|per_|reduction|threads)")
+  on_purpose <- c("argmax", "argmin", "argsort", "sort", "max dim", "min dim", "nonzero",
+                  "where", "atleast_1d binary", "atleast_2d binary", "atleast_3d binary",
+                  "block_diag binary", "broadcast_tensors binary", "dstack", "hstack",
+                  "vstack", "trapz binary", "unique_consecutive", "flip dim")
+  # (PyTorch's deprecation warnings, torch.lu's and the like, are not this test's)
+  quiet <- reticulate::import("warnings", convert = FALSE)$catch_warnings()
+  quiet$`__enter__`()
+  on.exit(quiet$`__exit__`(NULL, NULL, NULL), add = TRUE)
+  reticulate::import("warnings")$simplefilter("ignore")
+  x <- torch_rand(3, 4) + 0.5
+  y <- torch_rand(3, 4) + 0.5
+  calls <- list(unary = list(r = list(x), py = list(py_of(x))),
+                binary = list(r = list(x, y), py = list(py_of(x), py_of(y))),
+                dim = list(r = list(x, dim = 2), py = list(py_of(x), dim = 1L)))
+  fns <- grep("^torch_", getNamespaceExports("ampkit"), value = TRUE)
+  fns <- sort(fns[!grepl(made, fns)])
+  outcomes <- unlist(lapply(fns, function(f) {
+    name <- sub("^torch_", "", f)
+    if (!reticulate::py_has_attr(torch, name)) return(NULL)
+    cases <- Filter(function(case) !any(c(name, paste(name, case)) %in% on_purpose), names(calls))
+    if (!length(cases)) return(NULL)
+    vapply(setNames(cases, paste(name, cases)), function(case) {
+      torch_call_outcome(f, torch[[name]], calls[[case]])
+    }, "")
+  }))
+  compared <- outcomes[!is.na(outcomes)]
+  differ <- compared[compared != "same"]
+  expect_gt(length(compared), 150L)  # 190 calls when written
+  expect_identical(differ, setNames(character(), character()))
+  # The tensor methods ($name()) the same way, each on a fresh copy of x on either side (the
+  # in-place ones are left out, and the private ones, `_name`). On purpose, besides the 1-based
+  # positions: what PyTorch has as properties R torch has as methods ($data(), $mH(),
+  # $is_quantized(), $retains_grad(), $output_nr()); $size() and $stride() are R vectors;
+  # $flip(), $tile(), $new_ones(), $new_zeros(), $new_empty() take no sizes as none; $to()'s
+  # first argument is a dtype (a tensor to follow is `other =`, as in R torch).
+  on_purpose <- c("argmax", "argmin", "argsort", "sort", "max dim", "min dim", "nonzero",
+                  "data", "mH", "is_quantized", "retains_grad", "output_nr", "size", "stride",
+                  "flip unary", "tile unary", "new_ones unary", "new_zeros unary",
+                  "new_empty unary", "to binary")
+  calls <- lapply(calls, function(call) list(r = call$r[-1L], py = call$py[-1L]))
+  methods <- ls(asNamespace("ampkit")$.tensor_methods)
+  methods <- sort(methods[!grepl("_$|^_|sparse|mkldnn|storage|data_ptr|cuda|backward|hook",
+                                 methods)])
+  outcomes <- unlist(lapply(methods, function(m) {
+    if (!reticulate::py_has_attr(py_of(x), m)) return(NULL)
+    cases <- Filter(function(case) !any(c(m, paste(m, case)) %in% on_purpose), names(calls))
+    if (!length(cases)) return(NULL)
+    vapply(setNames(cases, paste(m, cases)), function(case) {
+      torch_call_outcome(function() x$clone()[[m]],
+                         function() reticulate::py_get_attr(py_of(x$clone()), m), calls[[case]])
+    }, "")
+  }))
+  compared <- outcomes[!is.na(outcomes)]
+  expect_gt(length(compared), 200L)  # 240 calls when written
+  expect_identical(compared[compared != "same"], setNames(character(), character()))
+  # a NULL is None where the argument may be None: one tensor bound of clamp
+  lo <- torch_zeros(3, 4) + 0.8
+  expect_same_tensor(torch_clamp(x, lo), torch$clamp(py_of(x), py_of(lo)))
+  expect_same_tensor(x$clamp(max = lo), torch$clamp(py_of(x), max = py_of(lo)))
+  expect_same_tensor(torch_clip(x, NULL, lo), torch$clip(py_of(x), NULL, py_of(lo)))
+})
