@@ -169,6 +169,23 @@ test_that("torch_where chooses elementwise, or gives 1-based positions", {
   expect_identical(which(as_array(x) > 4, arr.ind = TRUE)[, "row"], as_array(pos[[1]]))
 })
 
+test_that("torch_nonzero and $nonzero() give 1-based positions, as a matrix or a list", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(rbind(c(0, 1, 0), c(2, 0, 3)))
+  p <- py_of(x)
+  expect_same_as_torch(torch_nonzero(x), p$nonzero()$add(1L))
+  expect_same_as_torch(x$nonzero(), p$nonzero()$add(1L))
+  at <- which(as_array(x) != 0, arr.ind = TRUE)  # R's positions, column by column
+  expect_identical(as_array(x$nonzero()), unname(at[order(at[, "row"]), ]))
+  columns <- x$nonzero(as_list = TRUE)
+  expect_length(columns, 2L)
+  tuple <- p$nonzero(as_tuple = TRUE)
+  for (d in 1:2) {
+    expect_same_as_torch(columns[[d]], reticulate::py_get_item(tuple, d - 1L)$add(1L))
+  }
+  expect_identical(torch_nonzero(x, as_list = TRUE)[[2]]$shape, 3L)
+})
+
 test_that("more torch_* functions: diff with a 1-based dim, einsum, trigonometry", {
   skip_if_no_ampkit()
   torch <- py_torch()
