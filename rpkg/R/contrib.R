@@ -13,8 +13,10 @@
 #'   again, then an invalid crossing point (one the caller zeroes, which adds no area) or, where
 #'   every crossing point is valid, the first vertex again. Vertices within 1e-8 of one another
 #'   are taken once, and a point exactly on the x-axis is at angle 0 or pi (the kernel leaves it
-#'   undefined). A polygon of fewer than 3 vertices gets one point in all 9 slots. Where two boxes
-#'   are the same, their 8 corners are 4 points twice, and the 4 are kept once.
+#'   undefined). Points at one angle from the centre, which a convex polygon around it does not
+#'   have, fall as in the kernel (above the x-axis, only the first is taken). A polygon of fewer
+#'   than 3 vertices gets one point in all 9 slots. Where two boxes are the same, their 8 corners
+#'   are 4 points twice, and the 4 are kept once.
 #'
 #'   Positions are 0-based, as R torch's are (the kernel's own numbering): add 1 before indexing
 #'   from R (`torch_gather()`, `[`).
@@ -22,7 +24,8 @@
 #' @param vertices A float32 tensor of shape (batch, polygons, points, 2): each point's x and y.
 #' @param mask A bool tensor of shape (batch, polygons, points): which points are vertices.
 #' @param num_valid An integer tensor of shape (batch, polygons): how many points each polygon
-#'   has (the `TRUE` entries of `mask`, at most 8; more is a `value_error`).
+#'   has (at most 8, and at most its `TRUE` entries of `mask`; more is a `value_error`: the
+#'   kernel would write past the 9 slots, or fill them with point 0).
 #' @return An int32 tensor of shape (batch, polygons, 9), on `vertices`' device.
 #'
 #' @examples

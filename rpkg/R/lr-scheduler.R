@@ -139,7 +139,7 @@ LRScheduler <- R6::R6Class(
 #' @param classname The scheduler's class name.
 #' @param inherit The class (or a scheduler generator made by `lr_scheduler()`)
 #'   to inherit from.
-#' @param ... Public fields and methods (`print()`: ignored).
+#' @param ... Public fields and methods (for `print()` of a generator: unused).
 #' @param parent_env The environment the methods are defined in.
 #' @return A scheduler generator (class `c(classname, "lr_scheduler",
 #'   "lr_scheduler_generator")`): a function with `initialize`'s arguments that

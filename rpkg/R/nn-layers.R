@@ -624,7 +624,9 @@ nn_embedding_bag <- nn_module(
 )
 
 # R torch's class method of the generator, `nn_embedding_bag$from_pretrained()` (PyTorch's
-# EmbeddingBag.from_pretrained): a bag over the given table, frozen unless `freeze = FALSE`.
+# EmbeddingBag.from_pretrained): a bag over the given table, frozen unless `freeze = FALSE`. Its
+# weight shares the table's memory but is a tensor of its own (PyTorch's Parameter(embeddings)):
+# freezing it leaves the table, an embedding's weight say, as it was.
 attr(nn_embedding_bag, "module")$from_pretrained <- function(embeddings, freeze = TRUE,
                                                              max_norm = NULL, norm_type = 2,
                                                              scale_grad_by_freq = FALSE,
@@ -640,7 +642,7 @@ attr(nn_embedding_bag, "module")$from_pretrained <- function(embeddings, freeze 
   bag <- nn_embedding_bag(shape[[1L]], shape[[2L]], max_norm = max_norm, norm_type = norm_type,
                           scale_grad_by_freq = scale_grad_by_freq, mode = mode, sparse = sparse,
                           include_last_offset = include_last_offset, padding_idx = padding_idx,
-                          .weight = embeddings)
+                          .weight = embeddings$detach())
   bag$weight$requires_grad_(!freeze)
   bag
 }

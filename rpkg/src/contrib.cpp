@@ -150,12 +150,18 @@ extern "C" SEXP C_contrib_sort_vertices(SEXP vertices_, SEXP mask_, SEXP num_val
   const int64_t* count = counts.data_ptr<int64_t>();
   std::vector<int> nv(batch * polygons);
   for (int64_t i = 0; i < batch * polygons; ++i) {
-    if (given[i] < 0 || given[i] > kSlots - 1 || given[i] > count[i]) {
+    const std::string polygon = "polygon [" + std::to_string(i / polygons + 1) + ", " +
+                                std::to_string(i % polygons + 1) + "]";
+    if (given[i] < 0 || given[i] > kSlots - 1) {  // the kernel would write past the 9 slots
       value_error(
-          "`num_valid` must be from 0 to 8 and at most the polygon's TRUE entries in "
-          "`mask`, got " +
-          std::to_string(given[i]) + " for polygon [" + std::to_string(i / polygons + 1) + ", " +
-          std::to_string(i % polygons + 1) + "], which has " + std::to_string(count[i]) + ".");
+          "`num_valid` must be from 0 to 8 (a polygon where two boxes meet has at most 8 "
+          "vertices), got " +
+          std::to_string(given[i]) + " for " + polygon + ".");
+    }
+    if (given[i] > count[i]) {
+      value_error("`num_valid` must be at most the TRUE entries of `mask`, got " +
+                  std::to_string(given[i]) + " for " + polygon + ", which has " +
+                  std::to_string(count[i]) + ".");
     }
     nv[i] = static_cast<int>(given[i]);
   }

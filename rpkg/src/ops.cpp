@@ -56,7 +56,8 @@ enum class Kind : uint8_t {
 };
 
 // The classes of R torch's overload choice (one per Kind, and Missing).
-enum Class : uint8_t { kMissing = 32 };
+// kNull: a NULL where no kind expected takes one (an optional string or flag): None or nothing.
+enum Class : uint8_t { kMissing = 32, kNull = 33 };
 uint32_t bit(Kind k) { return 1u << static_cast<unsigned>(k); }
 
 struct ArgPlan {
@@ -316,6 +317,7 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
     classes[i] = kMissing;
     if (!op.dispatch[i]) continue;
     classes[i] = classify(args[i], op.expected[i]);
+    if (classes[i] < 0 && Rf_isNull(args[i])) classes[i] = kNull;
     if (classes[i] < 0) {
       value_error("`" + op.r_names[i] + "` of `" + op.name + "` cannot be " + describe(args[i]) +
                   ".");
@@ -339,6 +341,11 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
       match = Rf_isNull(args[i]) && p.r_optional[i];
     }
     if (match) return p;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (classes[i] == kNull) {
+      value_error("`" + op.r_names[i] + "` of `" + op.name + "` cannot be NULL here.");
+    }
   }
   std::string given;
   for (int i = 0; i < n; ++i) {

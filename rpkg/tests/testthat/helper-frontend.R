@@ -88,8 +88,10 @@ load_into_torch <- function(py_module, r_module, strict = TRUE) {
 # equals NaN.
 torch_result_outcome <- function(r, p) {
   if (is.list(r)) {
-    n <- tryCatch(reticulate::py_len(p), error = function(e) -1L)
-    if (n != length(r)) return("an R list against a single value or another length")
+    sequence <- inherits(p, "python.builtin.tuple") || inherits(p, "python.builtin.list")
+    if (!sequence || reticulate::py_len(p) != length(r)) {
+      return("an R list against a single value or another length")
+    }
     outcomes <- vapply(seq_along(r), function(i) {
       torch_result_outcome(r[[i]], reticulate::py_get_item(p, i - 1L))
     }, "")
@@ -111,7 +113,7 @@ value_outcome <- function(r, p) {
 }
 
 # One R tensor against one Python tensor: "same" (dtype, shape, every element, NaN equal to
-# NaN), or the first of these that differs.
+# NaN, -0 not +0), or the first of these that differs.
 tensor_outcome <- function(r, p) {
   a <- py_of(r)
   for (field in c("dtype", "shape")) {
@@ -120,6 +122,9 @@ tensor_outcome <- function(r, p) {
   equal <- pt()$eq(a, p)
   if (reticulate::py_to_r(a$is_floating_point()) || reticulate::py_to_r(a$is_complex())) {
     equal <- pt()$logical_or(equal, pt()$logical_and(pt()$isnan(a), pt()$isnan(p)))
+  }
+  if (reticulate::py_to_r(a$is_floating_point())) {
+    equal <- pt()$logical_and(equal, pt()$eq(pt()$signbit(a), pt()$signbit(p)))
   }
   if (reticulate::py_to_r(pt()$all(equal)$item())) "same" else "values"
 }

@@ -56,6 +56,11 @@ test_that("contrib_sort_vertices pads short polygons, repeats the first vertex, 
   nv <- torch_tensor(c(2L, 6L, 8L), dtype = torch_int())$unsqueeze(2)
   got <- as_array(contrib_sort_vertices(v, m, nv))
   expect_identical(got[1, 1, ], rep(8L, 9))  # fewer than 3: the first invalid crossing point
+  # fewer than 3 where every crossing point is valid: point 0 in every slot
+  m[1, 1, 9:10] <- TRUE
+  short <- contrib_sort_vertices(v[1:1, , , ], m[1:1, , ],
+                                 torch_tensor(matrix(2L), dtype = torch_int()))
+  expect_identical(as_array(short)[1, 1, ], rep(0L, 9))
   # the square's corners and (0, 1), (0, -1) in angle order, closed, then the first vertex again
   expect_identical(got[2, 1, ], c(0L, 8L, 3L, 1L, 9L, 2L, 0L, 0L, 0L))
   expect_identical(got[3, 1, ], c(0L, 3L, 1L, 2L, 0L, 8L, 8L, 8L, 8L))
@@ -84,14 +89,18 @@ test_that("contrib_sort_vertices refuses what its kernel would misread, naming t
                class = "value_error")
   expect_error(contrib_sort_vertices(p$v, p$m, p$nv$float()), "`num_valid` must be an integer",
                class = "value_error")
+  # 9 valid points: the count agrees with the mask, but the kernel has 8 slots for vertices
+  nine <- p$m$clone()
+  nine[1, 2, 1:9] <- TRUE
   too_many <- p$nv$clone()
   too_many[1, 2] <- 9L
-  expect_error(contrib_sort_vertices(p$v, p$m, too_many),
+  expect_error(contrib_sort_vertices(p$v, nine, too_many),
                "`num_valid` must be from 0 to 8 .* got 9 for polygon \\[1, 2\\]",
                class = "value_error")
   beyond <- p$nv$clone()
   beyond[1, 3] <- beyond[1, 3] + 1L
-  expect_error(contrib_sort_vertices(p$v, p$m, beyond), "at most the polygon's TRUE entries",
+  expect_error(contrib_sort_vertices(p$v, p$m, beyond),
+               "must be at most the TRUE entries of `mask`, got [4-9] for polygon \\[1, 3\\]",
                class = "value_error")
   expect_error(contrib_sort_vertices(p$v, p$m, as_array(p$nv)), "`num_valid` must be a tensor",
                class = "value_error")

@@ -279,6 +279,21 @@ test_that("nn_embedding_bag$from_pretrained is EmbeddingBag.from_pretrained", {
     expect_identical(bag$weight$requires_grad, !freeze)
     expect_same_tensor(bag(flat, offsets), pycall(ref, zero_based(flat), py_of(offsets)))
   }
+  # The table keeps its own flag (a tensor of its own over the same memory, as PyTorch's), so
+  # R torch's example, a bag over an embedding's weight, leaves the embedding trainable.
+  embedding <- nn_embedding(10, 3, padding_idx = 2)
+  bag <- nn_embedding_bag$from_pretrained(embedding$weight, padding_idx = 2, mode = "sum")
+  expect_true(embedding$weight$requires_grad)
+  expect_false(bag$weight$requires_grad)
+  expect_identical(bag$weight$data_ptr(), embedding$weight$data_ptr())
+  trained <- nn_embedding_bag$from_pretrained(table, freeze = FALSE)$weight
+  expect_true(trained$is_leaf && trained$requires_grad)
+  expect_false(table$requires_grad)
+  # a table computed from parameters: the bag's weight is a leaf, no gradient goes back
+  source <- torch_randn(10, 3, requires_grad = TRUE)
+  frozen <- nn_embedding_bag$from_pretrained(source * 2)
+  expect_true(frozen$weight$is_leaf)
+  expect_false(frozen$weight$requires_grad)
   expect_error(nn_embedding_bag$from_pretrained(torch_randn(10)), "`embeddings` must be a 2-dim",
                class = "value_error")
   expect_error(nn_embedding_bag$from_pretrained(table, freeze = NA), "freeze",

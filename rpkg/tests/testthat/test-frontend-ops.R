@@ -378,9 +378,10 @@ test_that("the generated torch_* functions give PyTorch's results, across the su
   skip_if_no_ampkit()
   torch <- pt()
   # Every torch_* function with a PyTorch function of the same name, called with one tensor, two
-  # tensors and one tensor with a dim (2 in R, 1 in PyTorch), with the same seed on both sides.
-  # Left out: what makes tensors from sizes or options (creation, dtypes, settings), and calls
-  # where R torch's signature differs on purpose (not a difference of values):
+  # tensors and one tensor with a dim (2 in R, 1 in PyTorch), with the same seed on both sides
+  # (calls that fail on both sides are not counted). Left out: what makes tensors from sizes or
+  # options (creation, dtypes, settings), and calls where R torch's signature differs on purpose
+  # (not a difference of values):
   # - 1-based positions returned (tested in test-native.R): argmax, argmin, argsort, sort,
   #   max/min with a dim, nonzero, where with a condition only;
   # - a list of tensors as one argument, not several: atleast_1d/2d/3d, block_diag,
@@ -454,4 +455,9 @@ test_that("the generated torch_* functions give PyTorch's results, across the su
   expect_same_tensor(torch_clamp(x, lo), torch$clamp(py_of(x), py_of(lo)))
   expect_same_tensor(x$clamp(max = lo), torch$clamp(py_of(x), max = py_of(lo)))
   expect_same_tensor(torch_clip(x, NULL, lo), torch$clip(py_of(x), NULL, py_of(lo)))
+  # an optional string given as NULL: None (div.Tensor_mode's rounding_mode)
+  expect_same_tensor(torch_div(x, y, rounding_mode = NULL),
+                     torch$div(py_of(x), py_of(y), rounding_mode = NULL))
+  expect_error(torch_div(x, y, rounding_mode = 1), "`rounding_mode` of `div` cannot be",
+               class = "value_error")
 })
