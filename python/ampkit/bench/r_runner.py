@@ -13,6 +13,7 @@ minutes apart, and each R repeat is paired with the Python repeat made of the st
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import shutil
 import statistics
@@ -295,6 +296,7 @@ def op_rows(device: str, repeats: int = 7, number: int = 2000) -> List[Dict[str,
         for _ in range(repeats):
             measure.settle()
             for name, timer in timers.items():
+                gc.collect()  # each row from a collected heap, as R's rows (run.R)
                 measure.synchronize(device)
                 python_us[name].append(timer.timeit(number) / number * 1e6)
             measure.settle()
