@@ -255,7 +255,7 @@ as.vector.torch_tensor <- function(x, mode = "any") as.vector(as_array(x), mode 
 
 #' @rdname as_array
 #' @export
-dim.torch_tensor <- function(x) meta(x, "shape")
+dim.torch_tensor <- function(x) meta(x, "dim") # NULL for a freed tensor (values.cpp says why)
 
 #' @rdname as_array
 #' @export

@@ -905,14 +905,17 @@ extern "C" SEXP C_tensor_items(SEXP tensors) {
 // A tensor's metadata by name: "shape", "dtype", "device", "ndim", "numel", "element_size",
 // "is_contiguous", "print" (libtorch's text), "impl" (the TensorImpl's address, for identity;
 // "address": the same as text),
-// "defined", "is_floating_point", "is_quantized", "layout", "data_ptr", "storage_offset", "stride".
+// "defined", "is_floating_point", "is_quantized", "layout", "data_ptr", "storage_offset", "stride",
+// "dim" (the shape, or NULL for a freed or undefined tensor).
 extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_BEGIN
   const std::string field = CHAR(STRING_ELT(what, 0));
-  if (field == "defined") {
-    if (!is_tensor(x) || R_ExternalPtrAddr(x) == nullptr) return Rf_ScalarLogical(FALSE);
-    return Rf_ScalarLogical(tensor_of(x, "x").defined());
-  }
+  const bool freed = !is_tensor(x) || R_ExternalPtrAddr(x) == nullptr;
+  if (field == "defined") return Rf_ScalarLogical(!freed && tensor_of(x, "x").defined());
+  // dim(): NULL for a freed or undefined tensor, not an error. Printers and deparsers read dim()
+  // of any value, rlang's among them when it writes an error's call: an error there, raised
+  // through rlang again, recursed until the C stack ran out (a freed tensor given to do.call()).
+  if (field == "dim" && (freed || !tensor_of(x, "x").defined())) return R_NilValue;
   const at::Tensor t = tensor_of(x, "x");
   if (field == "impl") {
     return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl())));
@@ -933,7 +936,7 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
     return Rf_mkString(text.str().c_str());
   }
   if (!t.defined()) throw Error("runtime_error", "the tensor is undefined.");
-  if (field == "shape") {
+  if (field == "shape" || field == "dim") {
     SEXP out = PROTECT(Rf_allocVector(INTSXP, t.dim()));
     for (int64_t i = 0; i < t.dim(); ++i) INTEGER(out)[i] = static_cast<int>(t.size(i));
     UNPROTECT(1);

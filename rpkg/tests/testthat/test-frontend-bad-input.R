@@ -150,3 +150,33 @@ test_that("a dataloader without a batch size gives the items of a dataset with .
   expect_equal(as.numeric(as_array(first)), c(1, 2))
   expect_equal(length(dataloader(ds, batch_size = 2)), 2L)
 })
+
+test_that("every op function meets bad arguments with an R error, given by name or by value", {
+  # Each exported torch_*, linalg_*, fft_* and special_* function called with NULL, a string
+  # where a number goes, a size beyond int64's range, tensors of shapes that do not fit, and a
+  # freed tensor, by value (do.call() puts the tensor itself in the call, which rlang reads when
+  # it writes the error's call: dim() of a freed tensor erred there, and the error recursed
+  # until the C stack ran out). Each call returns or raises an R condition; none aborts.
+  settings <- c("torch_set_num_threads", "torch_set_num_interop_threads",
+                "torch_set_default_dtype", "torch_manual_seed", "torch_set_rng_state",
+                "torch_load", "torch_save", "torch_serialize")
+  fns <- grep("^(torch_|linalg_|fft_|special_)", getNamespaceExports("ampkit"), value = TRUE)
+  fns <- sort(setdiff(fns, settings))
+  freed <- unserialize(serialize(torch_ones(2), NULL))  # a saved R session's tensor: freed
+  bad <- list(list(NULL), list(torch_randn(2, 2), "x"), list(2^62),
+              list(torch_randn(2, 2), torch_randn(3)), list(freed))
+  messages <- unlist(lapply(fns, function(f) {
+    vapply(bad, function(args) {
+      tryCatch({
+        suppressWarnings(do.call(f, args))
+        ""
+      }, error = conditionMessage)
+    }, "")
+  }))
+  expect_gt(length(fns), 400L)
+  expect_false(any(grepl("C stack|too deep|infinite recursion", messages)))
+  expect_true(any(grepl("no longer exists", messages)))
+  expect_null(dim(freed))
+  expect_identical(length(freed), 0L)
+  expect_equal(as_array(torch_abs(torch_tensor(-2))), 2)
+})
