@@ -104,7 +104,7 @@ LRScheduler <- R6::R6Class(
       for (i in seq_along(self$optimizer$param_groups)) {
         self$optimizer$param_groups[[i]]$lr <- lrs[[i]]
       }
-      private$last_lr <- vapply(self$optimizer$param_groups, function(g) g$lr, 0)
+      private$last_lr <- group_lrs(self)
       if (isTRUE(self$verbose) && private$report) {
         message(sprintf("Adjusting learning rate of group %d to %.4e.", seq_along(lrs), lrs))
       }

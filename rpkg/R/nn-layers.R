@@ -311,8 +311,9 @@ reset_linear_like <- function(self) {
 #'   are reduced (`"sum"`, `"mean"` or `"max"`), and whether its `offsets`
 #'   (given to the module's forward) end with the input's length.
 #'   `nn_embedding_bag$from_pretrained(embeddings, freeze = TRUE, ...)` (R
-#'   torch's and PyTorch's) makes a bag over a table: its rows `embeddings`
-#'   itself, trained unless `freeze`, the other arguments `nn_embedding_bag()`'s.
+#'   torch's and PyTorch's) makes a bag over a table: its weight holds
+#'   `embeddings`' values (the same memory, a tensor of its own), trained
+#'   unless `freeze`; the other arguments are `nn_embedding_bag()`'s.
 #' @param p,inplace Dropout (`inplace`: activations too, which then write into
 #'   their input); `p`: `nn_multi_margin_loss()`'s exponent (1 or 2), the
 #'   norm's degree of `nn_pairwise_distance()` and `nn_triplet_margin_loss()`.

@@ -5,10 +5,10 @@
 // undefined (a point exactly on the x-axis, no invalid intersection point to pad with) and checks
 // what the kernel trusts (`num_valid` past the 9 slots of a result, or past the valid points).
 #include <ATen/ops/zeros.h>
+#include <c10/util/StringUtil.h>
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "ampkit_r.h"
 
@@ -39,10 +39,10 @@ bool before(float x1, float y1, float x2, float y2) {
 }
 
 struct Polygons {
-  const float* vertices;  // [polygon][point][x, y]
-  const bool* mask;       // [polygon][point]
-  const int* num_valid;   // [polygon]
-  int* idx;               // [polygon][slot]
+  const float* vertices;     // [polygon][point][x, y]
+  const bool* mask;          // [polygon][point]
+  const int64_t* num_valid;  // [polygon], checked: 0 to 8
+  int* idx;                  // [polygon][slot]
   int64_t points;
 };
 
@@ -50,7 +50,7 @@ void sort_polygon(const Polygons& p, int64_t i) {
   const float* v = p.vertices + i * p.points * 2;
   const bool* mask = p.mask + i * p.points;
   int* idx = p.idx + i * kSlots;
-  const int valid = p.num_valid[i];
+  const int valid = static_cast<int>(p.num_valid[i]);
   // The padding is an invalid intersection point (the caller zeroes those), which adds no area to
   // the shoelace sum; where there is none, the first vertex again (a closed polygon's last
   // vertex, repeated, adds none either).
@@ -94,13 +94,14 @@ void sort_polygon(const Polygons& p, int64_t i) {
   }
 }
 
-std::string shape_text(const at::Tensor& t) {
-  std::string out = "(";
-  for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
-  return out + ")";
-}
+std::string shape_text(const at::Tensor& t) { return "(" + c10::Join(", ", t.sizes()) + ")"; }
 
-void check_input(const at::Tensor& t, const char* arg, at::IntArrayRef shape, const char* rule) {
+void check_input(const at::Tensor& t, const char* arg, bool dtype_ok, const char* dtype,
+                 at::IntArrayRef shape, const char* rule) {
+  if (!dtype_ok) {
+    value_error(std::string("`") + arg + "` must be " + dtype + " tensor, got " +
+                c10::toString(t.scalar_type()) + ".");
+  }
   if (!t.sizes().equals(shape)) {
     value_error(std::string("`") + arg + "` must have shape " + rule + ", got " + shape_text(t) +
                 ".");
@@ -125,16 +126,11 @@ extern "C" SEXP C_contrib_sort_vertices(SEXP vertices_, SEXP mask_, SEXP num_val
   const int64_t batch = vertices_in.size(0);
   const int64_t polygons = vertices_in.size(1);
   const int64_t points = vertices_in.size(2);
-  if (mask_in.scalar_type() != at::kBool) {
-    value_error("`mask` must be a bool tensor, got " +
-                std::string(c10::toString(mask_in.scalar_type())) + ".");
-  }
-  check_input(mask_in, "mask", {batch, polygons, points}, "(batch, polygons, points)");
-  if (!at::isIntegralType(num_valid_in.scalar_type(), /*includeBool=*/false)) {
-    value_error("`num_valid` must be an integer tensor, got " +
-                std::string(c10::toString(num_valid_in.scalar_type())) + ".");
-  }
-  check_input(num_valid_in, "num_valid", {batch, polygons}, "(batch, polygons)");
+  check_input(mask_in, "mask", mask_in.scalar_type() == at::kBool, "a bool",
+              {batch, polygons, points}, "(batch, polygons, points)");
+  check_input(num_valid_in, "num_valid",
+              at::isIntegralType(num_valid_in.scalar_type(), /*includeBool=*/false), "an integer",
+              {batch, polygons}, "(batch, polygons)");
   for (const auto* other : {&mask_in, &num_valid_in}) {
     if (other->device() != vertices_in.device()) {
       value_error("`vertices`, `mask` and `num_valid` must be on one device, got " +
@@ -148,26 +144,26 @@ extern "C" SEXP C_contrib_sort_vertices(SEXP vertices_, SEXP mask_, SEXP num_val
   const at::Tensor counts = mask.sum(-1);
   const int64_t* given = num_valid.data_ptr<int64_t>();
   const int64_t* count = counts.data_ptr<int64_t>();
-  std::vector<int> nv(batch * polygons);
+  auto polygon = [&](int64_t i) {
+    return "polygon [" + std::to_string(i / polygons + 1) + ", " +
+           std::to_string(i % polygons + 1) + "]";
+  };
   for (int64_t i = 0; i < batch * polygons; ++i) {
-    const std::string polygon = "polygon [" + std::to_string(i / polygons + 1) + ", " +
-                                std::to_string(i % polygons + 1) + "]";
     if (given[i] < 0 || given[i] > kSlots - 1) {  // the kernel would write past the 9 slots
       value_error(
           "`num_valid` must be from 0 to 8 (a polygon where two boxes meet has at most 8 "
           "vertices), got " +
-          std::to_string(given[i]) + " for " + polygon + ".");
+          std::to_string(given[i]) + " for " + polygon(i) + ".");
     }
     if (given[i] > count[i]) {
       value_error("`num_valid` must be at most the TRUE entries of `mask`, got " +
-                  std::to_string(given[i]) + " for " + polygon + ", which has " +
+                  std::to_string(given[i]) + " for " + polygon(i) + ", which has " +
                   std::to_string(count[i]) + ".");
     }
-    nv[i] = static_cast<int>(given[i]);
   }
   at::Tensor idx = at::zeros({batch, polygons, kSlots}, at::kInt);
-  const Polygons p{vertices.data_ptr<float>(), mask.data_ptr<bool>(), nv.data(),
-                   idx.data_ptr<int>(), points};
+  const Polygons p{vertices.data_ptr<float>(), mask.data_ptr<bool>(), given, idx.data_ptr<int>(),
+                   points};
   for (int64_t i = 0; i < batch * polygons; ++i) sort_polygon(p, i);
   return make_tensor(idx.to(vertices_in.device()));
   AMPKIT_R_END

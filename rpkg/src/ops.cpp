@@ -323,24 +323,22 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
                   ".");
     }
   }
-  for (const OverloadPlan& p : op.overloads) {
-    bool match = true;
-    for (int i = 0; i < n && match; ++i) {
-      if (op.dispatch[i] && p.r_kind[i] != classes[i]) match = false;
-    }
-    if (match) return p;
-  }
-  // R torch's classification reads a NULL as the first kind expected there (a Scalar before a
-  // Tensor), so torch_clamp(x, min = t) found no overload: clamp(Scalar? min, Scalar? max) wants
-  // no tensor and clamp.Tensor(Tensor? min, Tensor? max) no Scalar. Where no overload matches, a
-  // NULL matches any argument that may be None.
-  for (const OverloadPlan& p : op.overloads) {
-    bool match = true;
-    for (int i = 0; i < n && match; ++i) {
+  // The overload whose kinds are the arguments' classes. Where none is, a second pass: R torch's
+  // classification reads a NULL as the first kind expected there (a Scalar before a Tensor), so
+  // torch_clamp(x, min = t) found no overload (clamp(Scalar? min, Scalar? max) wants no tensor,
+  // clamp.Tensor(Tensor? min, Tensor? max) no Scalar); there a NULL matches any argument that may
+  // be None.
+  auto matches = [&](const OverloadPlan& p, bool null_is_none) {
+    for (int i = 0; i < n; ++i) {
       if (!op.dispatch[i] || p.r_kind[i] == classes[i]) continue;
-      match = Rf_isNull(args[i]) && p.r_optional[i];
+      if (!(null_is_none && Rf_isNull(args[i]) && p.r_optional[i])) return false;
     }
-    if (match) return p;
+    return true;
+  };
+  for (const bool null_is_none : {false, true}) {
+    for (const OverloadPlan& p : op.overloads) {
+      if (matches(p, null_is_none)) return p;
+    }
   }
   for (int i = 0; i < n; ++i) {
     if (classes[i] == kNull) {

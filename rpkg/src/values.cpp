@@ -910,13 +910,16 @@ extern "C" SEXP C_tensor_items(SEXP tensors) {
 extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_BEGIN
   const std::string field = CHAR(STRING_ELT(what, 0));
-  const bool freed = !is_tensor(x) || R_ExternalPtrAddr(x) == nullptr;
-  if (field == "defined") return Rf_ScalarLogical(!freed && tensor_of(x, "x").defined());
   // dim(): NULL for a freed or undefined tensor, not an error. Printers and deparsers read dim()
   // of any value, rlang's among them when it writes an error's call: an error there, raised
   // through rlang again, recursed until the C stack ran out (a freed tensor given to do.call()).
-  if (field == "dim" && (freed || !tensor_of(x, "x").defined())) return R_NilValue;
+  if (!is_tensor(x) || R_ExternalPtrAddr(x) == nullptr) {
+    if (field == "defined") return Rf_ScalarLogical(FALSE);
+    if (field == "dim") return R_NilValue;
+  }
   const at::Tensor t = tensor_of(x, "x");
+  if (field == "defined") return Rf_ScalarLogical(t.defined());
+  if (field == "dim" && !t.defined()) return R_NilValue;
   if (field == "impl") {
     return Rf_ScalarReal(static_cast<double>(reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl())));
   }

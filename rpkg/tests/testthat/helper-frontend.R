@@ -129,19 +129,30 @@ tensor_outcome <- function(r, p) {
   if (reticulate::py_to_r(pt()$all(equal)$item())) "same" else "values"
 }
 
-# Calls the R function `f` and the Python one `py_f` with `args` (list(r = R's arguments, py =
-# Python's)), each after seeding libtorch's generator alike: NA where both fail, else
-# torch_result_outcome()'s word or which side failed. `f` and `py_f` may be functions or
-# functions' makers (a method of a fresh copy of the tensor, on each side).
+# Calls the R function and the Python one that `f()` and `py_f()` give (a method of a fresh copy
+# of a tensor, on each side) with `args` (list(r = R's arguments, py = Python's)), each after
+# seeding libtorch's generator alike: NA where both fail, else torch_result_outcome()'s word or
+# which side failed.
 torch_call_outcome <- function(f, py_f, args) {
-  if (is.function(f) && !length(formals(f))) f <- f()
-  if (is.function(py_f) && !inherits(py_f, "python.builtin.object")) py_f <- py_f()
   torch_manual_seed(7)
-  r <- tryCatch(suppressWarnings(do.call(f, args$r)), error = identity)
+  r <- tryCatch(suppressWarnings(do.call(f(), args$r)), error = identity)
   pt()$manual_seed(7L)
-  p <- tryCatch(do.call(reticulate::py_call, c(list(py_f), args$py)), error = identity)
+  p <- tryCatch(do.call(reticulate::py_call, c(list(py_f()), args$py)), error = identity)
   if (inherits(r, "error") && inherits(p, "error")) return(NA_character_)
   if (inherits(r, "error")) return(paste("R's error:", conditionMessage(r)))
   if (inherits(p, "error")) return("PyTorch's error, R ran")
   torch_result_outcome(r, p)
+}
+
+# torch_call_outcome() of each name with a PyTorch twin (`has_twin(name)`) and each case of
+# `calls`, named "<name> <case>", but those `on_purpose` lists (by "<name>" or "<name> <case>");
+# `call(name, args)` makes the call. Calls that fail on both sides are left out.
+surface_outcomes <- function(names, has_twin, call, calls, on_purpose) {
+  outcomes <- unlist(lapply(names, function(name) {
+    if (!has_twin(name)) return(NULL)
+    cases <- Filter(function(case) !any(c(name, paste(name, case)) %in% on_purpose), names(calls))
+    if (!length(cases)) return(NULL)
+    vapply(setNames(cases, paste(name, cases)), function(case) call(name, calls[[case]]), "")
+  }))
+  outcomes[!is.na(outcomes)]
 }

@@ -410,17 +410,13 @@ test_that("the generated torch_* functions give PyTorch's results, across the su
                 binary = list(r = list(x, y), py = list(py_of(x), py_of(y))),
                 dim = list(r = list(x, dim = 2), py = list(py_of(x), dim = 1L)))
   fns <- grep("^torch_", getNamespaceExports("ampkit"), value = TRUE)
-  fns <- sort(fns[!grepl(made, fns)])
-  outcomes <- unlist(lapply(fns, function(f) {
-    name <- sub("^torch_", "", f)
-    if (!reticulate::py_has_attr(torch, name)) return(NULL)
-    cases <- Filter(function(case) !any(c(name, paste(name, case)) %in% on_purpose), names(calls))
-    if (!length(cases)) return(NULL)
-    vapply(setNames(cases, paste(name, cases)), function(case) {
-      torch_call_outcome(f, torch[[name]], calls[[case]])
-    }, "")
-  }))
-  compared <- outcomes[!is.na(outcomes)]
+  compared <- surface_outcomes(
+    sub("^torch_", "", sort(fns[!grepl(made, fns)])),
+    function(name) reticulate::py_has_attr(torch, name),
+    function(name, args) {
+      torch_call_outcome(function() get(paste0("torch_", name)), function() torch[[name]], args)
+    },
+    calls, on_purpose)
   differ <- compared[compared != "same"]
   expect_gt(length(compared), 150L)  # 190 calls when written
   expect_identical(differ, setNames(character(), character()))
@@ -438,16 +434,13 @@ test_that("the generated torch_* functions give PyTorch's results, across the su
   methods <- ls(asNamespace("ampkit")$.tensor_methods)
   methods <- sort(methods[!grepl("_$|^_|sparse|mkldnn|storage|data_ptr|cuda|backward|hook",
                                  methods)])
-  outcomes <- unlist(lapply(methods, function(m) {
-    if (!reticulate::py_has_attr(py_of(x), m)) return(NULL)
-    cases <- Filter(function(case) !any(c(m, paste(m, case)) %in% on_purpose), names(calls))
-    if (!length(cases)) return(NULL)
-    vapply(setNames(cases, paste(m, cases)), function(case) {
+  compared <- surface_outcomes(
+    methods, function(m) reticulate::py_has_attr(py_of(x), m),
+    function(m, args) {
       torch_call_outcome(function() x$clone()[[m]],
-                         function() reticulate::py_get_attr(py_of(x$clone()), m), calls[[case]])
-    }, "")
-  }))
-  compared <- outcomes[!is.na(outcomes)]
+                         function() reticulate::py_get_attr(py_of(x$clone()), m), args)
+    },
+    calls, on_purpose)
   expect_gt(length(compared), 200L)  # 240 calls when written
   expect_identical(compared[compared != "same"], setNames(character(), character()))
   # a NULL is None where the argument may be None: one tensor bound of clamp
