@@ -127,7 +127,10 @@ torch_value_classes <- c("torch_dtype", "torch_layout", "torch_memory_format", "
 # position would otherwise be read as one more size.
 # Plain whole numbers, the common case, are read in C (C_plain_sizes: their integers, as
 # whole_numbers() would make them); anything else by sizes_read().
-sizes_of <- function(dots, arg = "size") .Call(C_plain_sizes, dots) %||% sizes_read(dots, arg)
+sizes_of <- function(dots, arg = "size") {
+  plain <- .Call(C_plain_sizes, dots)
+  if (is.null(plain)) sizes_read(dots, arg) else plain
+}
 
 sizes_read <- function(dots, arg = "size") {
   given <- names(dots)

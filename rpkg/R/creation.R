@@ -23,9 +23,11 @@ check_names <- function(names) {
   }
 }
 
-# A factory's result with R torch's options applied.
+# A factory's result with R torch's options applied (the default first: it is the common call).
 created <- function(x, requires_grad) {
-  if (arg_flag(requires_grad, "requires_grad")) x$requires_grad_(TRUE)
+  if (!identical(requires_grad, FALSE) && arg_flag(requires_grad, "requires_grad")) {
+    x$requires_grad_(TRUE)
+  }
   x
 }
 

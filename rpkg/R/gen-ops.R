@@ -1280,7 +1280,9 @@ torch_binary_cross_entropy_out <- function(out, self, target, weight = NULL, red
 
 torch_binary_cross_entropy_with_logits <- function(self, target, weight = NULL, pos_weight = NULL, reduction = 1L) .Call(C_op5, 608L, self, target, weight, pos_weight, reduction)
 
-.torch_bincount <- function(self, weights = NULL, minlength = 0L) .Call(C_op3, 609L, self, weights, minlength)
+# Help: torch_index_ops.
+#' @export
+torch_bincount <- function(self, weights = NULL, minlength = 0L) .Call(C_op3, 609L, self, weights, minlength)
 
 torch_binomial <- function(count, prob, generator = NULL) .Call(C_op3, 610L, count, prob, generator)
 
@@ -1564,7 +1566,7 @@ torch_cov <- function(self, correction = 1L, fweights = NULL, aweights = NULL) .
 #' @export
 torch_cross <- function(self, other, dim = NULL) .Call(C_op3, 711L, self, other, dim)
 
-.torch_cross_entropy_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L, label_smoothing = 0.0) .Call(C_op6, 712L, self, target, weight, reduction, ignore_index, label_smoothing)
+torch_cross_entropy_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L, label_smoothing = 0.0) .Call(C_op6, 712L, self, target, weight, reduction, ignore_index, label_smoothing)
 
 torch_cross_out <- function(out, self, other, dim = NULL) .Call(C_op4, 713L, out, self, other, dim)
 
@@ -2958,7 +2960,9 @@ torch_mul <- function(self, other) .Call(C_op2, 1305L, self, other)
 
 torch_mul_out <- function(out, self, other) .Call(C_op3, 1306L, out, self, other)
 
-.torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op6, 1307L, self, target, p, margin, weight, reduction)
+# Help: torch_class_ops.
+#' @export
+torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op6, 1307L, self, target, p, margin, weight, reduction)
 
 torch_multi_margin_loss_backward <- function(grad_output, self, target, p, margin, weight = NULL, reduction = 1L) .Call(C_op7, 1308L, grad_output, self, target, p, margin, weight, reduction)
 
@@ -2966,7 +2970,9 @@ torch_multi_margin_loss_backward_out <- function(grad_input, grad_output, self, 
 
 torch_multi_margin_loss_out <- function(out, self, target, p = 1L, margin = 1L, weight = NULL, reduction = 1L) .Call(C_op7, 1310L, out, self, target, p, margin, weight, reduction)
 
-.torch_multilabel_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1311L, self, target, reduction)
+# Help: torch_class_ops.
+#' @export
+torch_multilabel_margin_loss <- function(self, target, reduction = 1L) .Call(C_op3, 1311L, self, target, reduction)
 
 torch_multilabel_margin_loss_backward <- function(grad_output, self, target, reduction, is_target) .Call(C_op5, 1312L, grad_output, self, target, reduction, is_target)
 
@@ -3084,9 +3090,9 @@ torch_nextafter <- function(self, other) .Call(C_op2, 1359L, self, other)
 
 torch_nextafter_out <- function(out, self, other) .Call(C_op3, 1360L, out, self, other)
 
-.torch_nll_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1361L, self, target, weight, reduction, ignore_index)
+torch_nll_loss <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1361L, self, target, weight, reduction, ignore_index)
 
-.torch_nll_loss2d <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1362L, self, target, weight, reduction, ignore_index)
+torch_nll_loss2d <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1362L, self, target, weight, reduction, ignore_index)
 
 torch_nll_loss2d_backward <- function(grad_output, self, target, weight, reduction, ignore_index, total_weight) .Call(C_op7, 1363L, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 
@@ -3106,7 +3112,7 @@ torch_nll_loss_forward <- function(self, target, weight, reduction, ignore_index
 
 torch_nll_loss_forward_out <- function(output, total_weight, self, target, weight, reduction, ignore_index) .Call(C_op7, 1371L, output, total_weight, self, target, weight, reduction, ignore_index)
 
-.torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1372L, self, target, weight, reduction, ignore_index)
+torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op5, 1372L, self, target, weight, reduction, ignore_index)
 
 torch_nll_loss_out <- function(out, self, target, weight = NULL, reduction = 1L, ignore_index = -100L) .Call(C_op6, 1373L, out, self, target, weight, reduction, ignore_index)
 

@@ -4,22 +4,13 @@
 # A reduction by name as libtorch's enum (at::Reduction: None 0, Mean 1, Sum 2).
 reduction_enum <- function(reduction) {
   # switch() first: every loss call comes here, and arg_choice() costs a few calls more.
-  code <- if (is.character(reduction) && length(reduction) == 1L) {
-    switch(reduction, none = 0L, mean = 1L, sum = 2L)
+  if (is.character(reduction) && length(reduction) == 1L) {
+    code <- switch(reduction, none = 0L, mean = 1L, sum = 2L)
+    if (!is.null(code)) {
+      return(code)
+    }
   }
-  code %||% arg_choice(reduction, "reduction", c("mean", "sum", "none"))
-}
-
-# R torch's ignore_index: a 1-based class (>= 1 loses 1); negative ones (the default -100) stay.
-ignore_index_arg <- function(ignore_index) {
-  if (identical(ignore_index, -100)) return(-100L) # the default, read at every step
-  ignore_index <- whole_number(ignore_index, "ignore_index")
-  if (ignore_index == 0) {
-    abort(paste("`ignore_index` is a 1 based class index, so it cannot be 0. Use a negative",
-                "value (e.g. the default -100) for a target value that never occurs."),
-          class = "value_error")
-  }
-  if (ignore_index > 0) ignore_index - 1L else ignore_index
+  arg_choice(reduction, "reduction", c("mean", "sum", "none"))
 }
 
 #' Functional layers and losses

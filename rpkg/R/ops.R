@@ -35,6 +35,8 @@
 #' @param num_samples,replacement,generator `torch_multinomial()`.
 #' @return A tensor, or a list of tensors.
 #' @name torch_index_ops
+#' @aliases torch_bincount
+#' @usage torch_bincount(self, weights = NULL, minlength = 0L)
 #' @examples
 #' x <- torch_tensor(matrix(c(3, 1, 2, 5), 2))
 #' torch_max(x)
@@ -188,12 +190,6 @@ torch_norm <- function(self, p = 2, dim = NULL, keepdim = FALSE, dtype = NULL) {
 #' @export
 torch_repeat_interleave <- function(self, repeats, dim = NULL, output_size = NULL) {
   .torch_repeat_interleave(self, repeats, dim, output_size = output_size)
-}
-
-#' @rdname torch_index_ops
-#' @export
-torch_bincount <- function(self, weights = NULL, minlength = 0L) {
-  .torch_bincount(one_based_tensor(self, "self"), weights, minlength)
 }
 
 #' @rdname torch_index_ops

@@ -545,9 +545,6 @@ written_methods <- list( # nolint: cyclocomp_linter.
   repeat_interleave = function(self, repeats, dim = NULL, output_size = NULL) {
     torch_repeat_interleave(self, repeats, dim, output_size)
   },
-  bincount = function(self, weights = NULL, minlength = 0L) {
-    torch_bincount(self, weights, minlength)
-  },
   backward = function(self, gradient = NULL, retain_graph = create_graph, create_graph = FALSE,
                       inputs = NULL, ...) {
     if (...length() > 0L) {

@@ -364,7 +364,7 @@ local_device <- function(device, ..., .env = parent.frame()) {
 
 # The device a creation function uses: the given one, else with_device()'s, else none (CPU).
 creation_device <- function(device) {
-  as_torch_device(device) %||% .default_device$device
+  if (is.null(device)) .default_device$device else as_torch_device(device)
 }
 
 #' @rdname torch_device

@@ -1,8 +1,8 @@
 #' @include ops.R
 NULL
 
-# R torch's hand-written torch_* functions of the losses and one-hot encoding (over the generated
-# `.torch_<name>`, 0-based as libtorch is): class targets counted from 1, as R torch counts them.
+# The help page of the class-target losses (generated: tools/rgen/rules.py counts their targets
+# from 1, as R torch does) and R torch's one-hot encoding, over the generated `.torch_one_hot`.
 
 #' Class-target operators and shape broadcasting
 #'
@@ -26,6 +26,11 @@ NULL
 #' @param ... Shapes (integer vectors).
 #' @return A tensor; `torch_broadcast_shapes()`: an integer vector.
 #' @name torch_class_ops
+#' @aliases torch_multi_margin_loss torch_multilabel_margin_loss
+#' @usage torch_multi_margin_loss(self, target, p = 1L, margin = 1L, weight = NULL,
+#'   reduction = 1L)
+#'
+#' torch_multilabel_margin_loss(self, target, reduction = 1L)
 #' @examples
 #' scores <- torch_randn(3, 4)
 #' torch_multi_margin_loss(scores, torch_tensor(c(1L, 4L, 2L)))
@@ -35,21 +40,6 @@ NULL
 #' torch_one_hot(torch_tensor(c(1L, 3L)))
 #' torch_broadcast_shapes(c(2, 1), c(1, 3))
 NULL
-
-#' @rdname torch_class_ops
-#' @export
-torch_multi_margin_loss <- function(self, target, p = 1L, margin = 1L, weight = NULL,
-                                    reduction = torch_reduction_mean()) {
-  .torch_multi_margin_loss(self, one_based_tensor(target, "target"), p, margin, weight,
-                           reduction)
-}
-
-#' @rdname torch_class_ops
-#' @export
-torch_multilabel_margin_loss <- function(self, target, reduction = torch_reduction_mean()) {
-  # The -1 ending each row's classes stays -1 (only entries >= 1 lose 1; a 0 is an error).
-  .torch_multilabel_margin_loss(self, one_based_tensor(target, "target"), reduction)
-}
 
 #' @rdname torch_class_ops
 #' @export
@@ -131,37 +121,9 @@ call_torch_function <- function(name, ..., quiet = FALSE) {
 }
 
 # R torch's internal wrappers of ops that have R rules (tools/rgen/rules.py's WRAPPED), under the
-# names its tests call (not exported, as in R torch): class targets and `ignore_index` counted
-# from 1, the positions of the maxima returned from 1, as nnf_nll_loss() and nnf_max_pool2d() do.
-torch_nll_loss <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
-                           ignore_index = -100) {
-  .torch_nll_loss(self, one_based_tensor(target, "target"), weight, reduction,
-                  ignore_index_arg(ignore_index))
-}
-
-torch_nll_loss2d <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
-                             ignore_index = -100) {
-  .torch_nll_loss2d(self, one_based_tensor(target, "target"), weight, reduction,
-                    ignore_index_arg(ignore_index))
-}
-
-torch_nll_loss_nd <- function(self, target, weight = NULL, reduction = torch_reduction_mean(),
-                              ignore_index = -100) {
-  .torch_nll_loss_nd(self, one_based_tensor(target, "target"), weight, reduction,
-                     ignore_index_arg(ignore_index))
-}
-
-torch_cross_entropy_loss <- function(self, target, weight = NULL,
-                                     reduction = torch_reduction_mean(), ignore_index = -100,
-                                     label_smoothing = 0) {
-  # class targets, or (floating point) class probabilities
-  if (!is_torch_tensor(target) || !meta(target, "is_floating_point")) {
-    target <- one_based_tensor(target, "target")
-  }
-  .torch_cross_entropy_loss(self, target, weight, reduction, ignore_index_arg(ignore_index),
-                            label_smoothing)
-}
-
+# names its tests call (not exported, as in R torch): the positions of the maxima returned from 1,
+# as nnf_max_pool2d() does. (The losses' class targets and `ignore_index`, which R torch wraps
+# too, are counted from 1 by the generated torch_nll_loss() and torch_cross_entropy_loss().)
 torch_max_pool1d_with_indices <- function(self, kernel_size, stride = NULL, padding = 0,
                                           dilation = 1, ceil_mode = FALSE) {
   one_based_indices(.torch_max_pool1d_with_indices(self, kernel_size, stride, padding, dilation,

@@ -358,8 +358,13 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
 // ---- R values -> IValues ------------------------------------------------------------------------
 
 // An R torch index tensor: entries >= 1 lose 1 (negative ones count from the end), 0 is an error.
+// A mask (bool) is no positions, nor are floating values: cross_entropy's class probabilities
+// (a floating index is libtorch's error to give).
 at::Tensor one_based_index(const at::Tensor& t, const std::string& arg) {
-  if (t.scalar_type() == at::kBool) return t;
+  if (t.scalar_type() == at::kBool || at::isFloatingType(t.scalar_type()) ||
+      at::isComplexType(t.scalar_type())) {
+    return t;
+  }
   return zero_based_tensor(t, [&] { zero_position_error(arg); });
 }
 
@@ -649,8 +654,11 @@ SEXP call_op(SEXP index, SEXP* args, int n) {
   try {
     p.handle.callBoxed(stack);
   } catch (const c10::Error& e) {
-    // Tensors R has dropped but not yet collected may hold the memory: collect, then retry once.
-    if (!out_of_memory(e)) throw;
+    // Tensors R has dropped but not yet collected may hold the memory: collect, then retry once;
+    // not an op that writes to its arguments, which may have written part of its result before
+    // the allocation failed (`_foreach_add_()` adds tensor by tensor): run again, it would write
+    // that part twice.
+    if (!out_of_memory(e) || p.handle.schema().is_mutable()) throw;
     stack.clear();
     collect_garbage();
     fill(stack, op, p, args);

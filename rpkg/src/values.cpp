@@ -504,6 +504,11 @@ extern "C" SEXP C_plain_sizes(SEXP dots) {
 }
 
 void zero_position_error(const std::string& arg) {
+  if (arg == "ignore_index") {  // a class the losses ignore, not a position: R torch's words
+    value_error(
+        "`ignore_index` is a 1 based class index, so it cannot be 0. Use a negative value (e.g. "
+        "the default -100) for a target value that never occurs.");
+  }
   value_error("Indexing starts at 1 but found a 0. `" + arg +
               "` is 1-based (the first is 1, the last -1).");
 }

@@ -202,7 +202,10 @@ def render(groups: List[Group]) -> tuple:
         if group.method:
             method_lines.append(f"  {_r_string(group.name)} = {fn}")
         else:
-            if group.r_name() in exports:
+            page = rules.HAND_PAGES.get(group.name)
+            if page is not None:  # the page names it in its @aliases and @usage
+                functions += [f"# Help: {page}.", "#' @export"]
+            elif group.r_name() in exports:
                 functions += ["#' @rdname torch_ops", "#' @export"]
                 for name in names:
                     documented.setdefault(name, group.name)

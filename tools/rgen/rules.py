@@ -25,18 +25,27 @@ UNSUPPORTED_TYPES = ("Storage", "Stream", "DeviceIndex")
 # function is `.torch_<name>`, which the hand-written `torch_<name>` calls.
 WRAPPED = {
     "logical_not", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-    "max", "min", "nll_loss", "nll_loss2d", "bartlett_window", "blackman_window",
+    "max", "min", "bartlett_window", "blackman_window",
     "hamming_window", "hann_window", "kaiser_window", "result_type", "sparse_coo_tensor", "stft",
-    "tensordot", "tril_indices", "triu_indices", "multilabel_margin_loss", "multi_margin_loss",
+    "tensordot", "tril_indices", "triu_indices",
     "topk", "scalar_tensor", "narrow", "quantize_per_tensor", "upsample_nearest1d",
     "upsample_nearest2d", "upsample_nearest3d", "upsample_trilinear3d", "atleast_1d",
     "atleast_2d", "atleast_3d", "dequantize", "vander", "movedim", "argsort", "norm", "argmax",
     "argmin", "one_hot", "split", "nonzero", "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft",
-    "fft_fftfreq", "multinomial", "cross_entropy_loss", "sort", "nll_loss_nd", "bincount",
+    "fft_fftfreq", "multinomial", "sort",
     "where", "repeat_interleave", "ones", "ones_like", "rand", "rand_like", "randint",
     "randint_like", "randn", "randn_like", "randperm", "zeros", "zeros_like", "arange", "range",
     "linspace", "logspace", "eye", "empty", "empty_like", "empty_strided", "full", "full_like",
     "normal", "polygamma",
+}
+
+
+# Generated functions exported with a help page written by hand, which names each in its
+# `@aliases` and `@usage` (the page's name): R torch's `torch_bincount()`, and ampkit's
+# class-target losses, documented with their 1-based classes.
+HAND_PAGES = {
+    "bincount": "torch_index_ops", "multi_margin_loss": "torch_class_ops",
+    "multilabel_margin_loss": "torch_class_ops",
 }
 
 
@@ -61,6 +70,16 @@ _ONE_BASED_INTS = {"dim", "dims", "dims_self", "dims_other"}
 _ONE_BASED_TENSOR = {"index", "indices", "dims"}
 # Where the name means something else: tile's dims are repeat counts.
 _NOT_ONE_BASED = {("tile", "dims")}
+# R torch's class numbers (its with-indices.R), by op: the classification losses' class targets
+# and the class their `ignore_index` names, bincount's values. Negative ones stay (the -1 that
+# ends multilabel_margin_loss's rows, ignore_index's default -100); a floating target is
+# cross_entropy's class probabilities, which the C++ layer passes as they are.
+_CLASS_TARGETS = {"target", "ignore_index"}
+_ONE_BASED_BY_OP = {
+    "nll_loss": _CLASS_TARGETS, "nll_loss2d": _CLASS_TARGETS, "nll_loss_nd": _CLASS_TARGETS,
+    "cross_entropy_loss": _CLASS_TARGETS, "multi_margin_loss": {"target"},
+    "multilabel_margin_loss": {"target"}, "bincount": {"self"},
+}
 
 
 def is_one_based(op: str, name: str, types: Optional[set] = None) -> bool:
@@ -68,6 +87,8 @@ def is_one_based(op: str, name: str, types: Optional[set] = None) -> bool:
     (None: any of them)."""
     if (op, name) in _NOT_ONE_BASED:
         return False
+    if name in _ONE_BASED_BY_OP.get(op, ()):
+        return True
     for t in types if types is not None else {None}:
         base = None if t is None else t.rstrip("?")
         if base is None:

@@ -364,6 +364,18 @@ test_that("R torch's internal wrappers its tests call: 1-based targets and maxim
                fixed = TRUE)
   expect_error(torch_nll_loss(x[1:1, ], torch_tensor(6L)), "Target 6 is out of bounds.",
                fixed = TRUE)
+  # The rule is the generated functions' (tools/rgen/rules.py): R numbers are classes too, the
+  # class `ignore_index` names counts from 1, and a floating target (class probabilities) is
+  # passed as it is.
+  expect_same_tensor(torch_nll_loss(x, c(1, 5, 3)), ref)
+  expect_same_tensor(torch_cross_entropy_loss(x, c(1L, 5L, 3L), ignore_index = 5),
+                     pt()$nn$functional$cross_entropy(py_of(x), py_of(target - 1L),
+                                                      ignore_index = 4L))
+  probs <- torch_softmax(torch_randn(3, 5), 2)
+  expect_same_tensor(torch_cross_entropy_loss(x, probs),
+                     pt()$nn$functional$cross_entropy(py_of(x), py_of(probs)))
+  expect_error(torch_nll_loss(x, c(1, 2.5, 3)), "`target` must be whole numbers",
+               class = "value_error")
   img <- torch_randn(1, 2, 4, 4)
   out <- torch_max_pool2d_with_indices(img, kernel_size = c(2, 2))
   same <- nnf_max_pool2d(img, 2, return_indices = TRUE)

@@ -508,6 +508,30 @@ test_that("an allocation that fails runs R's collector, retries, then errs in R'
   expect_true(isTRUE(collected$yes))
 })
 
+test_that("an op that writes to its arguments is not run again after a failed allocation", {
+  skip_if_not(nzchar(Sys.which("prlimit")) && file.exists("/proc/self/status"),
+              "needs util-linux's prlimit and Linux's /proc")
+  # _foreach_add_() adds tensor by tensor: `small` has had its 1 added when the float64 sum for
+  # `big` (2 GiB) fails, the process's address space capped 1 GiB above what it holds. Run again
+  # after a collection, as a function that writes nothing is, it would add 1 to `small` twice.
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script))
+  writeLines(c(
+    "suppressPackageStartupMessages(library(ampkit))",
+    "small <- torch_zeros(2)",
+    "big <- torch_empty(2^28)  # 1 GiB of float32",
+    "one <- torch_ones(1, dtype = torch_float64())",
+    "status <- readLines('/proc/self/status')",
+    "held <- as.numeric(gsub('[^0-9]', '', grep('^VmSize', status, value = TRUE)))  # KiB",
+    "system(sprintf('prlimit --pid %d --as=%.0f', Sys.getpid(), (held + 2^20) * 1024))",
+    "err <- tryCatch(ampkit:::torch__foreach_add_(list(small, big), list(one, one)),",
+    "                error = identity)",
+    "cat(class(err)[[1L]], as_array(small), '\\n')"
+  ), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE)
+  expect_equal(utils::tail(out, 1L), "torch_out_of_memory 1 1 ")
+})
+
 test_that("the generated surface is 1-based in its dims and returned indices", {
   x <- torch_tensor(matrix(c(3, 1, 2, 9, 7, 8), nrow = 2, byrow = TRUE))
   expect_equal(as_array(x$sum(dim = 1)), c(12, 8, 10))
