@@ -32,7 +32,7 @@ torch__addmm_activation <- function(self, mat1, mat2, beta = 1L, alpha = 1L, use
 
 torch__addmm_activation_out <- function(out, self, mat1, mat2, beta = 1L, alpha = 1L, use_gelu = FALSE) .Call(C_op7, 15L, out, self, mat1, mat2, beta, alpha, use_gelu)
 
-torch__aminmax <- function(self, dim, keepdim = FALSE) .Call(C_op3, 16L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch__aminmax <- function(self, dim, keepdim = FALSE) .Call(C_op3, 16L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 torch__amp_foreach_non_finite_check_and_unscale_ <- function(self, found_inf, inv_scale) .Call(C_op3, 17L, self, found_inf, inv_scale)
 
@@ -208,7 +208,7 @@ torch__fill_mem_eff_dropout_mask_ <- function(self, dropout_p, seed, offset) .Ca
 
 torch__flash_attention_backward <- function(grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale = NULL, window_size_left = NULL, window_size_right = NULL) .Call(C_op17, 103L, grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, rng_state, unused, scale, window_size_left, window_size_right)
 
-torch__flash_attention_forward <- function(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, q_descale, k_descale, v_descale, scale = NULL, window_size_left = NULL, block_table = NULL, window_size_right = NULL, num_splits = NULL, seqused_k = NULL, alibi_slopes = NULL) .Call(C_op20, 104L, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, scale, window_size_left, block_table, window_size_right, num_splits, seqused_k, alibi_slopes)
+torch__flash_attention_forward <- function(query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, q_descale, k_descale, v_descale, scale = NULL, window_size_left = NULL, block_table = NULL, window_size_right = NULL, num_splits = NULL, seqused_k = NULL, alibi_slopes = NULL) .Call(C_op20, 104L, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, if (missing(q_descale)) quote(expr = ) else q_descale, if (missing(k_descale)) quote(expr = ) else k_descale, if (missing(v_descale)) quote(expr = ) else v_descale, scale, window_size_left, if (missing(block_table)) quote(expr = ) else block_table, window_size_right, if (missing(num_splits)) quote(expr = ) else num_splits, seqused_k, alibi_slopes)
 
 torch__flash_attention_forward_no_dropout_inplace <- function(out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale = NULL, window_size_left = NULL, window_size_right = NULL, seqused_k = NULL, alibi_slopes = NULL, block_table = NULL, num_splits = NULL) .Call(C_op18, 105L, out, query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask, scale, window_size_left, window_size_right, seqused_k, alibi_slopes, block_table, num_splits)
 
@@ -222,17 +222,17 @@ torch__foreach_acos <- function(self) .Call(C_op1, 109L, self)
 
 torch__foreach_acos_ <- function(self) .Call(C_op1, 110L, self)
 
-torch__foreach_add <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 111L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_add <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 111L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, if (missing(alpha)) quote(expr = ) else alpha)
 
-torch__foreach_add_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 112L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_add_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 112L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, if (missing(alpha)) quote(expr = ) else alpha)
 
-torch__foreach_addcdiv <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 113L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__foreach_addcdiv <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 113L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, if (missing(value)) quote(expr = ) else value)
 
-torch__foreach_addcdiv_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 114L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__foreach_addcdiv_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 114L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, if (missing(value)) quote(expr = ) else value)
 
-torch__foreach_addcmul <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 115L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__foreach_addcmul <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 115L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, if (missing(value)) quote(expr = ) else value)
 
-torch__foreach_addcmul_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 116L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, value)
+torch__foreach_addcmul_ <- function(self, tensor1, tensor2, scalars, value = 1L) .Call(C_op5, 116L, self, tensor1, tensor2, if (missing(scalars)) quote(expr = ) else scalars, if (missing(value)) quote(expr = ) else value)
 
 torch__foreach_asin <- function(self) .Call(C_op1, 117L, self)
 
@@ -380,9 +380,9 @@ torch__foreach_sqrt <- function(self) .Call(C_op1, 188L, self)
 
 torch__foreach_sqrt_ <- function(self) .Call(C_op1, 189L, self)
 
-torch__foreach_sub <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 190L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_sub <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 190L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, if (missing(alpha)) quote(expr = ) else alpha)
 
-torch__foreach_sub_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 191L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, alpha)
+torch__foreach_sub_ <- function(self, other, scalar, scalars, alpha = 1L) .Call(C_op5, 191L, self, if (missing(other)) quote(expr = ) else other, if (missing(scalar)) quote(expr = ) else scalar, if (missing(scalars)) quote(expr = ) else scalars, if (missing(alpha)) quote(expr = ) else alpha)
 
 torch__foreach_tan <- function(self) .Call(C_op1, 192L, self)
 
@@ -736,7 +736,7 @@ torch__sparse_csr_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Cal
 
 torch__sparse_csr_tensor_unsafe <- function(crow_indices, col_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 367L, crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
 
-torch__sparse_log_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 368L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
+torch__sparse_log_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 368L, self, dim, if (missing(dtype)) quote(expr = ) else dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
 
 torch__sparse_log_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 369L, grad_output, output, dim, self)
 
@@ -758,7 +758,7 @@ torch__sparse_semi_structured_mm <- function(mat1, mat1_meta, mat2, out_dtype = 
 
 torch__sparse_semi_structured_tile <- function(input, algorithm = "", use_cutlass = TRUE) .Call(C_op3, 378L, input, algorithm, use_cutlass)
 
-torch__sparse_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 379L, self, dim, dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
+torch__sparse_softmax <- function(self, dim, dtype = NULL, half_to_float) .Call(C_op4, 379L, self, dim, if (missing(dtype)) quote(expr = ) else dtype, if (missing(half_to_float)) quote(expr = ) else half_to_float)
 
 torch__sparse_softmax_backward_data <- function(grad_output, output, dim, self) .Call(C_op4, 380L, grad_output, output, dim, self)
 
@@ -848,7 +848,7 @@ torch__unsafe_masked_index_put_accumulate <- function(self, mask, indices, value
 
 torch__unsafe_view <- function(self, size) .Call(C_op2, 423L, self, size)
 
-torch__upsample_bicubic2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 424L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__upsample_bicubic2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 424L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch__upsample_bicubic2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 425L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
@@ -856,7 +856,7 @@ torch__upsample_bicubic2d_aa_backward_out <- function(grad_input, grad_output, o
 
 torch__upsample_bicubic2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 427L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch__upsample_bilinear2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 428L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__upsample_bilinear2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 428L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch__upsample_bilinear2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 429L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
@@ -864,7 +864,7 @@ torch__upsample_bilinear2d_aa_backward_out <- function(grad_input, grad_output, 
 
 torch__upsample_bilinear2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 431L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch__upsample_lanczos2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 432L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__upsample_lanczos2d_aa <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 432L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch__upsample_lanczos2d_aa_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 433L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
@@ -872,7 +872,7 @@ torch__upsample_lanczos2d_aa_backward_out <- function(grad_input, grad_output, o
 
 torch__upsample_lanczos2d_aa_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 435L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch__upsample_nearest_exact1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 436L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+torch__upsample_nearest_exact1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 436L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales)) quote(expr = ) else scales)
 
 torch__upsample_nearest_exact1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 437L, grad_output, output_size, input_size, scales)
 
@@ -880,7 +880,7 @@ torch__upsample_nearest_exact1d_backward_out <- function(grad_input, grad_output
 
 torch__upsample_nearest_exact1d_out <- function(out, self, output_size, scales = NULL) .Call(C_op4, 439L, out, self, output_size, scales)
 
-torch__upsample_nearest_exact2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 440L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch__upsample_nearest_exact2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 440L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch__upsample_nearest_exact2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 441L, grad_output, output_size, input_size, scales_h, scales_w)
 
@@ -888,7 +888,7 @@ torch__upsample_nearest_exact2d_backward_out <- function(grad_input, grad_output
 
 torch__upsample_nearest_exact2d_out <- function(out, self, output_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 443L, out, self, output_size, scales_h, scales_w)
 
-torch__upsample_nearest_exact3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 444L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+torch__upsample_nearest_exact3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 444L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_d)) quote(expr = ) else scales_d, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch__upsample_nearest_exact3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 445L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 
@@ -1052,9 +1052,9 @@ torch_alias <- function(self) .Call(C_op1, 512L, self)
 
 torch_alias_copy <- function(self) .Call(C_op1, 513L, self)
 
-torch_all <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 514L, self, dim, keepdim)
+torch_all <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 514L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
-torch_all_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 515L, out, self, dim, keepdim)
+torch_all_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 515L, out, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 #' @rdname torch_ops
 #' @export
@@ -1086,13 +1086,13 @@ torch_angle <- function(self) .Call(C_op1, 525L, self)
 
 torch_angle_out <- function(out, self) .Call(C_op2, 526L, out, self)
 
-torch_any <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 527L, self, dim, keepdim)
+torch_any <- function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 527L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
-torch_any_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 528L, out, self, dim, keepdim)
+torch_any_out <- function(out, self, dim = NULL, keepdim = FALSE) .Call(C_op4, 528L, out, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 .torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 529L, start, end, step, dtype, layout, device, pin_memory)
 
-torch_arange_out <- function(out, start, end, step = 1L) .Call(C_op4, 530L, out, if (missing(start)) quote(expr = ) else start, end, step)
+torch_arange_out <- function(out, start, end, step = 1L) .Call(C_op4, 530L, out, if (missing(start)) quote(expr = ) else start, end, if (missing(step)) quote(expr = ) else step)
 
 #' @rdname torch_ops
 #' @export
@@ -1628,7 +1628,7 @@ torch_cumsum <- function(self, dim, dtype = NULL) .Call(C_op3, 737L, self, dim, 
 
 torch_cumsum_out <- function(out, self, dim, dtype = NULL) .Call(C_op4, 738L, out, self, dim, dtype)
 
-torch_cumulative_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 739L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_cumulative_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 739L, y, if (missing(dx)) quote(expr = ) else dx, if (missing(x)) quote(expr = ) else x, dim)
 
 #' @rdname torch_ops
 #' @export
@@ -2098,7 +2098,7 @@ torch_glu_jvp <- function(glu, x, dx, dim) .Call(C_op4, 936L, glu, x, dx, dim)
 
 torch_glu_out <- function(out, self, dim = -1L) .Call(C_op3, 937L, out, self, dim)
 
-torch_gradient <- function(self, spacing = NULL, dim = NULL, edge_order = 1L) .Call(C_op4, 938L, self, spacing, dim, edge_order)
+torch_gradient <- function(self, spacing = NULL, dim = NULL, edge_order = 1L) .Call(C_op4, 938L, self, if (missing(spacing)) quote(expr = ) else spacing, dim, edge_order)
 
 #' @rdname torch_ops
 #' @export
@@ -2192,9 +2192,9 @@ torch_histc <- function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 978L
 
 torch_histc_out <- function(out, self, bins = 100L, min = 0L, max = 0L) .Call(C_op5, 979L, out, self, bins, min, max)
 
-torch_histogram <- function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 980L, self, bins, range, weight, density)
+torch_histogram <- function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 980L, self, bins, if (missing(range)) quote(expr = ) else range, weight, density)
 
-torch_histogram_out <- function(hist, bin_edges, self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op7, 981L, hist, bin_edges, self, bins, range, weight, density)
+torch_histogram_out <- function(hist, bin_edges, self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op7, 981L, hist, bin_edges, self, bins, if (missing(range)) quote(expr = ) else range, weight, density)
 
 torch_histogramdd <- function(self, bins, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 982L, self, bins, range, weight, density)
 
@@ -2546,9 +2546,9 @@ torch_linalg_matrix_power <- function(self, n) .Call(C_op2, 1126L, self, n)
 
 torch_linalg_matrix_power_out <- function(out, self, n) .Call(C_op3, 1127L, out, self, n)
 
-torch_linalg_matrix_rank <- function(input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1128L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, atol, if (missing(tol)) quote(expr = ) else tol, rtol, hermitian)
+torch_linalg_matrix_rank <- function(input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1128L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, if (missing(atol)) quote(expr = ) else atol, if (missing(tol)) quote(expr = ) else tol, if (missing(rtol)) quote(expr = ) else rtol, hermitian)
 
-torch_linalg_matrix_rank_out <- function(out, input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op7, 1129L, out, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, atol, if (missing(tol)) quote(expr = ) else tol, rtol, hermitian)
+torch_linalg_matrix_rank_out <- function(out, input, self, atol = NULL, tol, rtol = NULL, hermitian = FALSE) .Call(C_op7, 1129L, out, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, if (missing(atol)) quote(expr = ) else atol, if (missing(tol)) quote(expr = ) else tol, if (missing(rtol)) quote(expr = ) else rtol, hermitian)
 
 torch_linalg_multi_dot <- function(tensors) .Call(C_op1, 1130L, tensors)
 
@@ -2558,9 +2558,9 @@ torch_linalg_norm <- function(self, ord = NULL, dim = NULL, keepdim = FALSE, dty
 
 torch_linalg_norm_out <- function(out, self, ord = NULL, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op6, 1133L, out, self, ord, dim, keepdim, dtype)
 
-torch_linalg_pinv <- function(self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op5, 1134L, self, atol, if (missing(rcond)) quote(expr = ) else rcond, rtol, hermitian)
+torch_linalg_pinv <- function(self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op5, 1134L, self, if (missing(atol)) quote(expr = ) else atol, if (missing(rcond)) quote(expr = ) else rcond, if (missing(rtol)) quote(expr = ) else rtol, hermitian)
 
-torch_linalg_pinv_out <- function(out, self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1135L, out, self, atol, if (missing(rcond)) quote(expr = ) else rcond, rtol, hermitian)
+torch_linalg_pinv_out <- function(out, self, atol = NULL, rcond, rtol = NULL, hermitian = FALSE) .Call(C_op6, 1135L, out, self, if (missing(atol)) quote(expr = ) else atol, if (missing(rcond)) quote(expr = ) else rcond, if (missing(rtol)) quote(expr = ) else rtol, hermitian)
 
 torch_linalg_qr <- function(A, mode = "reduced") .Call(C_op2, 1136L, A, mode)
 
@@ -2792,9 +2792,9 @@ torch_matrix_power <- function(self, n) .Call(C_op2, 1229L, self, n)
 
 torch_matrix_power_out <- function(out, self, n) .Call(C_op3, 1230L, out, self, n)
 
-.torch_max <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1231L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
+.torch_max <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1231L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, if (missing(keepdim)) quote(expr = ) else keepdim)
 
-torch_max_out <- function(max, out, max_values, other, self, dim, keepdim = FALSE) .Call(C_op7, 1232L, if (missing(max)) quote(expr = ) else max, if (missing(out)) quote(expr = ) else out, if (missing(max_values)) quote(expr = ) else max_values, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_max_out <- function(max, out, max_values, other, self, dim, keepdim = FALSE) .Call(C_op7, 1232L, if (missing(max)) quote(expr = ) else max, if (missing(out)) quote(expr = ) else out, if (missing(max_values)) quote(expr = ) else max_values, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 torch_max_pool1d <- function(self, kernel_size, stride = NULL, padding = 0L, dilation = 1L, ceil_mode = FALSE) .Call(C_op6, 1233L, self, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -2838,13 +2838,13 @@ torch_maximum_out <- function(out, self, other) .Call(C_op3, 1251L, out, self, o
 
 #' @rdname torch_ops
 #' @export
-torch_mean <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1252L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_mean <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1252L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype)
 
-torch_mean_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1253L, out, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_mean_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1253L, out, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype)
 
 #' @rdname torch_ops
 #' @export
-torch_median <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1254L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_median <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1254L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 torch_median_out <- function(values, indices, self, dim, keepdim = FALSE) .Call(C_op5, 1255L, values, indices, self, dim, keepdim)
 
@@ -2852,9 +2852,9 @@ torch_median_out <- function(values, indices, self, dim, keepdim = FALSE) .Call(
 #' @export
 torch_meshgrid <- function(tensors, indexing) .Call(C_op2, 1256L, tensors, if (missing(indexing)) quote(expr = ) else indexing)
 
-.torch_min <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1257L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim)
+.torch_min <- function(self, dim, other, keepdim = FALSE) .Call(C_op4, 1257L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, if (missing(keepdim)) quote(expr = ) else keepdim)
 
-torch_min_out <- function(min, out, min_indices, other, self, dim, keepdim = FALSE) .Call(C_op7, 1258L, if (missing(min)) quote(expr = ) else min, if (missing(out)) quote(expr = ) else out, if (missing(min_indices)) quote(expr = ) else min_indices, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_min_out <- function(min, out, min_indices, other, self, dim, keepdim = FALSE) .Call(C_op7, 1258L, if (missing(min)) quote(expr = ) else min, if (missing(out)) quote(expr = ) else out, if (missing(min_indices)) quote(expr = ) else min_indices, if (missing(other)) quote(expr = ) else other, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 #' @rdname torch_ops
 #' @export
@@ -3016,7 +3016,7 @@ torch_nanmean <- function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call
 
 torch_nanmean_out <- function(out, self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1329L, out, self, dim, keepdim, dtype)
 
-torch_nanmedian <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1330L, self, if (missing(dim)) quote(expr = ) else dim, keepdim)
+torch_nanmedian <- function(self, dim, keepdim = FALSE) .Call(C_op3, 1330L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim)
 
 torch_nanmedian_out <- function(values, indices, self, dim, keepdim = FALSE) .Call(C_op5, 1331L, values, indices, self, dim, keepdim)
 
@@ -3126,13 +3126,13 @@ torch_nonzero_static <- function(self, size, fill_value = -1L) .Call(C_op3, 1377
 
 torch_nonzero_static_out <- function(out, self, size, fill_value = -1L) .Call(C_op4, 1378L, out, self, size, fill_value)
 
-.torch_norm <- function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 1379L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype)
+.torch_norm <- function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 1379L, self, p, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(dtype)) quote(expr = ) else dtype)
 
 torch_norm_except_dim <- function(v, pow = 2L, dim = 1L) .Call(C_op3, 1380L, v, pow, dim)
 
 torch_norm_out <- function(out, self, p, dim, keepdim = FALSE, dtype) .Call(C_op6, 1381L, out, self, p, dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype)
 
-.torch_normal <- function(mean, std = 1, size, generator = NULL, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1382L, mean, std, if (missing(size)) quote(expr = ) else size, generator, dtype, layout, device, pin_memory)
+.torch_normal <- function(mean, std = 1, size, generator = NULL, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op8, 1382L, mean, std, if (missing(size)) quote(expr = ) else size, generator, if (missing(dtype)) quote(expr = ) else dtype, if (missing(layout)) quote(expr = ) else layout, if (missing(device)) quote(expr = ) else device, if (missing(pin_memory)) quote(expr = ) else pin_memory)
 
 torch_normal_functional <- function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 1383L, self, mean, std, generator)
 
@@ -3226,7 +3226,7 @@ torch_prelu <- function(self, weight) .Call(C_op2, 1417L, self, weight)
 
 #' @rdname torch_ops
 #' @export
-torch_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1418L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_prod <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1418L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype)
 
 torch_prod_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1419L, out, self, dim, keepdim, dtype)
 
@@ -3314,7 +3314,7 @@ torch_randperm_out <- function(out, n, generator) .Call(C_op3, 1455L, out, n, if
 
 .torch_range <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL) .Call(C_op7, 1456L, start, end, step, dtype, layout, device, pin_memory)
 
-torch_range_out <- function(out, start, end, step = 1L) .Call(C_op4, 1457L, out, start, end, step)
+torch_range_out <- function(out, start, end, step = 1L) .Call(C_op4, 1457L, out, start, end, if (missing(step)) quote(expr = ) else step)
 
 torch_ravel <- function(self) .Call(C_op1, 1458L, self)
 
@@ -3378,7 +3378,7 @@ torch_renorm <- function(self, p, dim, maxnorm) .Call(C_op4, 1481L, self, p, dim
 
 torch_renorm_out <- function(out, self, p, dim, maxnorm) .Call(C_op5, 1482L, out, self, p, dim, maxnorm)
 
-.torch_repeat_interleave <- function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 1483L, if (missing(self)) quote(expr = ) else self, repeats, dim, output_size)
+.torch_repeat_interleave <- function(self, repeats, dim = NULL, output_size = NULL) .Call(C_op4, 1483L, if (missing(self)) quote(expr = ) else self, repeats, if (missing(dim)) quote(expr = ) else dim, output_size)
 
 torch_replication_pad1d <- function(self, padding) .Call(C_op2, 1484L, self, padding)
 
@@ -3664,7 +3664,7 @@ torch_sparse_bsr_tensor <- function(crow_indices, col_indices, values, size, dty
 
 torch_sparse_compressed_tensor <- function(compressed_indices, plain_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1608L, compressed_indices, plain_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
 
-.torch_sparse_coo_tensor <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op8, 1609L, if (missing(indices)) quote(expr = ) else indices, if (missing(values)) quote(expr = ) else values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory, is_coalesced)
+.torch_sparse_coo_tensor <- function(indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE, is_coalesced = NULL) .Call(C_op8, 1609L, if (missing(indices)) quote(expr = ) else indices, if (missing(values)) quote(expr = ) else values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory, if (missing(is_coalesced)) quote(expr = ) else is_coalesced)
 
 torch_sparse_csc_tensor <- function(ccol_indices, row_indices, values, size, dtype = NULL, layout = NULL, device = NULL, pin_memory = FALSE) .Call(C_op8, 1610L, ccol_indices, row_indices, values, if (missing(size)) quote(expr = ) else size, dtype, layout, device, pin_memory)
 
@@ -3938,13 +3938,13 @@ torch_stack_out <- function(out, tensors, dim = 1L) .Call(C_op3, 1739L, out, ten
 
 #' @rdname torch_ops
 #' @export
-torch_std <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1740L, self, dim, correction, unbiased, keepdim)
+torch_std <- function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 1740L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction)
 
 #' @rdname torch_ops
 #' @export
-torch_std_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1741L, self, dim, correction, unbiased, keepdim)
+torch_std_mean <- function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 1741L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction)
 
-torch_std_out <- function(out, self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op6, 1742L, out, self, dim, correction, unbiased, keepdim)
+torch_std_out <- function(out, self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op6, 1742L, out, self, dim, if (missing(unbiased)) quote(expr = ) else unbiased, keepdim, if (missing(correction)) quote(expr = ) else correction)
 
 .torch_stft <- function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 1743L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
 
@@ -3964,7 +3964,7 @@ torch_subtract_out <- function(out, self, other, alpha = 1L) .Call(C_op4, 1748L,
 
 #' @rdname torch_ops
 #' @export
-torch_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1749L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype)
+torch_sum <- function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 1749L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype)
 
 torch_sum_out <- function(out, self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op5, 1750L, out, self, dim, keepdim, dtype)
 
@@ -4066,11 +4066,11 @@ torch_transpose <- function(self, dim0, dim1) .Call(C_op3, 1789L, self, dim0, di
 
 torch_transpose_copy <- function(self, dim0, dim1) .Call(C_op3, 1790L, self, dim0, dim1)
 
-torch_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 1791L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_trapezoid <- function(y, dx = 1L, x, dim = -1L) .Call(C_op4, 1791L, y, if (missing(dx)) quote(expr = ) else dx, if (missing(x)) quote(expr = ) else x, dim)
 
 #' @rdname torch_ops
 #' @export
-torch_trapz <- function(y, dx = 1, x, dim = -1L) .Call(C_op4, 1792L, y, dx, if (missing(x)) quote(expr = ) else x, dim)
+torch_trapz <- function(y, dx = 1, x, dim = -1L) .Call(C_op4, 1792L, y, if (missing(dx)) quote(expr = ) else dx, if (missing(x)) quote(expr = ) else x, dim)
 
 #' @rdname torch_ops
 #' @export
@@ -4150,7 +4150,7 @@ torch_unsqueeze <- function(self, dim) .Call(C_op2, 1820L, self, dim)
 
 torch_unsqueeze_copy <- function(self, dim) .Call(C_op2, 1821L, self, dim)
 
-torch_upsample_bicubic2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1822L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch_upsample_bicubic2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1822L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch_upsample_bicubic2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1823L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
@@ -4158,7 +4158,7 @@ torch_upsample_bicubic2d_backward_out <- function(grad_input, grad_output, outpu
 
 torch_upsample_bicubic2d_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1825L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch_upsample_bilinear2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1826L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+torch_upsample_bilinear2d <- function(input, self, output_size, align_corners, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1826L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch_upsample_bilinear2d_backward <- function(grad_output, output_size, input_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1827L, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
@@ -4166,7 +4166,7 @@ torch_upsample_bilinear2d_backward_out <- function(grad_input, grad_output, outp
 
 torch_upsample_bilinear2d_out <- function(out, self, output_size, align_corners, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1829L, out, self, output_size, align_corners, scales_h, scales_w)
 
-torch_upsample_linear1d <- function(input, self, output_size, align_corners, scale_factors, scales = NULL) .Call(C_op6, 1830L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+torch_upsample_linear1d <- function(input, self, output_size, align_corners, scale_factors, scales = NULL) .Call(C_op6, 1830L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales)) quote(expr = ) else scales)
 
 torch_upsample_linear1d_backward <- function(grad_output, output_size, input_size, align_corners, scales = NULL) .Call(C_op5, 1831L, grad_output, output_size, input_size, align_corners, scales)
 
@@ -4174,7 +4174,7 @@ torch_upsample_linear1d_backward_out <- function(grad_input, grad_output, output
 
 torch_upsample_linear1d_out <- function(out, self, output_size, align_corners, scales = NULL) .Call(C_op5, 1833L, out, self, output_size, align_corners, scales)
 
-.torch_upsample_nearest1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 1834L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales)
+.torch_upsample_nearest1d <- function(input, self, output_size, scale_factors, scales = NULL) .Call(C_op5, 1834L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales)) quote(expr = ) else scales)
 
 torch_upsample_nearest1d_backward <- function(grad_output, output_size, input_size, scales = NULL) .Call(C_op4, 1835L, grad_output, output_size, input_size, scales)
 
@@ -4182,7 +4182,7 @@ torch_upsample_nearest1d_backward_out <- function(grad_input, grad_output, outpu
 
 torch_upsample_nearest1d_out <- function(out, self, output_size, scales = NULL) .Call(C_op4, 1837L, out, self, output_size, scales)
 
-.torch_upsample_nearest2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1838L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_h, scales_w)
+.torch_upsample_nearest2d <- function(input, self, output_size, scale_factors, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1838L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch_upsample_nearest2d_backward <- function(grad_output, output_size, input_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 1839L, grad_output, output_size, input_size, scales_h, scales_w)
 
@@ -4190,7 +4190,7 @@ torch_upsample_nearest2d_backward_out <- function(grad_input, grad_output, outpu
 
 torch_upsample_nearest2d_out <- function(out, self, output_size, scales_h = NULL, scales_w = NULL) .Call(C_op5, 1841L, out, self, output_size, scales_h, scales_w)
 
-.torch_upsample_nearest3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1842L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+.torch_upsample_nearest3d <- function(input, self, output_size, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1842L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_d)) quote(expr = ) else scales_d, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch_upsample_nearest3d_backward <- function(grad_output, output_size, input_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1843L, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 
@@ -4198,7 +4198,7 @@ torch_upsample_nearest3d_backward_out <- function(grad_input, grad_output, outpu
 
 torch_upsample_nearest3d_out <- function(out, self, output_size, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op6, 1845L, out, self, output_size, scales_d, scales_h, scales_w)
 
-.torch_upsample_trilinear3d <- function(input, self, output_size, align_corners, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op8, 1846L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, scales_d, scales_h, scales_w)
+.torch_upsample_trilinear3d <- function(input, self, output_size, align_corners, scale_factors, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op8, 1846L, if (missing(input)) quote(expr = ) else input, if (missing(self)) quote(expr = ) else self, output_size, align_corners, if (missing(scale_factors)) quote(expr = ) else scale_factors, if (missing(scales_d)) quote(expr = ) else scales_d, if (missing(scales_h)) quote(expr = ) else scales_h, if (missing(scales_w)) quote(expr = ) else scales_w)
 
 torch_upsample_trilinear3d_backward <- function(grad_output, output_size, input_size, align_corners, scales_d = NULL, scales_h = NULL, scales_w = NULL) .Call(C_op7, 1847L, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
 
@@ -4214,13 +4214,13 @@ torch_values_copy <- function(self) .Call(C_op1, 1851L, self)
 
 #' @rdname torch_ops
 #' @export
-torch_var <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1853L, self, dim, correction, unbiased, keepdim)
+torch_var <- function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 1853L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction)
 
 #' @rdname torch_ops
 #' @export
-torch_var_mean <- function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 1854L, self, dim, correction, unbiased, keepdim)
+torch_var_mean <- function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 1854L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction)
 
-torch_var_out <- function(out, self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op6, 1855L, out, self, dim, correction, unbiased, keepdim)
+torch_var_out <- function(out, self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op6, 1855L, out, self, dim, if (missing(unbiased)) quote(expr = ) else unbiased, keepdim, if (missing(correction)) quote(expr = ) else correction)
 
 #' @rdname torch_ops
 #' @export
@@ -4305,7 +4305,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "_reshape_alias" = function(self, size, stride) .Call(C_op3, 1906L, self, size, stride),
   "_sparse_mask_projection" = function(self, mask, accumulate_matches = FALSE) .Call(C_op3, 1907L, self, mask, accumulate_matches),
   "_to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 1908L, self, dtype, masked_grad),
-  "_to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 1909L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
+  "_to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 1909L, self, if (missing(layout)) quote(expr = ) else layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, if (missing(blocksize)) quote(expr = ) else blocksize, if (missing(dense_dim)) quote(expr = ) else dense_dim),
   "_to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1910L, self, blocksize, dense_dim),
   "_to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 1911L, self, blocksize, dense_dim),
   "_to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 1912L, self, dense_dim),
@@ -4336,13 +4336,13 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "addr_" = function(self, vec1, vec2, beta = 1L, alpha = 1L) .Call(C_op5, 1937L, self, vec1, vec2, beta, alpha),
   "adjoint" = function(self) .Call(C_op1, 1938L, self),
   "alias" = function(self) .Call(C_op1, 1939L, self),
-  "all" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1940L, self, dim, keepdim),
+  "all" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1940L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim),
   "allclose" = function(self, other, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE) .Call(C_op5, 1941L, self, other, rtol, atol, equal_nan),
   "amax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1942L, self, dim, keepdim),
   "amin" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1943L, self, dim, keepdim),
   "aminmax" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1944L, self, dim, keepdim),
   "angle" = function(self) .Call(C_op1, 1945L, self),
-  "any" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1946L, self, dim, keepdim),
+  "any" = function(self, dim = NULL, keepdim = FALSE) .Call(C_op3, 1946L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim),
   "arccos" = function(self) .Call(C_op1, 1947L, self),
   "arccos_" = function(self) .Call(C_op1, 1948L, self),
   "arccosh" = function(self) .Call(C_op1, 1949L, self),
@@ -4518,7 +4518,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "heaviside" = function(self, values) .Call(C_op2, 2119L, self, values),
   "heaviside_" = function(self, values) .Call(C_op2, 2120L, self, values),
   "histc" = function(self, bins = 100L, min = 0L, max = 0L) .Call(C_op4, 2121L, self, bins, min, max),
-  "histogram" = function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 2122L, self, bins, range, weight, density),
+  "histogram" = function(self, bins = 100L, range = NULL, weight = NULL, density = FALSE) .Call(C_op5, 2122L, self, bins, if (missing(range)) quote(expr = ) else range, weight, density),
   "hsplit" = function(self, indices, sections) .Call(C_op3, 2123L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections),
   "hypot" = function(self, other) .Call(C_op2, 2124L, self, other),
   "hypot_" = function(self, other) .Call(C_op2, 2125L, self, other),
@@ -4622,11 +4622,11 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "matrix_H" = function(self) .Call(C_op1, 2223L, self),
   "matrix_exp" = function(self) .Call(C_op1, 2224L, self),
   "matrix_power" = function(self, n) .Call(C_op2, 2225L, self, n),
-  "max" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2226L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
+  "max" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2226L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, if (missing(keepdim)) quote(expr = ) else keepdim),
   "maximum" = function(self, other) .Call(C_op2, 2227L, self, other),
-  "mean" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2228L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
-  "median" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2229L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
-  "min" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2230L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, keepdim),
+  "mean" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2228L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype),
+  "median" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2229L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim),
+  "min" = function(self, dim, other, keepdim = FALSE) .Call(C_op4, 2230L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(other)) quote(expr = ) else other, if (missing(keepdim)) quote(expr = ) else keepdim),
   "minimum" = function(self, other) .Call(C_op2, 2231L, self, other),
   "mm" = function(self, mat2) .Call(C_op2, 2232L, self, mat2),
   "mode" = function(self, dim = -1L, keepdim = FALSE) .Call(C_op3, 2233L, self, dim, keepdim),
@@ -4644,7 +4644,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "nan_to_num" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 2245L, self, nan, posinf, neginf),
   "nan_to_num_" = function(self, nan = NULL, posinf = NULL, neginf = NULL) .Call(C_op4, 2246L, self, nan, posinf, neginf),
   "nanmean" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2247L, self, dim, keepdim, dtype),
-  "nanmedian" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2248L, self, if (missing(dim)) quote(expr = ) else dim, keepdim),
+  "nanmedian" = function(self, dim, keepdim = FALSE) .Call(C_op3, 2248L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim),
   "nanquantile" = function(self, q, dim = NULL, keepdim = FALSE, interpolation = "linear") .Call(C_op5, 2249L, self, q, dim, keepdim, interpolation),
   "nansum" = function(self, dim = NULL, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2250L, self, dim, keepdim, dtype),
   "narrow" = function(self, dim, start, length) .Call(C_op4, 2251L, self, dim, start, length),
@@ -4665,7 +4665,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "nonzero" = function(self) .Call(C_op1, 2266L, self),
   "nonzero_numpy" = function(self) .Call(C_op1, 2267L, self),
   "nonzero_static" = function(self, size, fill_value = -1L) .Call(C_op3, 2268L, self, size, fill_value),
-  "norm" = function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 2269L, self, p, if (missing(dim)) quote(expr = ) else dim, keepdim, if (missing(dtype)) quote(expr = ) else dtype),
+  "norm" = function(self, p = 2L, dim, keepdim = FALSE, dtype) .Call(C_op5, 2269L, self, p, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(dtype)) quote(expr = ) else dtype),
   "normal_" = function(self, mean = 0, std = 1, generator = NULL) .Call(C_op4, 2270L, self, mean, std, generator),
   "not_equal" = function(self, other) .Call(C_op2, 2271L, self, other),
   "not_equal_" = function(self, other) .Call(C_op2, 2272L, self, other),
@@ -4683,7 +4683,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "pow" = function(self, exponent) .Call(C_op2, 2284L, self, exponent),
   "pow_" = function(self, exponent) .Call(C_op2, 2285L, self, exponent),
   "prelu" = function(self, weight) .Call(C_op2, 2286L, self, weight),
-  "prod" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2287L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
+  "prod" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2287L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype),
   "put" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 2288L, self, index, source, accumulate),
   "put_" = function(self, index, source, accumulate = FALSE) .Call(C_op4, 2289L, self, index, source, accumulate),
   "q_per_channel_axis" = function(self) .Call(C_op1, 2290L, self),
@@ -4733,7 +4733,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "scatter_reduce_" = function(self, dim, index, src, reduce, include_self = TRUE) .Call(C_op6, 2334L, self, dim, index, src, reduce, include_self),
   "select" = function(self, dim, index) .Call(C_op3, 2335L, self, dim, index),
   "select_scatter" = function(self, src, dim, index) .Call(C_op4, 2336L, self, src, dim, index),
-  "set_" = function(self, source, storage_offset, size, stride = NULL) .Call(C_op5, 2337L, self, if (missing(source)) quote(expr = ) else source, if (missing(storage_offset)) quote(expr = ) else storage_offset, if (missing(size)) quote(expr = ) else size, stride),
+  "set_" = function(self, source, storage_offset, size, stride = NULL) .Call(C_op5, 2337L, self, if (missing(source)) quote(expr = ) else source, if (missing(storage_offset)) quote(expr = ) else storage_offset, if (missing(size)) quote(expr = ) else size, if (missing(stride)) quote(expr = ) else stride),
   "set_data" = function(self, new_data) .Call(C_op2, 2338L, self, new_data),
   "sgn" = function(self) .Call(C_op1, 2339L, self),
   "sgn_" = function(self) .Call(C_op1, 2340L, self),
@@ -4768,14 +4768,14 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "squeeze" = function(self, dim) .Call(C_op2, 2369L, self, if (missing(dim)) quote(expr = ) else dim),
   "squeeze_" = function(self, dim) .Call(C_op2, 2370L, self, if (missing(dim)) quote(expr = ) else dim),
   "sspaddmm" = function(self, mat1, mat2, beta = 1L, alpha = 1L) .Call(C_op5, 2371L, self, mat1, mat2, beta, alpha),
-  "std" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 2372L, self, dim, correction, unbiased, keepdim),
+  "std" = function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 2372L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction),
   "stft" = function(self, n_fft, hop_length = NULL, win_length = NULL, window = NULL, center = TRUE, pad_mode = "reflect", normalized = FALSE, onesided = NULL, return_complex = NULL, align_to_window = NULL) .Call(C_op11, 2373L, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window),
   "storage_offset" = function(self) .Call(C_op1, 2374L, self),
   "sub" = function(self, other, alpha = 1L) .Call(C_op3, 2375L, self, other, alpha),
   "sub_" = function(self, other, alpha = 1L) .Call(C_op3, 2376L, self, other, alpha),
   "subtract" = function(self, other, alpha = 1L) .Call(C_op3, 2377L, self, other, alpha),
   "subtract_" = function(self, other, alpha = 1L) .Call(C_op3, 2378L, self, other, alpha),
-  "sum" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2379L, self, if (missing(dim)) quote(expr = ) else dim, keepdim, dtype),
+  "sum" = function(self, dim, keepdim = FALSE, dtype = NULL) .Call(C_op4, 2379L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(keepdim)) quote(expr = ) else keepdim, dtype),
   "sum_to_size" = function(self, size) .Call(C_op2, 2380L, self, size),
   "svd" = function(self, some = TRUE, compute_uv = TRUE) .Call(C_op3, 2381L, self, some, compute_uv),
   "swapaxes" = function(self, axis0, axis1) .Call(C_op3, 2382L, self, axis0, axis1),
@@ -4792,11 +4792,11 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "tanh_" = function(self) .Call(C_op1, 2393L, self),
   "tensor_split" = function(self, indices, sections, tensor_indices_or_sections, dim = 1L) .Call(C_op5, 2394L, self, if (missing(indices)) quote(expr = ) else indices, if (missing(sections)) quote(expr = ) else sections, if (missing(tensor_indices_or_sections)) quote(expr = ) else tensor_indices_or_sections, dim),
   "tile" = function(self, dims) .Call(C_op2, 2395L, self, dims),
-  "to" = function(self, other, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, copy = FALSE, memory_format = NULL) .Call(C_op9, 2396L, self, if (missing(other)) quote(expr = ) else other, dtype, layout, device, pin_memory, non_blocking, copy, memory_format),
+  "to" = function(self, other, dtype = NULL, layout = NULL, device = NULL, pin_memory = NULL, non_blocking = FALSE, copy = FALSE, memory_format = NULL) .Call(C_op9, 2396L, self, if (missing(other)) quote(expr = ) else other, if (missing(dtype)) quote(expr = ) else dtype, if (missing(layout)) quote(expr = ) else layout, if (missing(device)) quote(expr = ) else device, if (missing(pin_memory)) quote(expr = ) else pin_memory, non_blocking, copy, memory_format),
   "to_dense" = function(self, dtype = NULL, masked_grad = NULL) .Call(C_op3, 2397L, self, dtype, masked_grad),
   "to_mkldnn" = function(self, dtype = NULL) .Call(C_op2, 2398L, self, dtype),
   "to_padded_tensor" = function(self, padding, output_size = NULL) .Call(C_op3, 2399L, self, padding, output_size),
-  "to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 2400L, self, layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, blocksize, dense_dim),
+  "to_sparse" = function(self, layout = NULL, sparse_dim, blocksize = NULL, dense_dim = NULL) .Call(C_op5, 2400L, self, if (missing(layout)) quote(expr = ) else layout, if (missing(sparse_dim)) quote(expr = ) else sparse_dim, if (missing(blocksize)) quote(expr = ) else blocksize, if (missing(dense_dim)) quote(expr = ) else dense_dim),
   "to_sparse_bsc" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 2401L, self, blocksize, dense_dim),
   "to_sparse_bsr" = function(self, blocksize, dense_dim = NULL) .Call(C_op3, 2402L, self, blocksize, dense_dim),
   "to_sparse_csc" = function(self, dense_dim = NULL) .Call(C_op2, 2403L, self, dense_dim),
@@ -4825,7 +4825,7 @@ tensor_methods <- list2env(parent = emptyenv(), list(
   "unsqueeze" = function(self, dim) .Call(C_op2, 2426L, self, dim),
   "unsqueeze_" = function(self, dim) .Call(C_op2, 2427L, self, dim),
   "values" = function(self) .Call(C_op1, 2428L, self),
-  "var" = function(self, dim = NULL, correction = NULL, unbiased = TRUE, keepdim = FALSE) .Call(C_op5, 2429L, self, dim, correction, unbiased, keepdim),
+  "var" = function(self, dim = NULL, unbiased = TRUE, keepdim = FALSE, correction = NULL) .Call(C_op5, 2429L, self, if (missing(dim)) quote(expr = ) else dim, if (missing(unbiased)) quote(expr = ) else unbiased, if (missing(keepdim)) quote(expr = ) else keepdim, if (missing(correction)) quote(expr = ) else correction),
   "vdot" = function(self, other) .Call(C_op2, 2430L, self, other),
   "view" = function(self, dtype, size) .Call(C_op3, 2431L, self, if (missing(dtype)) quote(expr = ) else dtype, if (missing(size)) quote(expr = ) else size),
   "view_as" = function(self, other) .Call(C_op2, 2432L, self, other),

@@ -81,7 +81,10 @@ index_eval_masked <- function(expr, env) eval(expr, index_mask(env))
 #' @export
 `[<-.torch_tensor` <- function(x, ..., value) {
   if (is.atomic(value) && length(value) > 1L) {
-    value <- torch_tensor(value, device = meta(x, "device"))
+    # R numbers take a floating tensor's dtype, as R coerces into the vector (made float32 first,
+    # they lost a float64 tensor's digits, and libtorch refused them for a half one)
+    floating <- meta(x, "is_floating_point") && (is.double(value) || is.integer(value))
+    value <- torch_tensor(value, dtype = if (floating) meta(x, "dtype"), device = meta(x, "device"))
   }
   index <- .Call(C_index_args, environment())
   # R torch's rule: in an assignment at most one index is a tensor (two would pair their

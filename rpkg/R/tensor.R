@@ -145,7 +145,14 @@ build_tensor_methods <- function() {
 }
 
 #' @export
-`[[<-.torch_tensor` <- function(x, i, value) `$<-.torch_tensor`(x, i, value)
+`[[<-.torch_tensor` <- function(x, i, value) {
+  # a field by name only: `[[<-` with a number took the setters by position (x[[1]] <- TRUE set
+  # requires_grad)
+  if (!is.character(i) || length(i) != 1L) {
+    abort("Tensors are assigned to with `[<-`, not `[[<-`.", class = "value_error")
+  }
+  `$<-.torch_tensor`(x, i, value)
+}
 
 #' @export
 .DollarNames.torch_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
@@ -260,7 +267,11 @@ dim.torch_tensor <- function(x) meta(x, "dim") # NULL for a freed tensor (values
 #' @rdname as_array
 #' @export
 length.torch_tensor <- function(x) {
-  if (!.Call(C_tensor_meta, x, "defined")) 0L else as.integer(meta(x, "numel"))
+  if (!.Call(C_tensor_meta, x, "defined")) {
+    return(0L)
+  }
+  n <- meta(x, "numel")
+  if (n <= .Machine$integer.max) as.integer(n) else n # a double beyond R's integers
 }
 
 # ---- printing ------------------------------------------------------------------------------------
@@ -328,22 +339,31 @@ NULL
 #' @rdname tensor-head
 #' @export
 head.torch_tensor <- function(x, n = 6L, ...) {
-  len <- meta(x, "shape")[[1L]]
-  leading_rows(x, seq_len(min(n, len)))
+  n <- rows_kept(x, n)
+  leading_rows(x, seq_len(n))
 }
 
 #' @rdname tensor-head
 #' @export
 tail.torch_tensor <- function(x, n = 6L, ...) {
-  len <- meta(x, "shape")[[1L]]
-  n <- min(n, len)
-  leading_rows(x, seq(len - n + 1L, len))
+  n <- rows_kept(x, n)
+  leading_rows(x, seq_len(n) + (meta(x, "shape")[[1L]] - n))
 }
 
-# Rows of `x` along its first dimension (a sparse tensor, which cannot be indexed, selects them).
+# How many rows head() and tail() keep: n, at most all; a negative n all but that many (R's).
+rows_kept <- function(x, n) {
+  n <- whole_number(n, "n")
+  len <- meta(x, "shape")[[1L]]
+  if (is.null(len)) {
+    abort("head() and tail() need a tensor of one dimension or more.", class = "value_error")
+  }
+  if (n < 0) max(len + n, 0) else min(n, len)
+}
+
+# Rows of `x` along its first dimension, that dimension kept (one row too, or none), as R torch's
+# index_select() keeps it.
 leading_rows <- function(x, rows) {
-  if (meta(x, "layout") == 0L) return(x[rows])
-  x$index_select(1L, torch_tensor(as.integer(rows)))
+  x$index_select(1L, torch_tensor(as.integer(rows), dtype = torch_long()))
 }
 
 # ---- methods written by hand (R torch's own) -----------------------------------------------------
@@ -485,7 +505,10 @@ written_methods <- list( # nolint: cyclocomp_linter.
     dtype <- as_torch_dtype(dtype)
     device <- as_torch_device(device)
     if (is.null(dtype) && is.null(device)) {
-      return(if (isTRUE(copy)) self$clone() else self)
+      if (is.null(memory_format)) {
+        return(if (isTRUE(copy)) self$clone() else self)
+      }
+      dtype <- meta(self, "dtype") # a layout alone (R torch's): libtorch's to() wants a dtype
     }
     tensor_methods$to(self, dtype = dtype, device = device, non_blocking = non_blocking,
                       copy = copy, memory_format = memory_format)

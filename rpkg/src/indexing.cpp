@@ -81,13 +81,30 @@ int64_t zero_based_number(double v) {
   return i > 0 ? i - 1 : i;
 }
 
+// A slice's start, end or step: a whole number, as a single position is (Inf: to the end), or a
+// one-element tensor of one; anything else is an error (NA read as a number failed every
+// comparison and selected nothing, a tensor as NA, a fraction was truncated).
 double slice_part(SEXP slice, const char* name, double otherwise) {
   SEXP names = Rf_getAttrib(slice, R_NamesSymbol);
   for (R_xlen_t i = 0; i < Rf_xlength(slice); ++i) {
-    if (std::string(CHAR(STRING_ELT(names, i))) == name) {
-      SEXP v = VECTOR_ELT(slice, i);
-      return Rf_isNull(v) ? otherwise : Rf_asReal(v);
+    if (std::string(CHAR(STRING_ELT(names, i))) != name) continue;
+    SEXP v = VECTOR_ELT(slice, i);
+    if (Rf_isNull(v)) return otherwise;
+    const std::string arg = std::string("the slice's ") + name;
+    if (is_tensor(v)) {
+      const at::Tensor t = tensor_of(v, arg.c_str());
+      if (t.numel() == 1 && !t.is_complex() && t.scalar_type() != at::kBool) {
+        const double d = t.item<double>();
+        if (d == std::trunc(d)) return d;
+      }
+    } else if (is_integer64(v) && XLENGTH(v) == 1) {
+      return static_cast<double>(integer64_at(v, 0, arg.c_str()));
+    } else if (is_number(v) && TYPEOF(v) != LGLSXP) {
+      const double d = number_of(v, arg.c_str());
+      if (std::isinf(d) || d == std::trunc(d)) return d;
     }
+    throw Error("value_error", "`" + std::string(name) +
+                                   "` of a slice must be a whole number, got " + describe(v) + ".");
   }
   return otherwise;
 }
@@ -136,6 +153,8 @@ Converted convert(SEXP arg, const c10::Device& device) {
     at::NoGradGuard no_grad;
     c.index = zero_based_index(t);
     c.vector_like = t.dim() > 0;
+    // A 0-dim one is a position, as a number is (libtorch selects with it): its dimension goes.
+    c.scalar = t.dim() == 0;
     return c;
   }
   const bool has_dim = !Rf_isNull(Rf_getAttrib(arg, R_DimSymbol));
@@ -168,8 +187,19 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
   int64_t out_dims = 0;  // the result's dimensions made so far
   bool seen_fill = false;
   const R_xlen_t n = Rf_xlength(args);
+  std::vector<Converted> converted;
+  for (R_xlen_t i = 0; i < n; ++i) converted.push_back(convert(VECTOR_ELT(args, i), device));
+  // The dimensions of the indexed tensor that an index uses up: none for a new axis (NULL),
+  // every one of a mask's.
+  auto consumes = [](const Converted& c) -> int64_t {
+    if (c.new_axis || c.fill) return 0;
+    if (c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool) {
+      return std::max<int64_t>(c.index.tensor().dim(), 1);
+    }
+    return 1;
+  };
   for (R_xlen_t i = 0; i < n; ++i) {
-    Converted c = convert(VECTOR_ELT(args, i), device);
+    const Converted& c = converted[static_cast<size_t>(i)];
     current.push_back(c.index);
     if (c.fill) seen_fill = true;
     if (c.scalar && !drop) {
@@ -181,8 +211,12 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
     if (c.vector_like && i < n - 1) {
       if (!seen_fill) {
         current.push_back(Ellipsis);
-      } else {
-        for (R_xlen_t k = i + 1; k < n; ++k) current.push_back(Slice());
+      } else {  // the dimensions the indices after this one use, whole
+        for (R_xlen_t k = i + 1; k < n; ++k) {
+          for (int64_t j = consumes(converted[static_cast<size_t>(k)]); j > 0; --j) {
+            current.push_back(Slice());
+          }
+        }
       }
       pieces.push_back(std::move(current));
       current.clear();
@@ -195,6 +229,38 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
   }
   pieces.push_back(std::move(current));
   return pieces;
+}
+
+// libtorch's index kernel says "dimension 0" of any vector index out of bounds (it indexes the
+// flattened dimensions): where a piece's vector index is out of its dimension's bounds, the error
+// names that dimension (in libtorch's 0-based words, which R's translation shifts as the rest).
+void out_of_bounds_vector(const at::Tensor& t, const std::vector<TensorIndex>& piece) {
+  int64_t used = 0;  // the dimensions of `t` the indices other than `..` take
+  for (const TensorIndex& e : piece) {
+    if (e.is_none() || e.is_ellipsis()) continue;
+    used += e.is_tensor() && e.tensor().scalar_type() == at::kBool ? e.tensor().dim() : 1;
+  }
+  int64_t d = 0;
+  for (const TensorIndex& e : piece) {
+    if (e.is_ellipsis()) {
+      d += std::max<int64_t>(t.dim() - used, 0);
+    } else if (e.is_tensor() && e.tensor().scalar_type() == at::kBool) {
+      d += e.tensor().dim();
+    } else if (e.is_tensor() && e.tensor().dim() > 0 && d < t.dim()) {
+      const at::Tensor& p = e.tensor();
+      const int64_t size = t.size(d);
+      const at::Tensor outside = p.ge(size).logical_or(p.lt(-size));
+      if (outside.any().item<bool>()) {
+        const int64_t bad = p.masked_select(outside)[0].item<int64_t>();
+        throw Error("index_error", "index " + std::to_string(bad) +
+                                       " is out of bounds for dimension " + std::to_string(d) +
+                                       " with size " + std::to_string(size));
+      }
+      ++d;
+    } else if (!e.is_none()) {
+      ++d;
+    }
+  }
 }
 
 // The positions a slice selects along a dimension of `size`, as a long tensor.
@@ -228,11 +294,24 @@ std::vector<TensorIndex> outer_index(const std::vector<Converted>& converted, co
       continue;
     }
     if (c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool) {
-      if (c.index.tensor().dim() > 1) {
+      const at::Tensor& mask = c.index.tensor();
+      if (mask.dim() > 1) {
         throw Error("index_error",
                     "A mask of several dimensions must be the only vector index of an assignment.");
       }
-      per_dim.emplace_back(c.index.tensor().nonzero().squeeze(1));
+      // Its positions are those of its TRUEs: a mask shorter than its dimension would write
+      // into the first rows only (reading with it is libtorch's error, as here).
+      const int64_t d = static_cast<int64_t>(per_dim.size());
+      if (mask.dim() == 1 && d < t.dim() && mask.size(0) != t.size(d)) {
+        throw Error("index_error", "The mask of dimension " + std::to_string(d + 1) + " has " +
+                                       std::to_string(mask.size(0)) + " values for its " +
+                                       std::to_string(t.size(d)) + " positions.");
+      }
+      per_dim.emplace_back(mask.nonzero().squeeze(1));
+      continue;
+    }
+    if (c.scalar && c.index.is_tensor()) {  // a 0-dim position drops its dimension, as a number
+      per_dim.emplace_back(c.index.tensor().item<int64_t>());
       continue;
     }
     per_dim.push_back(c.index);
@@ -351,33 +430,95 @@ SEXP plain_slice(SEXP expr, SEXP env) {
 // expression (`N`, `..`, `1:N`) in R's index mask over the caller's frame (index_eval_masked(),
 // R/indexing.R). In C: in R, reading the arguments cost more than the indexing (x[1, ] of a 64x64
 // tensor).
+// `e` of `!!!e` (rlang's splice, which R parses as three `!`), or nullptr.
+SEXP spliced(SEXP expr) {
+  static const SEXP bang = Rf_install("!");
+  for (int k = 0; k < 3; ++k) {
+    if (TYPEOF(expr) != LANGSXP || CAR(expr) != bang || Rf_length(expr) != 2) return nullptr;
+    expr = CADR(expr);
+  }
+  return expr;
+}
+
+// The elements of a spliced value, each an index argument of its own (a list's elements, a
+// vector's one by one).
+SEXP splice_elements(SEXP value) {
+  if (TYPEOF(value) == VECSXP && !OBJECT(value)) return value;
+  const int type = TYPEOF(value);
+  if (OBJECT(value) || (type != REALSXP && type != INTSXP && type != LGLSXP)) {
+    throw Error("value_error", "`!!!` splices numbers, logicals or a list of indices, got " +
+                                   describe(value) + ".");
+  }
+  const R_xlen_t n = XLENGTH(value);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, n));
+  for (R_xlen_t k = 0; k < n; ++k) {
+    SEXP one = Rf_allocVector(type, 1);
+    SET_VECTOR_ELT(out, k, one);
+    if (type == REALSXP) {
+      REAL(one)[0] = REAL(value)[k];
+    } else if (type == INTSXP) {
+      INTEGER(one)[0] = INTEGER(value)[k];
+    } else {
+      LOGICAL(one)[0] = LOGICAL(value)[k];
+    }
+  }
+  UNPROTECT(1);
+  return out;
+}
+
 SEXP index_args_of(SEXP env) {
   SEXP dots = Rf_findVarInFrame(env, R_DotsSymbol);
   if (TYPEOF(dots) != DOTSXP) return Rf_allocVector(VECSXP, 0);
-  SEXP out = PROTECT(Rf_allocVector(VECSXP, Rf_length(dots)));
+  // Each argument's value; a spliced one (`x[!!!positions]`, R torch's) marked, its elements
+  // becoming arguments of their own below.
+  const R_xlen_t n = Rf_length(dots);
+  SEXP values = PROTECT(Rf_allocVector(VECSXP, n));
+  std::vector<bool> splice(static_cast<size_t>(n), false);
   static const SEXP masked = Rf_install("index_eval_masked");
   R_xlen_t i = 0;
   for (SEXP cell = dots; cell != R_NilValue; cell = CDR(cell), ++i) {
     SEXP arg = CAR(cell);
     if (arg == R_MissingArg || TYPEOF(arg) != PROMSXP) {
-      SET_VECTOR_ELT(out, i, arg);
+      SET_VECTOR_ELT(values, i, arg);
       continue;
     }
     SEXP expr = R_PromiseExpr(arg);
-    if (written_value(expr)) {
-      SET_VECTOR_ELT(out, i, expr);
+    SEXP inner = PRENV(arg) == R_NilValue ? nullptr : spliced(expr);
+    if (inner != nullptr) {
+      SEXP value = PROTECT(eval_protected(inner, PRENV(arg)));
+      SET_VECTOR_ELT(values, i, splice_elements(value));
+      UNPROTECT(1);
+      splice[static_cast<size_t>(i)] = true;
+    } else if (written_value(expr)) {
+      SET_VECTOR_ELT(values, i, expr);
     } else if ((TYPEOF(expr) == SYMSXP && !masked_name(expr)) || PRENV(arg) == R_NilValue) {
-      SET_VECTOR_ELT(out, i, eval_protected(arg, R_BaseEnv));  // forces the promise
+      SET_VECTOR_ELT(values, i, eval_protected(arg, R_BaseEnv));  // forces the promise
     } else if (plain_colon(expr)) {
-      SET_VECTOR_ELT(out, i, plain_slice(expr, PRENV(arg)));
+      SET_VECTOR_ELT(values, i, plain_slice(expr, PRENV(arg)));
     } else {
       SEXP quoted = PROTECT(Rf_lang2(R_QuoteSymbol, expr));
       SEXP call = PROTECT(Rf_lang3(masked, quoted, PRENV(arg)));
-      SET_VECTOR_ELT(out, i, eval_protected(call, package_namespace()));
+      SET_VECTOR_ELT(values, i, eval_protected(call, package_namespace()));
       UNPROTECT(2);
     }
   }
-  UNPROTECT(1);
+  if (std::find(splice.begin(), splice.end(), true) == splice.end()) {
+    UNPROTECT(1);
+    return values;
+  }
+  R_xlen_t total = 0;
+  for (R_xlen_t k = 0; k < n; ++k) total += splice[k] ? XLENGTH(VECTOR_ELT(values, k)) : 1;
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, total));
+  R_xlen_t at = 0;
+  for (R_xlen_t k = 0; k < n; ++k) {
+    SEXP v = VECTOR_ELT(values, k);
+    if (!splice[k]) {
+      SET_VECTOR_ELT(out, at++, v);
+      continue;
+    }
+    for (R_xlen_t j = 0; j < XLENGTH(v); ++j) SET_VECTOR_ELT(out, at++, VECTOR_ELT(v, j));
+  }
+  UNPROTECT(2);
   return out;
 }
 
@@ -392,7 +533,12 @@ extern "C" SEXP C_tensor_index(SEXP x, SEXP env, SEXP drop) {
   at::Tensor out = tensor_of(x, "x");
   SEXP args = PROTECT(index_args_of(env));
   for (const auto& piece : pieces_of(args, flag_of(drop, "drop"), out.device())) {
-    out = out.index(piece);
+    try {
+      out = out.index(piece);
+    } catch (const c10::IndexError&) {
+      out_of_bounds_vector(out, piece);
+      throw;
+    }
   }
   UNPROTECT(1);
   return make_tensor(std::move(out));
@@ -416,6 +562,10 @@ extern "C" SEXP C_tensor_index_put(SEXP x, SEXP args, SEXP value) {
   }
   if (is_tensor(value)) {
     t.index_put_(index, tensor_of(value, "value"));
+  } else if (is_integer64(value) && XLENGTH(value) == 1) {
+    t.index_put_(index, c10::Scalar(integer64_at(value, 0, "value")));
+  } else if (TYPEOF(value) == REALSXP && XLENGTH(value) == 1 && !OBJECT(value)) {
+    t.index_put_(index, REAL(value)[0]);  // NA_real_ is NaN, as in R torch
   } else if (is_number(value)) {
     t.index_put_(index, number_of(value, "value"));
   } else {

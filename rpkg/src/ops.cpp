@@ -74,8 +74,9 @@ struct ArgPlan {
 struct OverloadPlan {
   c10::OperatorHandle handle;
   std::vector<ArgPlan> args;
-  std::vector<int> r_kind;       // per R argument: the Kind expected, or kMissing
-  std::vector<bool> r_optional;  // per R argument: may it be None (NULL in R)?
+  std::vector<int> r_kind;        // per R argument: the Kind expected, or kMissing
+  std::vector<bool> r_optional;   // per R argument: may it be None (NULL in R)?
+  std::vector<bool> r_defaulted;  // per R argument: may it be left out (the schema's default)?
 };
 
 struct Op {
@@ -85,6 +86,7 @@ struct Op {
   std::vector<OverloadPlan> overloads;
   std::vector<bool> dispatch;      // per R argument: does it choose the overload?
   std::vector<uint32_t> expected;  // per R argument: the kinds the overloads expect there
+  std::vector<bool> none_default;  // per R argument: None is its default wherever it is
   std::vector<std::string> r_names;
 };
 
@@ -184,6 +186,7 @@ void plan(Op& op) {
   op.dispatch.assign(static_cast<size_t>(n_r), false);
   for (R_xlen_t i = 0; i < n_r; ++i) op.dispatch[i] = in(dispatch, op.r_names[i]);
   op.expected.assign(static_cast<size_t>(n_r), 0);
+  op.none_default.assign(static_cast<size_t>(n_r), true);
   for (R_xlen_t k = 0; k < XLENGTH(overloads); ++k) {
     const std::string full = str(overloads, k);
     const auto dot = full.find('.');
@@ -194,6 +197,7 @@ void plan(Op& op) {
     OverloadPlan p{*handle,
                    {},
                    std::vector<int>(static_cast<size_t>(n_r), kMissing),
+                   std::vector<bool>(static_cast<size_t>(n_r), false),
                    std::vector<bool>(static_cast<size_t>(n_r), false)};
     bool supported = true;
     for (const c10::Argument& a : handle->schema().arguments()) {
@@ -211,6 +215,8 @@ void plan(Op& op) {
       if (arg.r_pos >= 0) {
         p.r_kind[arg.r_pos] = static_cast<int>(arg.kind);
         p.r_optional[arg.r_pos] = arg.optional;
+        p.r_defaulted[arg.r_pos] = arg.has_default;
+        if (!arg.has_default || !arg.default_value.isNone()) op.none_default[arg.r_pos] = false;
       }
       p.args.push_back(std::move(arg));
     }
@@ -250,7 +256,9 @@ bool is_atomic(SEXP v) {
       return false;
   }
 }
-bool is_numeric(SEXP v) { return (TYPEOF(v) == INTSXP || TYPEOF(v) == REALSXP) && !OBJECT(v); }
+bool is_numeric(SEXP v) {
+  return (TYPEOF(v) == INTSXP || TYPEOF(v) == REALSXP) && (!OBJECT(v) || is_integer64(v));
+}
 bool has(uint32_t expected, Kind k) { return (expected & bit(k)) != 0; }
 
 // R torch's classification of one R value, given the kinds expected there (its priority order).
@@ -323,14 +331,19 @@ const OverloadPlan& choose(const Op& op, SEXP* args, int n) {
                   ".");
     }
   }
-  // The overload whose kinds are the arguments' classes. Where none is, a second pass: R torch's
-  // classification reads a NULL as the first kind expected there (a Scalar before a Tensor), so
-  // torch_clamp(x, min = t) found no overload (clamp(Scalar? min, Scalar? max) wants no tensor,
-  // clamp.Tensor(Tensor? min, Tensor? max) no Scalar); there a NULL matches any argument that may
-  // be None.
+  // The overload whose kinds are the arguments' classes, an argument not given matching one the
+  // overload lacks or has a default for (one given never matches an overload without it: it
+  // would be dropped, as std()'s `correction` was by std.dim). Where none is, a second pass: R
+  // torch's classification reads a NULL as the first kind expected there (a Scalar before a
+  // Tensor), so torch_clamp(x, min = t) found no overload (clamp(Scalar? min, Scalar? max) wants
+  // no tensor, clamp.Tensor(Tensor? min, Tensor? max) no Scalar); there a NULL matches any
+  // argument that may be None.
   auto matches = [&](const OverloadPlan& p, bool null_is_none) {
     for (int i = 0; i < n; ++i) {
       if (!op.dispatch[i] || p.r_kind[i] == classes[i]) continue;
+      if (classes[i] == kMissing && p.r_defaulted[i]) continue;
+      // A NULL where None is the default is the argument not given (R's way to pass it on).
+      if (p.r_kind[i] == kMissing && op.none_default[i] && Rf_isNull(args[i])) continue;
       if (!(null_is_none && Rf_isNull(args[i]) && p.r_optional[i])) return false;
     }
     return true;
@@ -393,6 +406,7 @@ c10::Scalar as_scalar(SEXP v, const ArgPlan& a) {
   if (Rf_xlength(v) != 1) {
     value_error("`" + a.name + "` must be one number, got " + describe(v) + ".");
   }
+  if (is_integer64(v)) return c10::Scalar(integer64_at(v, 0, a.name.c_str()));
   switch (TYPEOF(v)) {
     case INTSXP:
       if (INTEGER(v)[0] == NA_INTEGER) break;
@@ -410,11 +424,24 @@ c10::Scalar as_scalar(SEXP v, const ArgPlan& a) {
   value_error("`" + a.name + "` must be a number, got " + describe(v) + ".");
 }
 
+// A tensor's values as int64: whole ones only (a float tensor's 2.9 is no size of 2).
+at::Tensor whole_tensor(const at::Tensor& t, const std::string& arg) {
+  if (at::isFloatingType(t.scalar_type()) && !t.equal(t.trunc())) {
+    value_error("`" + arg + "` must be whole numbers, got a tensor with fractions.");
+  }
+  return t.to(at::kCPU).to(at::kLong).contiguous();
+}
+
 int64_t as_int(SEXP v, const ArgPlan& a) {
   int64_t x;
   if (is_tensor(v)) {
-    x = tensor_of(v, a.name.c_str()).item<int64_t>();
-  } else if (TYPEOF(v) == LGLSXP && XLENGTH(v) == 1) {
+    const at::Tensor t = whole_tensor(tensor_of(v, a.name.c_str()), a.name);
+    if (t.numel() != 1) {
+      value_error("`" + a.name + "` must be one number, got a tensor of " +
+                  std::to_string(t.numel()) + " values.");
+    }
+    x = t.item<int64_t>();
+  } else if (TYPEOF(v) == LGLSXP && XLENGTH(v) == 1 && LOGICAL(v)[0] != NA_LOGICAL) {
     x = LOGICAL(v)[0];
   } else {
     x = whole_number_of(v, a.name.c_str());
@@ -428,8 +455,8 @@ std::vector<int64_t> as_ints(SEXP v, const ArgPlan& a) {
     for (R_xlen_t i = 0; i < XLENGTH(v); ++i)
       out.push_back(whole_number_of(VECTOR_ELT(v, i), a.name.c_str()));
   } else if (is_tensor(v)) {
-    at::Tensor t = tensor_of(v, a.name.c_str()).to(at::kCPU).to(at::kLong).contiguous();
-    out.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    const at::Tensor t = whole_tensor(tensor_of(v, a.name.c_str()), a.name);
+    out.assign(t.const_data_ptr<int64_t>(), t.const_data_ptr<int64_t>() + t.numel());
   } else if (!Rf_isNull(v)) {
     out = whole_numbers_of(v, a.name.c_str());
   }
@@ -445,6 +472,10 @@ std::vector<double> as_doubles(SEXP v, const ArgPlan& a) {
   if (TYPEOF(v) == VECSXP) {
     for (R_xlen_t i = 0; i < XLENGTH(v); ++i)
       out.push_back(number_of(VECTOR_ELT(v, i), a.name.c_str()));
+  } else if (is_integer64(v)) {
+    for (R_xlen_t i = 0; i < XLENGTH(v); ++i) {
+      out.push_back(static_cast<double>(integer64_at(v, i, a.name.c_str())));
+    }
   } else if (TYPEOF(v) == REALSXP) {
     out.assign(REAL(v), REAL(v) + XLENGTH(v));
   } else if (TYPEOF(v) == INTSXP) {
@@ -490,7 +521,14 @@ c10::IValue to_ivalue(SEXP v, const ArgPlan& a) {
     case Kind::TensorList: {
       std::vector<at::Tensor> out;
       if (TYPEOF(v) == VECSXP) {
-        for (R_xlen_t i = 0; i < XLENGTH(v); ++i) out.push_back(as_tensor(VECTOR_ELT(v, i), a));
+        for (R_xlen_t i = 0; i < XLENGTH(v); ++i) {
+          SEXP e = VECTOR_ELT(v, i);
+          if (Rf_isNull(e)) {  // no tensor (PyTorch's TypeError for a None in a tensor list)
+            value_error("`" + a.name + "` must be a list of tensors, got NULL at position " +
+                        std::to_string(i + 1) + ".");
+          }
+          out.push_back(as_tensor(e, a));
+        }
       } else if (!null) {
         out.push_back(as_tensor(v, a));
       }
@@ -536,7 +574,10 @@ c10::IValue to_ivalue(SEXP v, const ArgPlan& a) {
         value_error("`" + a.name + "` must be TRUE/FALSE values, got " + describe(v) + ".");
       }
       c10::List<bool> out;
-      for (R_xlen_t i = 0; i < XLENGTH(v); ++i) out.push_back(LOGICAL(v)[i] == TRUE);
+      for (R_xlen_t i = 0; i < XLENGTH(v); ++i) {
+        if (LOGICAL(v)[i] == NA_LOGICAL) value_error("`" + a.name + "` must not hold NA.");
+        out.push_back(LOGICAL(v)[i] == TRUE);
+      }
       return out;
     }
     case Kind::String:
@@ -546,7 +587,10 @@ c10::IValue to_ivalue(SEXP v, const ArgPlan& a) {
         value_error("`" + a.name + "` must be strings, got " + describe(v) + ".");
       }
       std::vector<std::string> out;
-      for (R_xlen_t i = 0; i < XLENGTH(v); ++i) out.emplace_back(CHAR(STRING_ELT(v, i)));
+      for (R_xlen_t i = 0; i < XLENGTH(v); ++i) {
+        if (STRING_ELT(v, i) == NA_STRING) value_error("`" + a.name + "` must not hold NA.");
+        out.emplace_back(Rf_translateCharUTF8(STRING_ELT(v, i)));
+      }
       return out;
     }
     case Kind::ScalarType:
@@ -620,7 +664,18 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   if (v.isScalar()) {
     const c10::Scalar s = v.toScalar();
     if (s.isBoolean()) return Rf_ScalarLogical(s.toBool());
-    if (s.isIntegral(false)) return Rf_ScalarInteger(static_cast<int>(s.toLong()));
+    if (s.isIntegral(false)) {  // a double beyond R's integers (exact up to 2^53)
+      const int64_t i = s.toLong();
+      if (i > INT32_MIN && i <= INT32_MAX) return Rf_ScalarInteger(static_cast<int>(i));
+      return Rf_ScalarReal(static_cast<double>(i));
+    }
+    if (s.isComplex()) {
+      const c10::complex<double> z = s.toComplexDouble();
+      Rcomplex c;  // members, not braces: R >= 4.3 made Rcomplex a union
+      c.r = z.real();
+      c.i = z.imag();
+      return Rf_ScalarComplex(c);
+    }
     return Rf_ScalarReal(s.toDouble());
   }
   if (v.isString()) return Rf_mkString(v.toStringRef().c_str());
@@ -635,9 +690,10 @@ void fill(torch::jit::Stack& stack, const Op& op, const OverloadPlan& p, SEXP* a
   stack.clear();
   stack.reserve(p.args.size());
   for (const ArgPlan& a : p.args) {
-    if (a.r_pos < 0) {
+    if (a.r_pos < 0 || args[a.r_pos] == R_MissingArg) {  // not an R argument, or not given
       if (!a.has_default && !a.optional) {
-        value_error("`" + op.name + "` needs `" + a.name + "`, which R cannot give.");
+        value_error("`" + op.name + "` needs `" + a.name + "`" +
+                    (a.r_pos < 0 ? ", which R cannot give." : "."));
       }
       stack.push_back(a.has_default ? a.default_value : c10::IValue());
     } else {

@@ -55,6 +55,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -405,6 +406,15 @@ SEXP make_generator(at::Generator g) {
 
 // ---- numbers -----------------------------------------------------------------------------------
 
+// bit64's integer64: doubles whose bits are 64-bit integers (R torch's int64 values in R).
+bool is_integer64(SEXP data) { return TYPEOF(data) == REALSXP && Rf_inherits(data, "integer64"); }
+
+int64_t integer64_at(SEXP x, R_xlen_t i, const char* arg) {
+  const int64_t v = static_cast<const int64_t*>(DATAPTR_RO(x))[i];
+  if (v == INT64_MIN) value_error(arg_text(arg) + " must not be NA.");  // bit64's NA
+  return v;
+}
+
 bool is_number(SEXP x) {
   if (Rf_xlength(x) != 1 || OBJECT(x)) return false;
   switch (TYPEOF(x)) {
@@ -420,6 +430,7 @@ bool is_number(SEXP x) {
 }
 
 double number_of(SEXP x, const char* arg) {
+  if (is_integer64(x) && XLENGTH(x) == 1) return static_cast<double>(integer64_at(x, 0, arg));
   if (!is_number(x)) value_error(arg_text(arg) + " must be a number, got " + describe(x) + ".");
   switch (TYPEOF(x)) {
     case REALSXP:
@@ -442,6 +453,7 @@ int64_t whole(double v, const char* arg, SEXP x) {
 
 int64_t whole_number_of(SEXP x, const char* arg) {
   if (TYPEOF(x) == INTSXP && XLENGTH(x) == 1 && INTEGER(x)[0] != NA_INTEGER) return INTEGER(x)[0];
+  if (is_integer64(x) && XLENGTH(x) == 1) return integer64_at(x, 0, arg);
   if (!is_number(x) || TYPEOF(x) == LGLSXP) {
     value_error(arg_text(arg) + " must be a whole number, got " + describe(x) + ".");
   }
@@ -457,6 +469,8 @@ std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg) {
       if (v[i] == NA_INTEGER) value_error(arg_text(arg) + " must not be NA.");
       out[i] = v[i];
     }
+  } else if (is_integer64(x)) {
+    for (R_xlen_t i = 0; i < n; ++i) out[i] = integer64_at(x, i, arg);
   } else if (TYPEOF(x) == REALSXP) {
     const double* v = REAL(x);
     for (R_xlen_t i = 0; i < n; ++i) out[i] = whole(v[i], arg, x);
@@ -522,9 +536,6 @@ int64_t zero_based(int64_t index, const char* arg) {
 // ---- R data <-> tensors ------------------------------------------------------------------------
 
 namespace {
-
-// bit64's integer64: doubles whose bits are 64-bit integers (R torch's int64 values in R).
-bool is_integer64(SEXP data) { return TYPEOF(data) == REALSXP && Rf_inherits(data, "integer64"); }
 
 c10::ScalarType r_storage_type(SEXP data) {
   switch (TYPEOF(data)) {
@@ -615,6 +626,19 @@ at::Tensor tensor_from_r(SEXP data, std::optional<c10::ScalarType> dtype,
   return t.to(device).contiguous();
 }
 
+namespace {
+
+// Whether a 64-bit or unsigned integer tensor's values are all R integers (NA_integer_,
+// INT32_MIN, is none). Unsigned ones are compared as doubles: libtorch's min and max have no
+// kernels for them.
+bool fits_r_integers(const at::Tensor& t) {
+  if (t.numel() == 0) return true;
+  const at::Tensor v = t.scalar_type() == at::kLong ? t : t.to(at::kDouble);
+  return v.max().item<double>() <= INT32_MAX && v.min().item<double>() > INT32_MIN;
+}
+
+}  // namespace
+
 // R data from a tensor: doubles for floating types, integers for integral ones up to 32 bits
 // (int64 too, when every value fits; doubles otherwise), logicals for bool, raw for uint8 (as R
 // torch: raw vectors round-trip), complex; an array with the tensor's shape (dims for 2 or more
@@ -624,7 +648,8 @@ SEXP r_from_tensor(const at::Tensor& tensor, bool integer64) {
     value_error("Sparse tensors are not supported for as_array conversion. Use $to_dense() first.");
   }
   if (tensor.is_meta()) value_error("A meta tensor has no data to convert.");
-  at::Tensor t = tensor.detach().to(at::kCPU);
+  // A conjugate or negative view's values are its bits with a flag: resolved before the copy.
+  at::Tensor t = tensor.detach().to(at::kCPU).resolve_conj().resolve_neg();
   if (t.is_quantized()) t = t.dequantize();
   const int64_t ndim = t.dim();
   std::vector<int64_t> order(static_cast<size_t>(ndim));
@@ -648,8 +673,8 @@ SEXP r_from_tensor(const at::Tensor& tensor, bool integer64) {
   } else if (at::isFloatingType(type)) {
     r_type = REALSXP;
     as = at::kDouble;
-  } else if (type == at::kLong && (t.numel() == 0 || (t.max().item<int64_t>() <= INT32_MAX &&
-                                                      t.min().item<int64_t>() > INT32_MIN))) {
+  } else if ((type == at::kLong || type == at::kUInt32 || type == at::kUInt64) &&
+             fits_r_integers(t)) {
     r_type = INTSXP;
     as = at::kInt;
   } else if (type == at::kLong || type == at::kUInt32 || type == at::kUInt64) {
@@ -945,8 +970,19 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   }
   if (!t.defined()) throw Error("runtime_error", "the tensor is undefined.");
   if (field == "shape" || field == "dim") {
-    SEXP out = PROTECT(Rf_allocVector(INTSXP, t.dim()));
-    for (int64_t i = 0; i < t.dim(); ++i) INTEGER(out)[i] = static_cast<int>(t.size(i));
+    // Integers, as R torch's; doubles where a size passes R's integers (an expanded tensor's
+    // 3e9 wrapped to a negative size).
+    const auto sizes = t.sizes();
+    const bool wide = std::any_of(sizes.begin(), sizes.end(),
+                                  [](int64_t n) { return n > std::numeric_limits<int>::max(); });
+    SEXP out = PROTECT(Rf_allocVector(wide ? REALSXP : INTSXP, t.dim()));
+    for (int64_t i = 0; i < t.dim(); ++i) {
+      if (wide) {
+        REAL(out)[i] = static_cast<double>(sizes[i]);
+      } else {
+        INTEGER(out)[i] = static_cast<int>(sizes[i]);
+      }
+    }
     UNPROTECT(1);
     return out;
   }

@@ -22,7 +22,9 @@ R torch's rules, each decided here once per argument (rules.py):
 - 1-based arguments: by name (rules.ONE_BASED), for dims and indices, with R torch's exceptions;
   numeric defaults of dim arguments shifted to 1-based;
 - dispatch arguments (those that choose between overloads): arguments that lack a default in
-  some overload, or whose type differs between overloads.
+  some overload, whose type differs between overloads, or that some overload lacks (given, such
+  an argument is never dropped: it rules out the overloads without it; not given, it is passed
+  as missing and the chosen overload's own default applies).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Arg:
     schema_name: str   # the schema's
     type: str          # the declared type, as native_functions.yaml writes it
     default: Optional[str]
+    out: bool = False  # an output buffer (out= variants), which the op writes into
 
 
 @dataclass
@@ -105,8 +108,9 @@ def load_groups() -> List[Group]:
             name, variants = name + "_out", ["function"]
             outs = list(schema.arguments.out)
             flat = outs + [a for a in flat if a not in outs]
+        outs_of = list(schema.arguments.out)
         args = [Arg(a.name.lstrip("_"), a.name, str(a.type),
-                    None if a.default is None else str(a.default))
+                    None if a.default is None else str(a.default), a in outs_of)
                 for a in flat]
         overload = Overload(str(schema.name), args)
         for method in (False, True):
@@ -120,12 +124,21 @@ def load_groups() -> List[Group]:
 
 
 def r_arguments(group: Group) -> List[str]:
-    """The union of the overloads' arguments, each at its largest position, ties alphabetical."""
+    """The union of the overloads' arguments, each at its largest position, ties alphabetical
+    (rules.moved_last() after all others)."""
     position: Dict[str, int] = {}
     for overload in group.overloads:
         for i, arg in enumerate(overload.args):
             position[arg.name] = max(position.get(arg.name, -1), i)
-    return sorted(position, key=lambda n: (position[n], n))
+    last = rules.moved_last(group.name)
+    return sorted(position, key=lambda n: (n in last, position[n], n))
+
+
+def absent_somewhere(group: Group, name: str) -> bool:
+    """Whether some overload lacks argument `name`: given, it chooses the overloads that have it
+    (never silently dropped); not given, the R function passes it as missing, and the chosen
+    overload's schema gives its default."""
+    return any(name not in [a.name for a in o.args] for o in group.overloads)
 
 
 def types_of(group: Group, name: str) -> set:
@@ -133,6 +146,10 @@ def types_of(group: Group, name: str) -> set:
 
 
 def one_based(group: Group, name: str) -> bool:
+    # An output buffer is written, not read: shifted, the op would write into a shifted copy
+    # (sort_out()'s `indices`), and the caller's buffer would keep its old values.
+    if any(a.out for o in group.overloads for a in o.args if a.name == name):
+        return False
     return rules.is_one_based(group.name, name, types_of(group, name))
 
 
@@ -150,7 +167,8 @@ def dispatch_arguments(group: Group, names: List[str]) -> List[str]:
         present = [a for o in group.overloads for a in o.args if a.name == name]
         lacks_default = any(a.default is None for a in present)
         types_differ = len({a.type for a in present}) > 1
-        if len(group.overloads) > 1 and (lacks_default or types_differ):
+        if len(group.overloads) > 1 and (lacks_default or types_differ or
+                                         absent_somewhere(group, name)):
             out.append(name)
     return out
 
@@ -187,9 +205,8 @@ def render(groups: List[Group]) -> tuple:
         formals, call_args = [], []
         for name in names:
             default = r_default(group, name)
-            absent_somewhere = any(name not in [a.name for a in o.args] for o in group.overloads)
             formals.append(name if default is None else f"{name} = {default}")
-            if default is None and absent_somewhere:
+            if absent_somewhere(group, name):
                 call_args.append(f"if (missing({name})) quote(expr = ) else {name}")
             else:
                 call_args.append(name)

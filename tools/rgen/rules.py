@@ -103,6 +103,14 @@ def is_one_based(op: str, name: str, types: Optional[set] = None) -> bool:
     return False
 
 
+def moved_last(op: str) -> set:
+    """Arguments placed after all others, so that R torch's positional calls keep their meaning:
+    PyTorch's `correction` of std and var, whose overloads R torch does not generate (its
+    `torch_std(self, dim, unbiased, keepdim)`)."""
+    base = op[:-len("_out")] if op.endswith("_out") else op
+    return {"correction"} if base in ("std", "var", "std_mean", "var_mean") else set()
+
+
 _REDUCTION = {"None": 0, "Mean": 1, "Sum": 2}
 
 

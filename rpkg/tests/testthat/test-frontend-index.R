@@ -113,10 +113,25 @@ test_that("!!! splices positions", {
   skip_if_no_ampkit()
   x <- torch_randn(3, 4, 5, 6)
   a <- as_array(x)
+  # Each result is made outside expect_equal(), whose own quasiquotation (rlang's enquo()) would
+  # splice before `[` runs.
   i <- c(1, 2, 3, 4)
-  expect_equal(as_array(x[!!!i]), a[1, 2, 3, 4])
+  got <- x[!!!i]
+  expect_equal(as_array(got), a[1, 2, 3, 4])
   i <- c(2, 3)
-  expect_equal(as_array(x[!!!i, 3, 4]), a[2, 3, 3, 4])
+  got <- x[!!!i, 3, 4]
+  expect_equal(as_array(got), a[2, 3, 3, 4])
+  parts <- list(1, slc(1, 2))
+  got <- x[!!!parts]
+  expect_equal(dim(got), c(2, 5, 6))
+  y <- torch_zeros(2, 3)
+  y[!!!c(2, 3)] <- 5
+  expect_equal(as_array(y), matrix(c(0, 0, 0, 0, 0, 5), 2))
+  mask <- c(TRUE, FALSE, TRUE)
+  got <- torch_zeros(3)[!mask] # one `!` is R's negation
+  expect_equal(dim(got), 1)
+  splice_a_string <- function() x[!!!"a"]
+  expect_error(splice_a_string(), "`!!!` splices numbers", class = "value_error")
 })
 
 test_that("errors name the rule in 1-based terms", {
@@ -260,4 +275,82 @@ test_that("a:b in the brackets is the slice the index mask makes, without the ma
   expect_equal(as_array(v[counted:3]), c(2L, 3L))
   expect_equal(as_array(v[counted:N]), 2:5)
   expect_identical(count, 2)
+})
+
+test_that("a 0-dim position drops its dimension, as a number does, with vectors after it", {
+  a <- array(as.numeric(1:360), c(3, 4, 5, 6))
+  x <- torch_tensor(a)
+  at2 <- torch_scalar_tensor(2L, dtype = torch_long()) # a position from argmax(), say
+  expect_equal(as_array(x[at2, c(1, 2), 1:2]), a[2, 1:2, 1:2, ])
+  expect_equal(dim(x[at2, c(1, 2), 1:2, drop = FALSE]), c(1, 2, 2, 6))
+  z <- torch_zeros(3, 4, 5)
+  z[at2, c(1, 2), c(1, 3)] <- 1
+  expect_equal(as_array(z$sum(dim = c(2, 3))), c(0, 4, 0))
+})
+
+test_that("`..` before a vector index counts only the dimensions the indices after it use", {
+  z <- torch_zeros(3, 4, 5)
+  py <- py_of(z)
+  expect_equal(dim(z[.., c(1, 2), NULL]), c(3, 4, 2, 1))
+  expect_equal(dim(z[1, .., c(1, 2), NULL]), c(4, 2, 1))
+  reference <- reticulate::py_eval("lambda t: t[..., [1, 2], None]")
+  expect_same_tensor(z[.., c(2, 3), NULL] + 0, reference(py))
+})
+
+test_that("an assignment's mask must have its dimension's length; slices are whole numbers", {
+  y <- torch_zeros(4, 4)
+  expect_error(y[c(TRUE, FALSE), c(1, 2)] <- 1, "The mask of dimension 1 has 2 values",
+               class = "index_error")
+  expect_equal(as_array(y$sum()), 0) # nothing written
+  y[c(TRUE, FALSE, TRUE, FALSE), c(1, 2)] <- 1
+  expect_equal(as_array(y[, 1]), c(1, 0, 1, 0))
+  v <- torch_tensor(c(10, 20, 30, 40, 50))
+  missing_end <- NA_integer_
+  expect_error(v[missing_end:3], "`start` of a slice must be a whole number, got NA",
+               class = "value_error")
+  expect_error(v[1:5:1.5], "`step` of a slice must be a whole number", class = "value_error")
+  expect_error(v[slc(1, "a")], "`end` of a slice", class = "value_error")
+  three <- torch_scalar_tensor(3L, dtype = torch_long())
+  expect_equal(as_array(v[1:three]), c(10, 20, 30))
+  expect_equal(as_array(v[slc(bit64::as.integer64(2), 3)]), c(20, 30))
+  expect_equal(as_array(v[bit64::as.integer64(c(2, 5))]), c(20, 50))
+  expect_equal(as_array(v[bit64::as.integer64(4)]), 40)
+})
+
+test_that("head() and tail() keep the first dimension, as R torch's index_select()", {
+  m <- torch_tensor(matrix(1:12, 3))
+  expect_equal(dim(head(m, 1)), c(1, 4))
+  expect_equal(as_array(tail(m, 1)), matrix(c(3L, 6L, 9L, 12L), 1))
+  expect_equal(dim(head(m, 0)), c(0, 4))
+  expect_equal(dim(tail(m, 0)), c(0, 4))
+  expect_equal(as_array(tail(m, 2)), matrix(1:12, 3)[2:3, ])
+  expect_equal(as_array(head(m, -1)), matrix(1:12, 3)[1:2, ]) # R's: all but the last
+  expect_equal(dim(head(torch_tensor(5), 1)), 1)
+  expect_error(head(m, NA), "`n`", class = "value_error")
+})
+
+test_that("`[[<-` takes a field's name only; R values take a floating tensor's dtype", {
+  y <- torch_zeros(3)
+  expect_error(y[[1]] <- TRUE, "`\\[<-`, not `\\[\\[<-`", class = "value_error")
+  expect_false(y$requires_grad)
+  y[2] <- NA_real_ # R torch's NaN
+  expect_true(is.nan(as_array(y)[[2]]))
+  d <- torch_zeros(3, dtype = torch_float64())
+  d[1:2] <- c(1.123456789, 2)
+  expect_identical(as_array(d)[[1]], 1.123456789)
+  d[c(1, 3)] <- c(1.5, 2.5)
+  expect_equal(as_array(d), c(1.5, 2, 2.5))
+  h <- torch_zeros(3, dtype = torch_float16())
+  h[c(1, 3)] <- c(1L, 2L)
+  expect_equal(as_array(h), c(1, 0, 2))
+})
+
+test_that("a vector index out of bounds names its own dimension", {
+  # libtorch's index kernel says dimension 0 of any (it indexes the flattened dimensions)
+  expect_error(torch_zeros(3, 4)[, c(1, 5)],
+               "index 5 is out of bounds for dimension 2 with size 4", class = "index_error")
+  expect_error(torch_zeros(3, 4, 5)[1, .., c(1, 6)],
+               "index 6 is out of bounds for dimension 3 with size 5", class = "index_error")
+  expect_error(torch_zeros(3, 4)[c(1, 4), ],
+               "index 4 is out of bounds for dimension 1 with size 3", class = "index_error")
 })

@@ -225,6 +225,29 @@ test_that("R torch's operator tests, with R's arithmetic as the oracle", {
   expect_identical(as_array(!torch_tensor(c(0, 2))), c(TRUE, FALSE))
 })
 
+test_that("an argument given is never dropped: it chooses the overloads that have it", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(matrix(c(1, 5, 2, 8, 3, 0), 2))
+  px <- py_of(x)
+  # std.dim has no `correction`: it was chosen for torch_std(x, dim = 2, correction = 0) and the
+  # correction dropped (the sample std given for the population's).
+  expect_same_tensor(torch_std(x, dim = 2, correction = 0), pt()$std(px, dim = 1L, correction = 0L))
+  expect_same_tensor(torch_std(x, correction = 0), pt()$std(px, correction = 0L))
+  expect_same_tensor(x$var(dim = 2, correction = 0), px$var(dim = 1L, correction = 0L))
+  means <- torch_var_mean(x, 2, correction = 2)
+  ref <- pt()$var_mean(px, dim = 1L, correction = 2L)
+  expect_same_tensor(means[[1]], reticulate::py_get_item(ref, 0L))
+  # R torch's positional order (self, dim, unbiased, keepdim), correction after it
+  expect_same_tensor(torch_std(x, 2, FALSE), pt()$std(px, dim = 1L, unbiased = FALSE))
+  expect_equal(torch_std(x, 2, FALSE, TRUE)$shape, c(2, 1))
+  # keepdim without a dim is no overload's (PyTorch: "invalid combination of arguments")
+  expect_error(torch_sum(x, keepdim = TRUE), "No matching overload for `sum`",
+               class = "value_error")
+  expect_equal(torch_sum(x, 1, keepdim = TRUE)$shape, c(1, 3))
+  # a NULL where None is the default is the argument not given, whichever overload it picks
+  expect_equal(torch_std(x, dim = NULL, correction = NULL)$item(), torch_std(x)$item())
+})
+
 test_that("%*% multiplies matrices where R dispatches it (R >= 4.3)", {
   skip_if_no_ampkit()
   skip_if(getRversion() < "4.3.0", "%*% dispatches on S3 classes from R 4.3 on")

@@ -730,3 +730,47 @@ test_that("load_state_dict reads a state dict Python saved", {
   torch_save(torch_ones(2), path)
   expect_error(load_state_dict(path), class = "value_error")
 })
+
+test_that("R values of conjugate views, wide sizes, unsigned and complex scalars are exact", {
+  z <- torch_tensor(c(1 + 2i, 3 - 4i), dtype = torch_cdouble())
+  expect_equal(as_array(z$conj()), c(1 - 2i, 3 + 4i)) # a view with the conj flag, resolved
+  expect_equal(z$conj()[1]$item(), 1 - 2i)
+  expect_equal(as_array(ampkit:::torch__neg_view(torch_tensor(c(1, 2), dtype = torch_float64()))),
+               c(-1, -2))
+  expect_equal(ampkit:::torch__local_scalar_dense(torch_tensor(1 + 2i)), 1 + 2i)
+  wide <- torch_zeros(1)$expand(3e9) # no memory: one element, stride 0
+  expect_identical(wide$shape, 3e9)
+  expect_identical(length(wide), 3e9)
+  expect_identical(dim(torch_zeros(2, 3)), c(2L, 3L)) # integers, as R torch's, where they fit
+  expect_silent(u <- as_array(torch_tensor(c(1, 0, 3))$to(dtype = "uint32")))
+  expect_identical(u, c(1L, 0L, 3L))
+  expect_equal(torch_randn(2, 3, 4, 5)$to(memory_format = torch_channels_last_format())$stride(),
+               c(60, 1, 15, 3))
+})
+
+test_that("bit64's integer64 is an int64 number wherever a number or size goes", {
+  x <- torch_tensor(c(10L, 20L))
+  three <- bit64::as.integer64(3)
+  expect_equal(as_array(torch_full(2, three)), c(3, 3))
+  expect_equal(as_array(torch_ones(2, dtype = torch_long())$fill_(bit64::as.integer64(7))),
+               c(7L, 7L))
+  expect_equal(as_array(torch_mul(torch_tensor(c(1, 2)), three)), c(3, 6))
+  expect_equal(as_array(torch_sum(torch_ones(2, 3), dim = bit64::as.integer64(2))), c(3, 3))
+  expect_error(torch_sum(x, dim = bit64::NA_integer64_), "`dim` must not be NA",
+               class = "value_error")
+})
+
+test_that("arguments are checked, not truncated or read as another value", {
+  expect_error(torch_tril(torch_ones(3, 3), NA), "`diagonal` must be a whole number, got NA",
+               class = "value_error")
+  expect_error(torch_cat(list(torch_ones(2), NULL)), "NULL at position 2", class = "value_error")
+  expect_error(torch_reshape(torch_ones(6), torch_tensor(c(2.9, 3))), "must be whole numbers",
+               class = "value_error")
+  expect_equal(torch_reshape(torch_ones(6), torch_tensor(c(2, 3)))$shape, c(2, 3))
+  # an output buffer is written (libtorch's 0-based positions), not a shifted copy of it
+  values <- torch_zeros(2)
+  positions <- torch_ones(2, dtype = torch_long())
+  ampkit:::torch_topk_out(values, positions, torch_tensor(c(5, 1, 9, 3)), 2)
+  expect_equal(as_array(positions), c(2L, 0L))
+  expect_equal(as_array(values), c(9, 5))
+})
