@@ -73,6 +73,8 @@ LRScheduler <- R6::R6Class(
     last_epoch = -1L,
     base_lrs = NULL,
     verbose = FALSE,
+    # R torch's field of the last rates (PyTorch's `_last_lr`), kept in the state dict.
+    .last_lr = NULL,
     initialize = function(optimizer, last_epoch = -1, verbose = FALSE) {
       check_optimizer(optimizer)
       self$optimizer <- optimizer
@@ -92,20 +94,22 @@ LRScheduler <- R6::R6Class(
       self$base_lrs <- vapply(optimizer$param_groups, function(g) g$initial_lr, 0)
       self$last_epoch <- last_epoch
       # The initial step sets the first rates; it is not reported (verbose reports adjustments).
-      private$report <- FALSE
+      # It is PyTorch's _initial_step: schedulers that scale the current rates leave them as they
+      # are then, also when resuming (last_epoch >= 0).
+      private$initial <- TRUE
       self$step()
-      private$report <- TRUE
+      private$initial <- FALSE
     },
     get_lr = function() abort("A scheduler must define get_lr().", class = "not_implemented_error"),
-    get_last_lr = function() private$last_lr,
+    get_last_lr = function() self$.last_lr,
     step = function() {
       self$last_epoch <- self$last_epoch + 1L
       lrs <- self$get_lr()
       for (i in seq_along(self$optimizer$param_groups)) {
         self$optimizer$param_groups[[i]]$lr <- lrs[[i]]
       }
-      private$last_lr <- group_lrs(self)
-      if (isTRUE(self$verbose) && private$report) {
+      self$.last_lr <- group_lrs(self)
+      if (isTRUE(self$verbose) && !private$initial) {
         message(sprintf("Adjusting learning rate of group %d to %.4e.", seq_along(lrs), lrs))
       }
       invisible(self)
@@ -114,14 +118,17 @@ LRScheduler <- R6::R6Class(
       fields <- setdiff(ls(self), c("optimizer", ".__enclos_env__", "clone", "initialize",
                                     ls(LRScheduler$public_methods)))
       out <- mget(fields, envir = self)
-      out[!vapply(out, is.function, NA)]
+      # ls() leaves out `.last_lr` (a dot name): get_last_lr() of a loaded scheduler needs it.
+      c(out[!vapply(out, is.function, NA)], list(.last_lr = self$.last_lr))
     },
     load_state_dict = function(state_dict) {
-      for (name in names(state_dict)) assign(name, state_dict[[name]], envir = self)
+      # A state dict read back by torch_load() has lists where R had vectors (PyTorch's format):
+      # the rates (base_lrs, .last_lr) are vectors again.
+      for (name in names(state_dict)) assign(name, unlist_numbers(state_dict[[name]]), envir = self)
       invisible(self)
     }
   ),
-  private = list(last_lr = NULL, report = TRUE)
+  private = list(initial = FALSE)
 )
 # nolint end
 
@@ -203,7 +210,7 @@ check_optimizer <- function(optimizer) {
 lr_step <- lr_scheduler(
   "lr_step",
   initialize = function(optimizer, step_size, gamma = 0.1, last_epoch = -1) {
-    self$step_size <- whole_number(step_size, "step_size")
+    self$step_size <- positive_whole(step_size, "step_size")
     self$gamma <- arg_number(gamma, "gamma")
     super$initialize(optimizer, last_epoch)
   },
@@ -251,7 +258,7 @@ lr_multiplicative <- lr_scheduler(
   initialize = lambda_initialize,
   get_lr = function() {
     lrs <- group_lrs(self)
-    if (self$last_epoch <= 0) {
+    if (private$initial) {
       return(lrs)
     }
     vapply(seq_along(lrs), function(i) {
@@ -266,13 +273,17 @@ lr_cosine_annealing <- lr_scheduler(
   "lr_cosine_annealing",
   initialize = function(optimizer, T_max, eta_min = 0, last_epoch = -1, verbose = FALSE) {
     self$T_max <- arg_number(T_max, "T_max")
+    if (!(is.finite(self$T_max) && self$T_max > 0)) {
+      abort(sprintf("`T_max` must be a positive, finite number, got %s.", describe(T_max)),
+            class = "value_error")
+    }
     self$eta_min <- arg_number(eta_min, "eta_min")
     super$initialize(optimizer, last_epoch, verbose)
   },
   get_lr = function() {
     lrs <- group_lrs(self)
     e <- self$last_epoch
-    if (e == 0) {
+    if (private$initial) {
       return(lrs)
     }
     if ((e - 1 - self$T_max) %% (2 * self$T_max) == 0) {
@@ -352,9 +363,15 @@ positive_count <- function(x, name) {
 }
 
 # A setting given once or per parameter group (PyTorch's schedulers' rule: one value, or as many
-# as the optimizer has groups), as one number per group.
+# as the optimizer has groups; a list of numbers, as R torch and PyTorch take, is a vector), as
+# one number per group.
 per_group <- function(x, name, optimizer) {
   n <- length(optimizer$param_groups)
+  if (is.list(x) && !is.object(x) && all(vapply(x, function(v) {
+    is.numeric(v) && length(v) == 1L
+  }, NA))) {
+    x <- as.double(unlist(x))
+  }
   if (!is.numeric(x) || anyNA(x) || !length(x) %in% c(1L, n)) {
     rule <- if (n == 1L) "one number" else sprintf("one number or %d (one per parameter group)", n)
     abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), class = "value_error")
@@ -434,34 +451,47 @@ lr_reduce_on_plateau <- lr_scheduler(
     self$threshold_mode <- arg_choice(threshold_mode, "threshold_mode", c("rel", "abs"))
     self$cooldown <- arg_number(cooldown, "cooldown")
     self$min_lrs <- per_group(min_lr, "min_lr", optimizer)
+    # PyTorch's default_min_lr: one min_lr is widened to groups added later; one per group is not.
+    self$default_min_lr <- if (is.numeric(min_lr) && length(min_lr) == 1L) self$min_lrs[[1L]]
     self$eps <- arg_number(eps, "eps")
     self$verbose <- verbose
     self$best <- if (self$mode == "min") Inf else -Inf
     self$num_bad_epochs <- 0
     self$cooldown_counter <- 0
     self$last_epoch <- 0L
+    self$.last_lr <- group_lrs(self)
   },
   step = function(metrics) {
     current <- as.numeric(metrics)
-    self$last_epoch <- self$last_epoch + 1L
-    if (self$.is_better(current, self$best)) {
-      self$best <- current
-      self$num_bad_epochs <- 0
+    # The new counts are worked out first and kept only once the rates are set: an error (a
+    # min_lr per group that does not match the groups) changes nothing.
+    best <- self$best
+    bad <- self$num_bad_epochs
+    cooldown <- self$cooldown_counter
+    # A NaN metric compares as not better (PyTorch's): a bad epoch.
+    if (isTRUE(self$.is_better(current, best))) {
+      best <- current
+      bad <- 0
     } else {
-      self$num_bad_epochs <- self$num_bad_epochs + 1
+      bad <- bad + 1
     }
-    if (self$cooldown_counter > 0) {
-      self$cooldown_counter <- self$cooldown_counter - 1
-      self$num_bad_epochs <- 0
+    if (cooldown > 0) {
+      cooldown <- cooldown - 1
+      bad <- 0
     }
-    if (self$num_bad_epochs > self$patience) {
+    if (bad > self$patience) {
+      self$min_lrs <- plateau_min_lrs(self)
       reduce_lrs(self$optimizer, self$factor, self$min_lrs, self$eps, self$verbose)
-      self$cooldown_counter <- self$cooldown
-      self$num_bad_epochs <- 0
+      cooldown <- self$cooldown
+      bad <- 0
     }
+    self$last_epoch <- self$last_epoch + 1L
+    self$best <- best
+    self$num_bad_epochs <- bad
+    self$cooldown_counter <- cooldown
+    self$.last_lr <- group_lrs(self)
     invisible(self)
   },
-  get_last_lr = function() group_lrs(self),
   .is_better = function(a, best) {
     threshold <- self$threshold
     if (self$threshold_mode == "rel") {
@@ -474,14 +504,30 @@ lr_reduce_on_plateau <- lr_scheduler(
 
 # nolint end
 
+# lr_reduce_on_plateau's min_lrs for the optimizer's groups now (groups may have been added since
+# it was made): PyTorch's _reduce_lr's rule.
+plateau_min_lrs <- function(self) {
+  n <- length(self$optimizer$param_groups)
+  if (length(self$min_lrs) == n) {
+    return(self$min_lrs)
+  }
+  if (is.null(self$default_min_lr)) {
+    abort(sprintf(paste0("`min_lr` was given per parameter group (%d), but the optimizer now has ",
+                         "%d groups: set the scheduler's `min_lrs` to one per group."),
+                  length(self$min_lrs), n), class = "runtime_error")  # PyTorch's RuntimeError
+  }
+  rep(self$default_min_lr, n)
+}
+
 # PyTorch's ReduceLROnPlateau._reduce_lr.
 reduce_lrs <- function(optimizer, factor, min_lrs, eps, verbose) {
+  verbose <- arg_flag(verbose, "verbose")
   for (i in seq_along(optimizer$param_groups)) {
     old <- optimizer$param_groups[[i]]$lr
     new <- max(old * factor, min_lrs[[i]])
     if (old - new > eps) {
       optimizer$param_groups[[i]]$lr <- new
-      if (arg_flag(verbose, "verbose")) {
+      if (verbose) {
         message(sprintf("Reducing learning rate of group %d to %.4e.", i, new))
       }
     }

@@ -453,7 +453,7 @@ optim_lbfgs <- optimizer_generator(function(params, lr = 1, max_iter = 20, max_e
                    max_eval = whole_number(max_eval, "max_eval"),
                    tolerance_grad = arg_number(tolerance_grad, "tolerance_grad"),
                    tolerance_change = arg_number(tolerance_change, "tolerance_change"),
-                   history_size = whole_number(history_size, "history_size"),
+                   history_size = positive_whole(history_size, "history_size"),
                    line_search_fn = line_search_fn)
   OptimLbfgs$new(params, defaults)
 }, OptimLbfgs)

@@ -85,8 +85,10 @@ Optimizer <- R6::R6Class(
         params <- group$params
         grads <- .Call(C_grads, params)
         missing <- vapply(grads, is.null, NA)
+        # all() of none is TRUE: an empty group is skipped too (PyTorch's), not handed to the
+        # kernels, which need at least one tensor.
+        if (all(missing)) next
         if (any(missing)) {
-          if (all(missing)) next
           params <- params[!missing]
           grads <- grads[!missing]
         }
@@ -123,10 +125,16 @@ Optimizer <- R6::R6Class(
         abort(sprintf("`state_dict` must be an optimizer's state dict (a list), got %s.",
                       describe(state_dict)), class = "value_error")
       }
+      # A PyTorch state dict converted by reticulate's py_to_r() still holds Python tensors.
+      state_dict <- nested_py_to_r(state_dict)
       if (!all(c("state", "param_groups") %in% names(state_dict))) {
         abort("An optimizer's state dict has `state` and `param_groups`.", class = "value_error")
       }
       groups <- state_dict$param_groups
+      if (!is.list(groups) || !all(vapply(groups, is.list, NA))) {
+        abort("`param_groups` of the state dict must be a list of parameter groups (lists).",
+              class = "value_error")
+      }
       if (length(groups) != length(self$param_groups)) {
         abort("Loaded state dict has a different number of parameter groups",
               class = "value_error")
@@ -137,26 +145,41 @@ Optimizer <- R6::R6Class(
                        "size of optimizer's group."), class = "value_error")
         }
       }
-      params <- unlist(lapply(self$param_groups, function(g) g$params), recursive = FALSE)
+      # Everything is checked and made before anything is replaced: a failed load leaves the
+      # optimizer as it was.
+      new_groups <- loaded_groups(groups, self$param_groups)
+      params <- private$all_params()
       # PyTorch's state dicts count parameters from 0, R torch's from 1.
       offset <- if (any(unlist(lapply(groups, function(g) g$params)) == 0)) 1L else 0L
-      self$state <- OptimizerState$new()
-      for (key in names(state_dict$state)) {
-        p <- params[[as.integer(key) + offset]]
-        group <- self$param_groups[[group_of(self$param_groups, as.integer(key) + offset)]]
-        value <- state_dict$state[[key]]
+      state <- OptimizerState$new()
+      loaded <- state_dict$state
+      if (!is.null(loaded) && !is.list(loaded)) {
+        abort(sprintf("`state` of the state dict must be a list, got %s.", describe(loaded)),
+              class = "value_error")
+      }
+      for (key in names(loaded)) {
+        i <- suppressWarnings(as.integer(key)) + offset
+        if (is.na(i) || i < 1L || i > length(params)) {
+          abort(sprintf(paste0("`state` of the state dict has an entry for parameter \"%s\", ",
+                               "but the optimizer has %d parameter%s."), key, length(params),
+                        if (length(params) == 1L) "" else "s"), class = "value_error")
+        }
+        p <- params[[i]]
+        group <- new_groups[[group_of(new_groups, i)]]
+        value <- loaded[[key]]
+        if (!is.list(value)) {
+          abort(sprintf("`state` entry \"%s\" of the state dict must be a list, got %s.",
+                        key, describe(value)), class = "value_error")
+        }
         for (name in names(value)) {
+          check_state_value(value[[name]], name, key)
           value[name] <- list(optim_state_value(value[[name]], name, p, isTRUE(group$fused),
                                           copy = !.refer_to_state_dict))
         }
-        self$state$set(p, value)
+        state$set(p, value)
       }
-      for (i in seq_along(groups)) {
-        for (name in setdiff(names(groups[[i]]), c("params", "param_names"))) {
-          value <- groups[[i]][[name]]
-          self$param_groups[[i]][name] <- list(unlist_numbers(value))
-        }
-      }
+      self$state <- state
+      self$param_groups <- new_groups
       invisible(self)
     },
     print = function(...) print_optimizer(self, length(self$param_groups))
@@ -299,6 +322,69 @@ print_optimizer <- function(x, groups) {
 # vectors) as the vector it was.
 unlist_numbers <- function(v) {
   if (is.list(v) && length(v) && all(vapply(v, is.numeric, NA))) unlist(v) else v
+}
+
+# `x` with the Python objects anywhere in it (reticulate's py_to_r() of a PyTorch state dict
+# converts its dicts, not the tensors in them) as R's: Python tensors become R tensors.
+nested_py_to_r <- function(x) {
+  if (inherits(x, "python.builtin.object")) {
+    return(py_state_dict_to_r(x))
+  }
+  if (is.list(x) && !is.object(x)) x <- lapply(x, nested_py_to_r)
+  x
+}
+
+# The optimizer's groups `current` with the options of a state dict's `groups` (R vectors where
+# they were lists), each checked against the option it replaces.
+loaded_groups <- function(groups, current) {
+  for (i in seq_along(groups)) {
+    for (name in setdiff(names(groups[[i]]), c("params", "param_names"))) {
+      value <- unlist_numbers(groups[[i]][[name]])
+      rule <- option_mismatch(value, current[[i]][[name]])
+      if (!is.null(rule)) {
+        abort(sprintf("Parameter group %d of the state dict has `%s` = %s, not %s.", i, name,
+                      describe(value), rule), class = "value_error")
+      }
+      current[[i]][name] <- list(value)
+    }
+  }
+  current
+}
+
+# What a loaded group option `value` should be and is not, given the option `was` it replaces (a
+# number or numbers stay as many numbers, a flag a flag; NULL, PyTorch's None, replaces
+# anything), or NULL when it fits.
+option_mismatch <- function(value, was) {
+  if (is.numeric(was) && !is_numbers(value, length(was))) {
+    return(sprintf("%d number%s", length(was), if (length(was) == 1L) "" else "s"))
+  }
+  if (is.logical(was) && !is_flag(value)) {
+    return("TRUE or FALSE")
+  }
+  NULL
+}
+
+is_numbers <- function(x, n) is.null(x) || (is.numeric(x) && length(x) == n && !anyNA(x))
+is_flag <- function(x) is.null(x) || (is.logical(x) && length(x) == 1L && !is.na(x))
+
+# A loaded state entry must be a tensor, a number, a flag, NULL or a list of them (L-BFGS's
+# history): anything else would fail only at the next step, after the load replaced the state.
+check_state_value <- function(value, name, key) {
+  if (!is_state_value(value)) {
+    abort(sprintf(paste0("`state` entry \"%s\" of the state dict has `%s` = %s: not a tensor, ",
+                         "a number or a list of them."), key, name, describe(value)),
+          class = "value_error")
+  }
+}
+
+is_state_value <- function(v) {
+  if (is.null(v) || is_torch_tensor(v)) {
+    return(TRUE)
+  }
+  if (is.object(v)) {
+    return(FALSE)
+  }
+  is.numeric(v) || is.logical(v) || (is.list(v) && all(vapply(v, is_state_value, NA)))
 }
 
 # The group (its number) that holds the `i`-th parameter of all groups.
@@ -503,6 +589,26 @@ check_nesterov <- function(nesterov, momentum, dampening) {
   }
 }
 
+# A count that must be at least 1 (L-BFGS's history_size, a scheduler's step_size).
+positive_whole <- function(x, name) {
+  n <- whole_number(x, name)
+  if (n < 1) {
+    abort(sprintf("`%s` must be a positive whole number, got %s.", name, describe(x)),
+          class = "value_error")
+  }
+  n
+}
+
+# SGD's dampening: any number (PyTorch sets no range), but not NA or NaN, which would make every
+# parameter NaN at the second step.
+check_dampening <- function(x) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x)) {
+    abort(sprintf("`dampening` must be a number (not NA or NaN), got %s.", describe(x)),
+          class = "value_error")
+  }
+  as.double(x)
+}
+
 on_cuda <- function(params) identical(meta(params[[1L]], "device")$type, "cuda")
 
 # The state tensors `names` of each parameter, a list per name (NULL where a state has none),
@@ -541,23 +647,32 @@ sgd_update <- function(group, params, grads, grad_scale, found_inf) {
 # nolint end
 
 # PyTorch's _fused_sgd: one libtorch kernel per device and dtype; momentum buffers only with
-# momentum, made at the first step (the kernel copies the gradient into them then).
+# momentum. A parameter's first step makes its buffer: the kernel, told it is the first step,
+# copies the gradient into it, as the unfused update does. A parameter whose first gradient comes
+# after the others' first step is run apart with that flag (PyTorch's fused SGD knows only one
+# first step for all), so that its buffer is its gradient, not (1 - dampening) times it.
 fused_sgd <- function(private, group, params, grads, grad_scale, found_inf) {
   momentum <- group$momentum
   bufs <- list()
-  first <- FALSE
+  fresh <- rep(FALSE, length(params))
   if (momentum != 0) {
     bufs <- private$state_entries(params, "momentum_buffer")
     fresh <- vapply(bufs, is.null, NA)
-    first <- all(fresh)
-    bufs[fresh] <- lapply(grads[fresh], torch_zeros_like)
-    private$set_states(params, lapply(bufs, function(b) list(momentum_buffer = b)))
+    if (any(fresh)) {
+      bufs[fresh] <- lapply(grads[fresh], torch_zeros_like)
+      private$set_states(params[fresh],
+                         lapply(bufs[fresh], function(b) list(momentum_buffer = b)))
+    }
   }
-  for (idx in device_dtype_groups(params)) {
-    torch__fused_sgd_(params[idx], grads[idx], if (length(bufs)) bufs[idx] else list(),
-                      group$weight_decay, momentum, group$lr, group$dampening, group$nesterov,
-                      group$maximize, first, on_device_of(grad_scale, params[[idx[[1L]]]]),
-                      on_device_of(found_inf, params[[idx[[1L]]]]))
+  for (first in unique(fresh)) {
+    part <- which(fresh == first)
+    for (idx in device_dtype_groups(params[part])) {
+      idx <- part[idx]
+      torch__fused_sgd_(params[idx], grads[idx], if (length(bufs)) bufs[idx] else list(),
+                        group$weight_decay, momentum, group$lr, group$dampening, group$nesterov,
+                        group$maximize, first, on_device_of(grad_scale, params[[idx[[1L]]]]),
+                        on_device_of(found_inf, params[[idx[[1L]]]]))
+    }
   }
   invisible()
 }
@@ -571,10 +686,11 @@ optim_sgd <- optimizer_generator(function(params, lr = optim_required(), momentu
                                           maximize = FALSE, fused = FALSE) {
   fused <- arg_flag(fused, "fused")
   defaults <- list(lr = check_lr(lr), momentum = check_nonneg(momentum, "momentum"),
-                   dampening = dampening, weight_decay = check_nonneg(weight_decay, "weight_decay"),
+                   dampening = check_dampening(dampening),
+                   weight_decay = check_nonneg(weight_decay, "weight_decay"),
                    nesterov = arg_flag(nesterov, "nesterov"),
                    maximize = arg_flag(maximize, "maximize"), fused = fused)
-  check_nesterov(defaults$nesterov, defaults$momentum, dampening)
+  check_nesterov(defaults$nesterov, defaults$momentum, defaults$dampening)
   opt <- OptimSgd$new(params, defaults)
   opt$.fused <- fused
   opt
@@ -700,10 +816,9 @@ optim_rmsprop <- optimizer_generator(function(params, lr = 0.01, alpha = 0.99, e
 
 # nolint start: object_usage_linter. (optimizers' private methods: `private` is bound by R6)
 adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
-  states <- private$states(params, function(p) {
-    list(step = torch_zeros(size = integer()),
-         sum = torch_full_like(p, start_value(p, group$initial_accumulator_value)))
-  })
+  # A parameter added after construction has no state yet (PyTorch's Adagrad then fails): it
+  # starts as those given at construction do.
+  states <- private$states(params, private$initial_state)
   .Call(C_adagrad_update,
         c(list(params, grads), state_lists(states, c("sum", "step"))),
         as.double(c(group$lr, group$lr_decay, group$weight_decay, group$eps)), logical())
@@ -712,7 +827,27 @@ adagrad_update <- function(group, params, grads, grad_scale, found_inf) {
 # nolint end
 
 # nolint start: object_name_linter. (an R6 class, named as R torch names them)
-OptimAdagrad <- new_optimizer("optim_adagrad", adagrad_update)
+OptimAdagrad <- R6::R6Class(
+  "optim_adagrad", inherit = Optimizer, lock_objects = FALSE,
+  public = list(
+    # PyTorch's Adagrad makes every parameter's state at construction (a state dict has it before
+    # the first step), its sum starting at the optimizer's initial_accumulator_value, whatever a
+    # group gives.
+    initialize = function(params, defaults) {
+      super$initialize(params, defaults)
+      params <- private$all_params()
+      if (length(params)) private$states(params, private$initial_state)
+    }
+  ),
+  private = list(
+    update = adagrad_update,
+    initial_state = function(p) {
+      list(step = torch_zeros(size = integer()),
+           sum = torch_full_like(p, start_value(p, self$defaults$initial_accumulator_value),
+                                 memory_format = torch_preserve_format()))
+    }
+  )
+)
 # nolint end
 
 #' @rdname optimizers

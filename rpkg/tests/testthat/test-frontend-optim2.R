@@ -395,4 +395,342 @@ test_that("optimizer() defines a custom optimizer, as R torch's", {
   expect_identical(class(optim_sgd3(x, 0.1))[1:2], c("optim_sgd3", "optim_sgd2"))
   expect_error(optimizer("x", inherit = 1), "`inherit`", class = "value_error")
 })
+
+# PyTorch's SGD, Adam, ... (`name`, a torch.optim class's name, with `kwargs`) on copies of `x`
+# and `y` in groups `[x], [], [y]`, stepped on `grads` (one list(gx, gy) per step, NULL: none):
+# the parameters after the steps.
+torch_optim_steps <- function(name, kwargs, x, y, grads,
+                              groups = list(list(1L), list(), list(2L))) {
+  ps <- list(to_py(x$detach()$clone()$requires_grad_(TRUE)),
+             to_py(y$detach()$clone()$requires_grad_(TRUE)))
+  py_groups <- lapply(groups, function(g) reticulate::dict(params = unname(ps[unlist(g)])))
+  opt <- do.call(pt()$optim[[name]], c(list(py_groups), kwargs))
+  for (g in grads) {
+    for (i in 1:2) if (!is.null(g[[i]])) ps[[i]]$grad <- to_py(g[[i]]$clone())
+    opt$step()
+  }
+  ps
+}
+
+test_that("an empty parameter group is skipped by every optimizer's step, as by PyTorch's", {
+  skip_if_no_ampkit()
+  cases <- list(
+    list(optim_sgd, "SGD", list(lr = 0.1, momentum = 0.9)),
+    list(optim_sgd, "SGD", list(lr = 0.1, momentum = 0.9, fused = TRUE)),
+    list(optim_adam, "Adam", list(lr = 0.1)),
+    list(optim_adam, "Adam", list(lr = 0.1, fused = TRUE)),
+    list(optim_adamw, "AdamW", list(lr = 0.1)),
+    list(optim_adamw, "AdamW", list(lr = 0.1, fused = TRUE)),
+    list(optim_adadelta, "Adadelta", list(lr = 0.5)),
+    list(optim_rmsprop, "RMSprop", list(lr = 0.1)),
+    list(optim_adagrad, "Adagrad", list(lr = 0.1)),
+    list(optim_asgd, "ASGD", list(lr = 0.1)),
+    list(optim_rprop, "Rprop", list(lr = 0.1))
+  )
+  torch_manual_seed(4)
+  grads <- lapply(1:3, function(i) list(torch_randn(2), torch_randn(2)))
+  for (case in cases) {
+    x <- torch_tensor(c(1, -2), requires_grad = TRUE)
+    y <- torch_tensor(c(0.5, 3), requires_grad = TRUE)
+    py <- torch_optim_steps(case[[2]], case[[3]], x, y, grads)
+    opt <- do.call(case[[1]], c(list(list(list(params = list(x)), list(params = list()),
+                                          list(params = list(y)))), case[[3]]))
+    for (g in grads) {
+      x$grad <- g[[1]]$clone()
+      y$grad <- g[[2]]$clone()
+      opt$step()
+    }
+    label <- paste(case[[2]], if (isTRUE(case[[3]]$fused)) "fused")
+    expect_true(same_tensor(x, py[[1]]), label = label)
+    expect_true(same_tensor(y, py[[2]]), label = label)
+  }
+})
+
+test_that("fused SGD starts a late parameter's momentum buffer at its gradient, as unfused SGD", {
+  skip_if_no_ampkit()
+  # PyTorch's fused SGD fails when a group has buffers for some parameters only; a parameter in
+  # a group of its own gets its first step there: the oracle for R's one group.
+  torch_manual_seed(5)
+  grads <- lapply(1:5, function(i) list(torch_randn(3), if (i > 2) torch_randn(3)))
+  x <- torch_tensor(c(1, -2, 0.5), requires_grad = TRUE)
+  y <- torch_tensor(c(0.5, 3, -1), requires_grad = TRUE)
+  args <- list(lr = 0.1, momentum = 0.9, dampening = 0.5, weight_decay = 0.1)
+  py <- torch_optim_steps("SGD", c(args, fused = TRUE), x, y, grads,
+                          groups = list(list(1L), list(2L)))
+  opt <- do.call(optim_sgd, c(list(list(x, y)), args, fused = TRUE))
+  for (g in grads) {
+    x$grad <- g[[1]]$clone()
+    if (!is.null(g[[2]])) y$grad <- g[[2]]$clone()
+    opt$step()
+  }
+  expect_true(same_tensor(x, py[[1]]))
+  expect_true(same_tensor(y, py[[2]]))
+})
+
+# PyTorch's schedulers, for the tests below.
+py_sched <- function() {
+  reticulate::py_run_string(paste(
+    "import torch, math",
+    "S = torch.optim.lr_scheduler",
+    "def sgd(n_groups, lr=0.1, momentum=0.0):",
+    "    return torch.optim.SGD([{'params': [torch.zeros(2, requires_grad=True)]}",
+    "                            for _ in range(n_groups)], lr=lr, momentum=momentum)",
+    "def lrs(opt):",
+    "    return [g['lr'] for g in opt.param_groups]",
+    "def plateau(metrics, min_lr, patience, add_at=None):",
+    "    opt = sgd(1)",
+    "    s = S.ReduceLROnPlateau(opt, patience=patience, min_lr=min_lr)",
+    "    out = []",
+    "    for i, m in enumerate(metrics):",
+    "        if i == add_at:",
+    "            opt.add_param_group({'params': [torch.zeros(1, requires_grad=True)], 'lr': 0.5})",
+    "        s.step(m)",
+    "        out.append(lrs(opt))",
+    "    return out",
+    "def make(kind, opt, last_epoch=-1):",
+    "    if kind == 'step': return S.StepLR(opt, step_size=2, gamma=0.5, last_epoch=last_epoch)",
+    "    if kind == 'cos': return S.CosineAnnealingLR(opt, T_max=4, last_epoch=last_epoch)",
+    "    return S.MultiplicativeLR(opt, lambda e: 0.5, last_epoch=last_epoch)",
+    "def last_lr(kind, steps):",
+    "    s = make(kind, sgd(2))",
+    "    for _ in range(steps): s.step()",
+    "    s2 = make(kind, sgd(2))",
+    "    s2.load_state_dict(s.state_dict())",
+    "    return s2.get_last_lr()",
+    "def resumed(kind, steps):",
+    "    opt = sgd(1)",
+    "    s = make(kind, opt)",
+    "    for _ in range(steps): s.step()",
+    "    s2 = make(kind, opt, last_epoch=steps)",
+    "    out = [lrs(opt)]",
+    "    s2.step()",
+    "    return out + [lrs(opt)]",
+    "def one_cycle(max_lr, steps):",
+    "    opt = sgd(2, momentum=0.9)",
+    "    s = S.OneCycleLR(opt, max_lr=max_lr, total_steps=steps + 1)",
+    "    out = []",
+    "    for _ in range(steps):",
+    "        s.step()",
+    "        out.append(lrs(opt) + [g['momentum'] for g in opt.param_groups])",
+    "    return out",
+    sep = "\n"))
+}
+
+sgd_groups <- function(n, lr = 0.1, momentum = 0) {
+  groups <- lapply(seq_len(n), function(i) {
+    list(params = list(torch_zeros(2, requires_grad = TRUE)))
+  })
+  optim_sgd(groups, lr = lr, momentum = momentum)
+}
+
+test_that("lr_reduce_on_plateau widens one min_lr to groups added later, as PyTorch's", {
+  skip_if_no_ampkit()
+  py <- py_sched()
+  metrics <- c(1, 2, 3, 4, 5)
+  opt <- sgd_groups(1)
+  sched <- lr_reduce_on_plateau(opt, patience = 0, min_lr = 0.02)
+  r <- list()
+  for (i in seq_along(metrics)) {
+    if (i == 2) opt$add_param_group(list(params = list(torch_zeros(1, requires_grad = TRUE)),
+                                         lr = 0.5))
+    sched$step(metrics[[i]])
+    r[[i]] <- vapply(opt$param_groups, function(g) g$lr, 0)
+  }
+  expected <- lapply(py$plateau(as.list(metrics), 0.02, 0L, 1L), unlist)
+  expect_identical(r, expected)
+  # A min_lr per group does not widen (PyTorch's RuntimeError): an error that changes nothing.
+  opt <- sgd_groups(2)
+  sched <- lr_reduce_on_plateau(opt, patience = 0, min_lr = c(0.01, 0.02))
+  sched$step(1)
+  opt$add_param_group(list(params = list(torch_zeros(1, requires_grad = TRUE))))
+  expect_error(sched$step(2), "`min_lr`", class = "runtime_error")
+  expect_identical(vapply(opt$param_groups, function(g) g$lr, 0), c(0.1, 0.1, 0.1))
+  expect_identical(sched$num_bad_epochs, 0)
+  expect_identical(sched$last_epoch, 1L)
+  expect_error(lr_reduce_on_plateau(opt, min_lr = c(0.01, 0.02)), "`min_lr`",
+               class = "value_error")
+})
+
+test_that("lr_reduce_on_plateau counts a NaN metric as a bad epoch, as PyTorch's", {
+  skip_if_no_ampkit()
+  py <- py_sched()
+  metrics <- c(1, NaN, NaN, 0.5, NaN, NA, NaN, 0.1)
+  opt <- sgd_groups(1)
+  sched <- lr_reduce_on_plateau(opt, patience = 1)
+  r <- lapply(metrics, function(m) {
+    sched$step(m)
+    opt$param_groups[[1]]$lr
+  })
+  expected <- lapply(py$plateau(as.list(ifelse(is.na(metrics), NaN, metrics)), 0, 1L), unlist)
+  expect_identical(r, expected)
+})
+
+test_that("a scheduler's state dict restores get_last_lr(), as PyTorch's `_last_lr`", {
+  skip_if_no_ampkit()
+  py <- py_sched()
+  makers <- list(
+    step = function(o) lr_step(o, step_size = 2, gamma = 0.5),
+    cos = function(o) lr_cosine_annealing(o, T_max = 4),
+    mult = function(o) lr_multiplicative(o, function(e) 0.5)
+  )
+  for (kind in names(makers)) {
+    sched <- makers[[kind]](sgd_groups(2))
+    for (i in 1:5) sched$step()
+    sd <- sched$state_dict()
+    expect_true(".last_lr" %in% names(sd))
+    path <- tempfile(fileext = ".pt")
+    torch_save(sd, path)
+    sched2 <- makers[[kind]](sgd_groups(2))
+    sched2$load_state_dict(torch_load(path))
+    expect_identical(sched2$get_last_lr(), unlist(py$last_lr(kind, 5L)), label = kind)
+  }
+})
+
+test_that("lr_multiplicative and lr_cosine_annealing resumed keep the rate at first (PyTorch)", {
+  skip_if_no_ampkit()
+  py <- py_sched()
+  makers <- list(
+    cos = function(o, last_epoch = -1) lr_cosine_annealing(o, T_max = 4, last_epoch = last_epoch),
+    mult = function(o, last_epoch = -1) lr_multiplicative(o, function(e) 0.5, last_epoch)
+  )
+  for (kind in names(makers)) {
+    opt <- sgd_groups(1)
+    sched <- makers[[kind]](opt)
+    for (i in 1:3) sched$step()
+    sched2 <- makers[[kind]](opt, last_epoch = 3)
+    r <- list(opt$param_groups[[1]]$lr)
+    sched2$step()
+    r[[2]] <- opt$param_groups[[1]]$lr
+    expect_identical(r, lapply(py$resumed(kind, 3L), unlist), label = kind)
+  }
+})
+
+test_that("lr_one_cycle takes max_lr as a list of numbers, one per group, as PyTorch's", {
+  skip_if_no_ampkit()
+  py <- py_sched()
+  opt <- sgd_groups(2, momentum = 0.9)
+  sched <- lr_one_cycle(opt, max_lr = list(1, 0.5), total_steps = 10)
+  r <- lapply(1:9, function(i) {
+    sched$step()
+    c(vapply(opt$param_groups, function(g) g$lr, 0),
+      vapply(opt$param_groups, function(g) g$momentum, 0))
+  })
+  expect_identical(r, lapply(py$one_cycle(list(1, 0.5), 9L), unlist))
+  expect_error(lr_one_cycle(sgd_groups(2, momentum = 0.9), max_lr = list(1, "a"),
+                            total_steps = 10), "`max_lr`", class = "value_error")
+})
+
+test_that("optim_adagrad makes each state at construction from its defaults, as PyTorch's", {
+  skip_if_no_ampkit()
+  a <- torch_tensor(c(1, -0.5), requires_grad = TRUE)
+  b <- torch_tensor(c(2, 0.25), requires_grad = TRUE)
+  groups <- list(list(params = list(a)), list(params = list(b), initial_accumulator_value = 1))
+  opt <- optim_adagrad(groups, lr = 0.1, initial_accumulator_value = 0.25)
+  ps <- list(to_py(a$detach()$clone()$requires_grad_(TRUE)),
+             to_py(b$detach()$clone()$requires_grad_(TRUE)))
+  py_opt <- pt()$optim$Adagrad(list(reticulate::dict(params = list(ps[[1]])),
+                                    reticulate::dict(params = list(ps[[2]]),
+                                                     initial_accumulator_value = 1)),
+                               lr = 0.1, initial_accumulator_value = 0.25)
+  # The state dict has every parameter's state before the first step, PyTorch's values.
+  state <- opt$state_dict()$state
+  expect_named(state, c("1", "2"))
+  py_state <- py_opt$state_dict()[["state"]]
+  for (i in 1:2) {
+    for (name in c("step", "sum")) {
+      expect_true(same_tensor(state[[i]][[name]],
+                              reticulate::py_get_item(py_state, i - 1L)[[name]]))
+    }
+  }
+  torch_manual_seed(6)
+  for (i in 1:3) {
+    g <- list(torch_randn(2), torch_randn(2))
+    a$grad <- g[[1]]
+    b$grad <- g[[2]]
+    for (k in 1:2) ps[[k]]$grad <- to_py(g[[k]]$clone())
+    opt$step()
+    py_opt$step()
+  }
+  expect_true(same_tensor(a, ps[[1]]))
+  expect_true(same_tensor(b, ps[[2]]))
+})
+
+test_that("a failed load_state_dict() is a value_error that leaves the optimizer as it was", {
+  x <- torch_ones(2, requires_grad = TRUE)
+  y <- torch_ones(3, requires_grad = TRUE)
+  opt <- optim_adam(list(x, y), lr = 0.1)
+  ((x * 3)$sum() + (y * 2)$sum())$backward()
+  opt$step()
+  sd <- opt$state_dict()
+  exp_avg <- as_array(opt$state$get(y)$exp_avg)
+  fails <- function(bad, pattern) {
+    # Each bad state dict also changes what a load would replace first.
+    bad$state[["1"]]$step <- torch_tensor(100)
+    expect_error(opt$load_state_dict(bad), pattern, class = "value_error")
+    expect_identical(opt$state$get(x)$step$item(), 1)
+    expect_identical(as_array(opt$state$get(y)$exp_avg), exp_avg)
+    expect_identical(opt$param_groups[[1]]$lr, 0.1)
+    expect_length(opt$state$map, 2L)
+  }
+  bad <- sd
+  bad$param_groups[[1]]$lr <- 0.5
+  bad$state[["7"]] <- sd$state[["1"]]
+  fails(bad, "parameter \"7\"")
+  bad <- sd
+  bad$state[["2"]]$exp_avg <- "zzz"
+  fails(bad, "`exp_avg`")
+  bad <- sd
+  bad$param_groups[[1]]$lr <- "a"
+  fails(bad, "`lr`")
+  bad <- sd
+  bad$param_groups[[1]]$betas <- 0.9
+  fails(bad, "`betas`")
+  bad <- sd
+  bad$state[["2"]] <- 1
+  fails(bad, "entry \"2\"")
+  opt$load_state_dict(sd)
+  expect_equal(opt$state_dict(), sd)
+})
+
+test_that("a PyTorch state dict converted by py_to_r() loads, its Python tensors as R's", {
+  skip_if_no_ampkit()
+  xp <- pt()$tensor(c(1, 2), requires_grad = TRUE)
+  py_opt <- pt()$optim$SGD(list(xp), lr = 0.1, momentum = 0.9)
+  xp$grad <- to_py(torch_tensor(c(0.5, -1)))
+  py_opt$step()
+  sd <- reticulate::py_to_r(py_opt$state_dict())
+  # reticulate converts the dicts, not the tensors in them.
+  expect_true(inherits(sd$state[[1]]$momentum_buffer, "torch.Tensor"))
+  y <- as_fe(xp$detach()$clone())$requires_grad_(TRUE)
+  opt <- optim_sgd(list(y), lr = 0.5, momentum = 0.5)
+  opt$load_state_dict(sd)
+  expect_s3_class(opt$state$get(y)$momentum_buffer, "torch_tensor")
+  g <- torch_tensor(c(0.25, 2))
+  y$grad <- g
+  opt$step()
+  xp$grad <- to_py(g$clone())
+  py_opt$step()
+  expect_true(same_tensor(y, xp))
+})
+
+test_that("bad SGD, L-BFGS and scheduler arguments are value_errors that change nothing", {
+  p <- list(torch_tensor(1, requires_grad = TRUE))
+  for (bad in list(NA, NaN, "a", c(0.1, 0.2))) {
+    expect_error(optim_sgd(p, lr = 0.1, momentum = 0.9, dampening = bad),
+                 "`dampening` must be a number", class = "value_error")
+  }
+  expect_error(optim_lbfgs(p, history_size = 0), "`history_size` must be a positive whole",
+               class = "value_error")
+  opt <- optim_sgd(p, lr = 0.1)
+  expect_error(lr_step(opt, step_size = 0), "`step_size` must be a positive whole",
+               class = "value_error")
+  expect_error(lr_step(opt, step_size = -2), "`step_size` must be a positive whole",
+               class = "value_error")
+  expect_error(lr_cosine_annealing(opt, T_max = 0), "`T_max` must be a positive",
+               class = "value_error")
+  expect_error(lr_cosine_annealing(opt, T_max = NaN), "`T_max` must be a positive",
+               class = "value_error")
+  expect_null(opt$param_groups[[1]]$initial_lr)
+  expect_identical(opt$param_groups[[1]]$lr, 0.1)
+})
 # nolint end
