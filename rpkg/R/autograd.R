@@ -123,14 +123,22 @@ register_tensor_hook <- function(x, hook) {
   if (!is.function(hook)) {
     abort(sprintf("`hook` must be a function, got %s.", describe(hook)), class = "value_error")
   }
-  position <- .Call(C_register_hook, x, function(grad) {
-    out <- hook(grad)
-    if (is_torch_tensor(out)) out else NULL
-  })
+  position <- .Call(C_register_hook, x, hook_wrapper(hook))
   handle <- new.env(parent = emptyenv())
   handle$remove <- function() invisible(.Call(C_remove_hook, x, position))
   class(handle) <- "torch_hook"
   handle
+}
+
+# The function C++ keeps (where R's collector cannot see) for as long as the tensor lives: made
+# here, its environment holds the user's hook only. One made in register_tensor_hook()'s frame
+# would hold the tensor itself, a cycle that kept every tensor with a hook alive.
+hook_wrapper <- function(hook) {
+  force(hook)
+  function(grad) {
+    out <- hook(grad)
+    if (is_torch_tensor(out)) out else NULL
+  }
 }
 
 #' @export
@@ -169,9 +177,11 @@ print.autograd_node <- function(x, ...) {
 #' `ctx$mark_dirty(...)`, `ctx$mark_non_differentiable(...)`;
 #' `backward(ctx, grad_output, ...)` returns a named list with the gradient of
 #' each input that needs one (`ctx$needs_input_grad`), reading what forward
-#' saved from `ctx$saved_variables`. A forward that returns a list gets its
-#' gradients as one list. The graph node is libtorch's; the R functions run on
-#' R's main thread.
+#' saved from `ctx$saved_variables`. backward gets one gradient per argument
+#' after `ctx`; the gradients of more outputs than that come as one list in its
+#' last argument (all of them for `backward(ctx, grad_output)`), as in R
+#' torch. The graph node is libtorch's; the R functions run on R's main
+#' thread.
 #' @param forward,backward R functions, as described.
 #' @param code Code run with libtorch's anomaly detection on: a failing
 #'   backward names the forward operation that created the failing node.
@@ -235,13 +245,25 @@ apply_autograd_function <- function(forward, backward, args) {
 
 # The node's two R functions. Made here, not in apply_autograd_function(): the node holds them
 # (from C++, where R's collector cannot see), so their environment must not hold the node's
-# outputs (a cycle R could never collect: every module the user's functions can see would leak).
+# outputs nor its inputs (a cycle R could never collect: an input marked dirty is an output, and
+# every module the user's functions can see would leak). Hence every argument is forced (an
+# unforced promise holds the caller's frame, which holds the outputs) and the input tensors are
+# not kept: forward gets them from C++.
 autograd_runners <- function(forward, backward, args, is_tensor, shape) {
+  force(forward)
+  force(backward)
+  force(is_tensor)
+  force(shape)
+  arg_names <- names(args)
+  others <- args[!is_tensor]
+  rm(args)
   list(
     forward = function(r_ctx, pointer, tensors) {
       r_ctx$.pointer <- pointer
       on.exit(r_ctx$.pointer <- NULL)
-      given <- args
+      given <- vector("list", length(is_tensor))
+      names(given) <- arg_names
+      given[!is_tensor] <- others
       given[is_tensor] <- tensors
       out <- do.call(forward, c(list(r_ctx), given))
       shape$returns_list <- is.list(out) && !is_torch_tensor(out)
@@ -250,19 +272,24 @@ autograd_runners <- function(forward, backward, args, is_tensor, shape) {
     backward = function(r_ctx, pointer, grads) {
       r_ctx$.pointer <- pointer
       on.exit(r_ctx$.pointer <- NULL)
-      # R torch's convention: a backward(ctx, grad_output) of a forward that returned a list
-      # gets the gradients as one list; one with an argument per output gets them spread.
-      out <- if (shape$returns_list && length(formals(backward)) == 2L) {
-        backward(r_ctx, grads)
-      } else {
-        do.call(backward, c(list(r_ctx), grads))
-      }
-      wanted <- names(args)[is_tensor]
+      out <- do.call(backward, c(list(r_ctx), spread_gradients(grads, backward)))
+      wanted <- arg_names[is_tensor]
       given <- names(out)
       if (is.null(given) && length(out) == length(wanted)) names(out) <- wanted
       lapply(wanted, function(name) if (is_torch_tensor(out[[name]])) out[[name]] else NULL)
     }
   )
+}
+
+# R torch's convention (its create_b()): one gradient per argument of backward after `ctx`; with
+# more outputs than such arguments, the last argument gets the rest as one list (all of them,
+# where backward has one). So one output, even returned in a list, gives a tensor.
+spread_gradients <- function(grads, backward) {
+  n_args <- length(formals(backward)) - 1L
+  if (n_args < 1L || length(grads) <= n_args) {
+    return(grads)
+  }
+  c(grads[seq_len(n_args - 1L)], list(grads[seq.int(n_args, length(grads))]))
 }
 
 new_autograd_context <- function(needs_input_grad) {
@@ -304,6 +331,10 @@ context_call <- function(ctx, what, tensors) {
 context_save <- function(ctx, values) {
   is_tensor <- vapply(values, is_torch_tensor, NA)
   context_call(ctx, "save_for_backward", unname(values[is_tensor]))
+  # Only libtorch keeps the tensors: an R object of a saved output would hold the output's node,
+  # which holds this context (a cycle through C++ that R's collector cannot see); libtorch's
+  # SavedVariable keeps an output without owning its node.
+  values[is_tensor] <- list(NULL)
   assign("saved", values, envir = ctx)
   assign("saved_is_tensor", is_tensor, envir = ctx)
   invisible(NULL)

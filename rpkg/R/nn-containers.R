@@ -60,5 +60,9 @@ nn_prune_head.nn_module <- function(x, head_size = 1L) { # nolint: object_name_l
     abort(sprintf("`head_size` must be between 0 and %d (the module has %d submodules), got %d.",
                   length(modules) - 1L, length(modules), head_size), class = "value_error")
   }
-  do.call(nn_sequential, modules[seq_len(length(modules) - head_size)])
+  # Under their names (R torch's nn_prune_head.nn_module), which nn_sequential() would number.
+  kept <- modules[seq_len(length(modules) - head_size)]
+  out <- nn_sequential()
+  for (name in names(kept)) out$add_module(name, kept[[name]])
+  out
 }

@@ -895,11 +895,8 @@ nn_sequential <- nn_module(
   "nn_sequential",
   initialize = function(...) {
     modules <- rlang::list2(...)  # R torch splices with !!!
-    given <- names(modules) %||% character(length(modules))
-    for (i in seq_along(modules)) {
-      self$add_module(if (nzchar(given[[i]])) given[[i]] else as.character(i - 1L),
-                      modules[[i]])
-    }
+    # Numbered from 0 whatever names the arguments have: R torch's (and its state dicts') keys.
+    for (i in seq_along(modules)) self$add_module(as.character(i - 1L), modules[[i]])
   },
   # Each module's forward on the last one's output, in C (rpkg/src/modules.cpp), which lets go of
   # each output no R code can reach any more as soon as the next module has run.
@@ -925,15 +922,16 @@ length.nn_sequential <- function(x) length(children_of(x))
 #' @export
 nn_module_list <- nn_module(
   "nn_module_list",
+  # `modules`: a list, or another module list (R torch indexes either with `[[`).
   initialize = function(modules = list()) {
-    for (m in modules) self$append(m)
+    for (i in seq_along(modules)) self$append(modules[[i]])
   },
   append = function(module) {
     self$add_module(as.character(length(private$modules_)), module)
     invisible(self)
   },
   extend = function(modules) {
-    for (m in modules) self$append(m)
+    for (i in seq_along(modules)) self$append(modules[[i]])
     invisible(self)
   },
   insert = function(index, module) {

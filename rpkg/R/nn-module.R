@@ -102,7 +102,9 @@ nn_Module <- R6::R6Class(
     },
     eval = function() self$train(FALSE),
     # Applies `fn` to every parameter and buffer (recursively), in place of the old tensors:
-    # parameters stay parameters (and keep requires_grad), gradients follow.
+    # parameters stay parameters (and keep requires_grad), gradients follow. Where `fn` gives the
+    # tensor itself (a `$to()` to where it already is), it stays as it is: a new leaf would leave
+    # an optimizer made before training tensors the module no longer uses.
     .apply = function(fn) {
       for (m in private$modules_) module_of(m)$.apply(fn)
       for (name in names(private$parameters_)) {
@@ -110,15 +112,20 @@ nn_Module <- R6::R6Class(
         if (is.null(p)) next
         new <- with_no_grad(fn(p))
         grad <- p$grad
-        new <- nn_parameter(new$detach(), requires_grad = p$requires_grad)
-        if (!is_undefined_tensor(grad)) new$set_grad_(with_no_grad(fn(grad)))
+        kept <- same_tensor(new, p)
+        new <- if (kept) p else nn_parameter(new$detach(), p$requires_grad)
+        if (!is_undefined_tensor(grad)) {
+          new_grad <- with_no_grad(fn(grad))
+          if (!kept || !same_tensor(new_grad, grad)) new$set_grad_(new_grad)
+        }
         private$parameters_[[name]] <- new
       }
       for (name in names(private$buffers_)) {
         b <- private$buffers_[[name]]
         if (is.null(b)) next
-        private$buffers_[[name]] <- nn_buffer(with_no_grad(fn(b)),
-                                              attr(b, "persistent") %||% TRUE)
+        new <- with_no_grad(fn(b))
+        if (same_tensor(new, b)) next
+        private$buffers_[[name]] <- nn_buffer(new, attr(b, "persistent") %||% TRUE)
       }
       invisible(create_nn_module_callable(self))
     },
@@ -245,15 +252,17 @@ nn_Module <- R6::R6Class(
                setdiff(names(private$buffers_), private$non_persistent_buffers_))
       for (name in own) {
         key <- paste0(prefix, name)
+        is_param <- name %in% names(private$parameters_)
+        target <- if (is_param) private$parameters_[[name]] else private$buffers_[[name]]
+        # Registered as NULL (a missing bias): nothing to load, and none in the state dict (R
+        # torch's rule).
+        if (is.null(target)) next
         value <- state_dict[[key]]
         if (is.null(value)) {
           if (grepl("num_batches_tracked$", name)) next
           abort(sprintf("Could not find %s in the state_dict.", key), class = "value_error")
         }
         if (!is_torch_tensor(value)) value <- torch_tensor(value)
-        is_param <- name %in% names(private$parameters_)
-        target <- if (is_param) private$parameters_[[name]] else private$buffers_[[name]]
-        if (is.null(target)) next # registered as NULL (a missing bias): nothing to load
         # A module restored by readRDS() has tensors that no longer exist: loading a state dict
         # gives it new ones (R torch's way to repair such a module).
         lost <- !is.null(target) && !isTRUE(meta(target, "defined"))
@@ -345,6 +354,9 @@ unique_tensors <- function(tensors) {
 
 format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
 
+# Whether two R tensors are one libtorch tensor (one TensorImpl; a view or a copy is another).
+same_tensor <- function(a, b) identical(meta(a, "impl"), meta(b, "impl"))
+
 # A state dict's entry: the tensor detached (sharing its storage), with its requires_grad flag.
 detached_entry <- function(x) {
   out <- torch_detach(x)
@@ -389,11 +401,13 @@ clone_module <- function(module, deep = FALSE, ..., replace_values = TRUE) {
 clone_module_memo <- function(module, deep, replace_values, memo) {
   instance <- module_of(module)
   r6_clone <- .subset2(instance, ".__enclos_env__")$private$.r6_clone
-  if (!arg_flag(deep, "deep")) return(create_nn_module_callable(r6_clone(deep = FALSE)))
+  if (!arg_flag(deep, "deep")) {
+    return(create_nn_module_callable(rebind_clone(r6_clone(deep = FALSE), instance)))
+  }
   memo <- memo %||% new.env(parent = emptyenv())
   key <- paste0("m", rlang::obj_address(instance))
   if (!is.null(memo[[key]])) return(memo[[key]])
-  copy <- r6_clone(deep = TRUE)
+  copy <- rebind_clone(r6_clone(deep = TRUE), instance)
   callable <- create_nn_module_callable(copy)
   memo[[key]] <- callable
   priv <- .subset2(copy, ".__enclos_env__")$private
@@ -405,6 +419,26 @@ clone_module_memo <- function(module, deep, replace_values, memo) {
                           replace_values = replace_values, memo = memo)
   if (is.function(priv$finalize_deep_clone)) priv$finalize_deep_clone()
   callable
+}
+
+# A clone of an instance: R6 copied its forward as it was, and a forward that runs hooks or a
+# precision policy's region runs the original's hooks or forward; the clone gets its own
+# (clone_forward(), precision.R). R6 copied the private fields too, and the policy's handle, whose
+# remove() only reaches the original, would keep the clone from getting a policy: it has none.
+rebind_clone <- function(copy, instance) {
+  from <- .subset2(instance, ".__enclos_env__")
+  to <- .subset2(copy, ".__enclos_env__")
+  priv <- to$private
+  if (!is.null(policy_of(copy))) set_policy_of(copy, NULL)
+  if (!is.null(priv$plain_forward)) {
+    priv$plain_forward <- clone_forward(priv$plain_forward, from, to)
+    set_forward(copy, hooked_forward(copy, priv$plain_forward))
+  } else {
+    forward <- .subset2(copy, "forward")
+    own <- clone_forward(forward, from, to)
+    if (!identical(own, forward)) set_forward(copy, own)
+  }
+  copy
 }
 
 clone_tensor <- function(x, memo) {
@@ -746,13 +780,8 @@ add_forward_hook <- function(instance, hook, pre) {
   id <- paste0(if (pre) "pre" else "post", priv$hooks_made_)
   priv$forward_hooks_[[id]] <- list(fn = hook, pre = pre)
   if (is.null(priv$plain_forward)) {
-    plain <- .subset2(instance, "forward")
-    priv$plain_forward <- plain
-    set_forward(instance, function(...) {
-      callable <- create_nn_module_callable(instance)
-      input <- run_pre_hooks(priv$forward_hooks_, callable, list(...))
-      run_post_hooks(priv$forward_hooks_, callable, input, do.call(plain, input))
-    })
+    priv$plain_forward <- .subset2(instance, "forward")
+    set_forward(instance, hooked_forward(instance, priv$plain_forward))
   }
   handle <- new.env(parent = emptyenv())
   handle$remove <- function() {
@@ -765,6 +794,19 @@ add_forward_hook <- function(instance, hook, pre) {
   }
   class(handle) <- "torch_hook"
   handle
+}
+
+# The forward of an instance with hooks: the instance's hooks around `plain`, its own forward
+# (which a precision policy may replace in this function's environment: precision.R). Made
+# again for a clone, since R6's clone leaves this function's environment, the original's, as it is.
+hooked_forward <- function(instance, plain) {
+  force(plain)
+  priv <- .subset2(instance, ".__enclos_env__")$private
+  function(...) {
+    callable <- create_nn_module_callable(instance)
+    input <- run_pre_hooks(priv$forward_hooks_, callable, list(...))
+    run_post_hooks(priv$forward_hooks_, callable, input, do.call(plain, input))
+  }
 }
 
 run_pre_hooks <- function(hooks, callable, input) {

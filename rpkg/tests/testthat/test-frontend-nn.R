@@ -847,3 +847,98 @@ test_that("$parameters and $buffers walk submodules in order, named by their pat
   with_no_grad(net$parameters[["head.weight"]]$sub_(1))
   expect_equal(as_array(net$head$weight), before - 1, tolerance = 1e-6)
 })
+
+test_that("a $to() to where the module already is keeps its tensors, and optimizers train on", {
+  torch_manual_seed(1)
+  model <- nn_sequential(nn_batch_norm1d(2), nn_linear(2, 1))
+  opt <- optim_sgd(model$parameters, lr = 0.1)
+  model(torch_randn(4, 2))$pow(2)$sum()$backward()
+  before <- lapply(c(model$parameters, model$buffers), xptr_address)
+  grad <- xptr_address(model[[2]]$weight$grad)
+  model$to(device = "cpu")
+  model$to(dtype = torch_float())
+  model$cpu()
+  # the same tensors (one TensorImpl each), their gradients too, still marked as they were
+  expect_identical(lapply(c(model$parameters, model$buffers), xptr_address), before)
+  expect_identical(xptr_address(model[[2]]$weight$grad), grad)
+  expect_true(is_nn_parameter(model[[2]]$weight))
+  expect_true(is_nn_buffer(model[[1]]$running_mean))
+  w0 <- as_array(model[[2]]$weight)
+  opt$step()
+  expect_false(isTRUE(all.equal(as_array(model[[2]]$weight), w0)))
+  # a real conversion still gives new parameters, with their gradients converted
+  model$to(dtype = torch_double())
+  expect_false(identical(xptr_address(model[[2]]$weight), before[["1.weight"]]))
+  expect_true(model[[2]]$weight$grad$dtype == torch_float64())
+  expect_true(model[[1]]$running_mean$dtype == torch_float64())
+})
+
+test_that("a clone's forward hooks run on the clone", {
+  x <- torch_ones(1, 2)
+  m <- nn_linear(2, 1)
+  calls <- 0
+  m$register_forward_hook(function(module, input, output) {
+    calls <<- calls + 1
+    output
+  })
+  for (deep in c(TRUE, FALSE)) {
+    copy <- m$clone(deep = deep)
+    copy$weight <- nn_parameter(torch_zeros(1, 2))
+    copy$bias <- nn_parameter(torch_zeros(1))
+    expect_equal(as_array(copy(x)), matrix(0))
+    expect_false(isTRUE(all.equal(as_array(m(x)), matrix(0))))
+  }
+  expect_equal(calls, 4)
+  # a hook on a submodule, which the deep clone copies
+  s <- nn_sequential(nn_linear(2, 1))
+  s[[1]]$register_forward_hook(function(module, input, output) output * 2)
+  s2 <- s$clone(deep = TRUE)
+  with_no_grad({
+    s2[[1]]$weight$zero_()
+    s2[[1]]$bias$fill_(1)
+  })
+  expect_equal(as_array(s2(x)), matrix(2))
+  expect_equal(as_array(s(x)), as_array(2 * nnf_linear(x, s[[1]]$weight, s[[1]]$bias)),
+               tolerance = 1e-6)
+})
+
+test_that("a parameter registered as NULL is skipped by load_state_dict()", {
+  m <- nn_linear(3, 2)
+  m$bias <- NULL
+  expect_identical(names(m$state_dict()), "weight")
+  expect_no_error(m$load_state_dict(m$state_dict()))
+  own <- nn_module(initialize = function() {
+    self$w <- nn_parameter(torch_ones(2))
+    self$register_parameter("b", NULL)
+    self$register_buffer("r", NULL)
+  })()
+  own$load_state_dict(list(w = torch_zeros(2)))
+  expect_equal(as_array(own$w), c(0, 0))
+  expect_error(own$load_state_dict(list()), "Could not find w in the state_dict",
+               class = "value_error")
+})
+
+test_that("nn_sequential() numbers its modules as R torch does, whatever their argument names", {
+  s <- nn_sequential(fc = nn_linear(2, 2), act = nn_relu(), nn_linear(2, 1))
+  expect_identical(names(s$children), c("0", "1", "2"))
+  expect_identical(names(s$state_dict()), c("0.weight", "0.bias", "2.weight", "2.bias"))
+  # nn_prune_head() of a module that is not a sequence keeps its submodules' names (R torch's)
+  net <- nn_module(initialize = function() {
+    self$encoder <- nn_linear(4, 2)
+    self$head <- nn_linear(2, 1)
+  })()
+  expect_identical(names(nn_prune_head(net, 1)$state_dict()), c("encoder.weight", "encoder.bias"))
+})
+
+test_that("nn_module_list() and $extend() take a module list as well as a list", {
+  a <- nn_module_list(list(nn_linear(1, 1)))
+  b <- nn_module_list(list(nn_linear(1, 2), nn_relu()))
+  a$extend(b)
+  expect_length(a, 3)
+  expect_identical(xptr_address(a[[2]]$weight), xptr_address(b[[1]]$weight))
+  c2 <- nn_module_list(b)
+  expect_length(c2, 2)
+  expect_s3_class(c2[[2]], "nn_relu")
+  c2$extend(list(nn_tanh()))
+  expect_identical(names(c2$children), c("0", "1", "2"))
+})
