@@ -355,7 +355,7 @@ loaded_groups <- function(groups, current) {
 # number or numbers stay as many numbers, a flag a flag; NULL, PyTorch's None, replaces
 # anything), or NULL when it fits.
 option_mismatch <- function(value, was) {
-  if (is.numeric(was) && !is_numbers(value, length(was))) {
+  if (is.numeric(was) && !numbers_of_length(value, length(was))) {
     return(sprintf("%d number%s", length(was), if (length(was) == 1L) "" else "s"))
   }
   if (is.logical(was) && !is_flag(value)) {
@@ -364,7 +364,7 @@ option_mismatch <- function(value, was) {
   NULL
 }
 
-is_numbers <- function(x, n) is.null(x) || (is.numeric(x) && length(x) == n && !anyNA(x))
+numbers_of_length <- function(x, n) is.null(x) || (is.numeric(x) && length(x) == n && !anyNA(x))
 is_flag <- function(x) is.null(x) || (is.logical(x) && length(x) == 1L && !is.na(x))
 
 # A loaded state entry must be a tensor, a number, a flag, NULL or a list of them (L-BFGS's

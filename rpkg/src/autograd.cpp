@@ -154,6 +154,9 @@ struct TakeGil {
 struct Task {
   std::function<void()> run;
   std::promise<void> done;
+  // The calling thread's state (grad mode above all: an autograd worker's is the pass's
+  // create_graph), under which the main thread runs the callback, as the worker would.
+  at::ThreadLocalState state;
 };
 std::mutex task_mutex;
 std::condition_variable task_ready;
@@ -165,7 +168,7 @@ void on_main_thread(const std::function<void()>& fn) {
     fn();
     return;
   }
-  Task task{fn, {}};
+  Task task{fn, {}, at::ThreadLocalState()};
   std::future<void> done = task.done.get_future();
   {
     std::lock_guard<std::mutex> lock(task_mutex);
@@ -190,6 +193,7 @@ void serve(std::future<void>& work) {
     if (task != nullptr) {
       try {
         TakeGil gil;
+        at::ThreadLocalStateGuard as_caller(task->state);
         task->run();
         task->done.set_value();
       } catch (...) {
@@ -436,11 +440,33 @@ extern "C" SEXP C_tensor_autograd(SEXP x, SEXP field, SEXP value) {
     return Rf_ScalarLogical(t.requires_grad());
   }
   if (what == "grad") {
-    if (!Rf_isNull(value)) {
-      t.mutable_grad() = is_tensor(value) ? tensor_of(value, "value") : at::Tensor();
+    if (Rf_isNull(value)) return make_tensor(t.grad());
+    if (TYPEOF(value) == LGLSXP && XLENGTH(value) == 1 && LOGICAL(value)[0] == FALSE) {
+      t.mutable_grad() = at::Tensor();  // R's `x$grad <- NULL`
       return R_NilValue;
     }
-    return make_tensor(t.grad());
+    if (!is_tensor(value))
+      value_error("`grad` must be a tensor or NULL, got " + describe(value) + ".");
+    const at::Tensor g = tensor_of(value, "grad");
+    // PyTorch's checks of an assigned gradient (its Tensor.grad setter's words)
+    if (g.scalar_type() != t.scalar_type()) {
+      value_error(std::string("attempting to assign a gradient with dtype '") +
+                  c10::toString(g.scalar_type()) + "' to a tensor with dtype '" +
+                  c10::toString(t.scalar_type()) +
+                  "'. Please ensure that the gradient and the tensor have the same dtype");
+    }
+    if (g.device() != t.device()) {
+      value_error("attempting to assign a gradient on " + g.device().str() + " to a tensor on " +
+                  t.device().str() + ". Please ensure that the gradient and the tensor are on " +
+                  "the same device");
+    }
+    if (!g.is_sparse() && g.sizes() != t.sizes()) {
+      value_error("attempting to assign a gradient of size '" + c10::str(g.sizes()) +
+                  "' to a tensor of size '" + c10::str(t.sizes()) +
+                  "'. Please ensure that the gradient and the tensor are the same size");
+    }
+    t.mutable_grad() = g;
+    return R_NilValue;
   }
   if (what == "is_leaf") return Rf_ScalarLogical(t.is_leaf());
   if (what == "retains_grad") return Rf_ScalarLogical(t.retains_grad());

@@ -34,6 +34,31 @@ namespace {
 using torch::optim::OptimizerOptions;
 using torch::optim::OptimizerParamState;
 
+// A Python float as torch.optim's per-tensor arithmetic (its CPU default) multiplies by it:
+// Python has no Scalar overload of mul, so `buf.mul_(0.9)` is mul_.Tensor with a wrapped 0-dim
+// double, and mul_.Scalar (ATen's C++ `t.mul_(0.9)`, and _foreach_mul_(list, 0.9) on the CPU)
+// rounds half and bfloat16 tensors differently (SGD's momentum buffer: 6.359375 for PyTorch's
+// 6.36328125), and so does div_ now and then; add_ of a number agrees. Wrapped, as Python's: an
+// unwrapped 0-dim double would make a 0-dim float32 parameter's product a double one. Its
+// foreach default on CUDA takes the Scalar overloads.
+at::Tensor py_float(double v) {
+  at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// `ts` times `v` as torch.optim's default on their device multiplies (py_float() says why).
+// Per tensor, not _foreach_mul_(list, py_float(v)): Python's dispatch modes (the autocast audit)
+// get a wrapped number as a float, which that overload cannot take back.
+void mul_by(const std::vector<at::Tensor>& ts, double v, bool foreach) {
+  if (foreach) {
+    at::_foreach_mul_(ts, v);
+    return;
+  }
+  const at::Tensor number = py_float(v);
+  for (const at::Tensor& t : ts) t.mul_(number);
+}
+
 // ---- reading and writing a group's options (a named R list) -------------------------------------
 
 SEXP element(SEXP list, const char* name) {
@@ -617,7 +642,7 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   at::_foreach_add_(steps, 1.0);
   if (weight_decay != 0) {
     if (decoupled) {
-      at::_foreach_mul_(params, 1 - lr * weight_decay);
+      mul_by(params, 1 - lr * weight_decay, cuda);
     } else {
       grads = at::_foreach_add(grads, params, weight_decay);
     }
@@ -625,7 +650,7 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   params = as_real(params);
   grads = as_real(grads);
   at::_foreach_lerp_(exp_avgs, grads, 1 - beta1);
-  at::_foreach_mul_(exp_avg_sqs, beta2);
+  mul_by(exp_avg_sqs, beta2, cuda);
   at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
   std::vector<c10::Scalar> bias2_sqrt;
   std::vector<c10::Scalar> step_size;
@@ -634,9 +659,9 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
     const double bias1 = 1 - std::pow(beta1, step);
     const double bias2 = 1 - std::pow(beta2, step);
     step_size.emplace_back(-(lr / bias1));
-    // PyTorch's per-tensor update (its CPU default) takes math.sqrt, its foreach one (its CUDA
-    // default) ** 0.5: the formula of the default on this device, to the last bit.
-    bias2_sqrt.emplace_back(cuda ? std::pow(bias2, 0.5) : std::sqrt(bias2));
+    // `bias_correction2**0.5` in both of PyTorch's updates (2.11 to 2.13): Python's float power,
+    // C's pow(), which math.sqrt() (older releases') differs from in the last bit now and then.
+    bias2_sqrt.emplace_back(std::pow(bias2, 0.5));
   }
   std::vector<at::Tensor> denom;
   if (amsgrad) {
@@ -645,7 +670,11 @@ extern "C" SEXP C_foreach_adam(SEXP tensors, SEXP numbers, SEXP flags) {
   } else {
     denom = at::_foreach_sqrt(exp_avg_sqs);
   }
-  at::_foreach_div_(denom, bias2_sqrt);
+  if (cuda) {
+    at::_foreach_div_(denom, bias2_sqrt);
+  } else {  // `exp_avg_sq.sqrt() / bias_correction2_sqrt`: a Python float (py_float())
+    for (size_t i = 0; i < denom.size(); ++i) denom[i].div_(py_float(bias2_sqrt[i].toDouble()));
+  }
   at::_foreach_add_(denom, eps);
   at::_foreach_addcdiv_(params, exp_avgs, denom, step_size);
   return R_NilValue;
@@ -680,7 +709,7 @@ extern "C" SEXP C_sgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
       }
     }
     if (!old_bufs.empty()) {
-      at::_foreach_mul_(old_bufs, momentum);
+      mul_by(old_bufs, momentum, !params[0].is_cpu());
       at::_foreach_add_(old_bufs, old_grads, 1 - dampening);
     }
     for (size_t i = 0; i < a.n; ++i) {
@@ -727,7 +756,7 @@ extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
     grad = as_real(grad);
     const at::Tensor param = as_real(params[i]);
     const at::Tensor square_avg = as_real(square_avgs[i]);
-    square_avg.mul_(alpha).addcmul_(grad, grad, 1 - alpha);
+    square_avg.mul_(py_float(alpha)).addcmul_(grad, grad, 1 - alpha);
     at::Tensor avg;
     if (centered) {
       const at::Tensor grad_avg = as_real(grad_avgs[i]);
@@ -739,7 +768,7 @@ extern "C" SEXP C_rmsprop_update(SEXP tensors, SEXP numbers, SEXP flags) {
     avg.add_(eps);
     if (momentum > 0) {
       const at::Tensor buf = as_real(bufs[i]);
-      buf.mul_(momentum).addcdiv_(grad, avg);
+      buf.mul_(py_float(momentum)).addcdiv_(grad, avg);
       param.add_(buf, -lr);
     } else {
       param.addcdiv_(grad, avg, -lr);
@@ -841,7 +870,7 @@ extern "C" SEXP C_asgd_update(SEXP tensors, SEXP numbers, SEXP flags) {
     steps[i].add_(1);
     if (weight_decay != 0) grad = grad.add(param, weight_decay);
     const double eta = etas[i].item<double>();
-    param.mul_(1 - lambd * eta);
+    param.mul_(py_float(1 - lambd * eta));
     param.add_(grad, -eta);
     if (mus[i].item<double>() != 1) {
       ax.add_(param.sub(ax).mul_(mus[i]));
@@ -882,7 +911,7 @@ extern "C" SEXP C_adadelta_update(SEXP tensors, SEXP numbers, SEXP flags) {
   if (maximize) grads = at::_foreach_neg(grads);
   if (weight_decay != 0) grads = at::_foreach_add(grads, params, weight_decay);
   grads = as_real(grads);
-  at::_foreach_mul_(square_avgs, rho);
+  mul_by(square_avgs, rho, cuda);
   at::_foreach_addcmul_(square_avgs, grads, grads, 1 - rho);
   auto std = at::_foreach_add(square_avgs, eps);
   at::_foreach_sqrt_(std);
@@ -890,7 +919,7 @@ extern "C" SEXP C_adadelta_update(SEXP tensors, SEXP numbers, SEXP flags) {
   at::_foreach_sqrt_(deltas);
   at::_foreach_div_(deltas, std);
   at::_foreach_mul_(deltas, grads);
-  at::_foreach_mul_(acc_deltas, rho);
+  mul_by(acc_deltas, rho, cuda);
   at::_foreach_addcmul_(acc_deltas, deltas, deltas, 1 - rho);
   for (size_t i = 0; i < a.n; ++i) {
     if (params[i].is_complex()) deltas[i] = at::view_as_complex(deltas[i]);

@@ -734,3 +734,53 @@ test_that("bad SGD, L-BFGS and scheduler arguments are value_errors that change 
   expect_identical(opt$param_groups[[1]]$lr, 0.1)
 })
 # nolint end
+
+test_that("half and bfloat16 parameters step as torch.optim's, to the bit", {
+  skip_if_no_ampkit()
+  # torch.optim multiplies by a Python float through mul_.Tensor (a wrapped number), whose half
+  # rounding differs from mul_.Scalar's; SGD's momentum differed in 442 of 2000 values
+  cases <- list(
+    list(optim_sgd, "SGD", list(lr = 0.1, momentum = 0.9)),
+    list(optim_sgd, "SGD", list(lr = 0.1, momentum = 0.9, weight_decay = 0.1, nesterov = TRUE)),
+    list(optim_adam, "Adam", list(lr = 0.01)),
+    list(optim_adamw, "AdamW", list(lr = 0.01, amsgrad = TRUE)),
+    list(optim_adadelta, "Adadelta", list(weight_decay = 0.1)),
+    list(optim_rmsprop, "RMSprop", list(lr = 0.01, momentum = 0.5, centered = TRUE)),
+    list(optim_asgd, "ASGD", list(lr = 0.01))
+  )
+  torch_manual_seed(5)
+  for (dtype in list(torch_float16(), torch_bfloat16())) {
+    grads <- lapply(1:4, function(i) {
+      list(torch_randn(500, dtype = dtype), torch_randn(500, dtype = dtype))
+    })
+    for (case in cases) {
+      x <- (torch_randn(500) * 3)$to(dtype = dtype)$requires_grad_(TRUE)
+      y <- torch_randn(500, dtype = dtype)$requires_grad_(TRUE)
+      py <- torch_optim_steps(case[[2]], case[[3]], x, y, grads, groups = list(list(1L, 2L)))
+      opt <- do.call(case[[1]], c(list(list(x, y)), case[[3]]))
+      for (g in grads) {
+        x$grad <- g[[1]]$clone()
+        y$grad <- g[[2]]$clone()
+        opt$step()
+      }
+      label <- paste(case[[2]], format(dtype))
+      expect_true(same_tensor(x, py[[1]]), label = label)
+      expect_true(same_tensor(y, py[[2]]), label = label)
+    }
+  }
+  # and a 0-dim float32 parameter, which a plain (not wrapped) 0-dim double would have made a
+  # double product, rounded to float32 after
+  x <- torch_tensor(1.2345, requires_grad = TRUE)
+  y <- torch_tensor(-0.75, requires_grad = TRUE)
+  grads <- lapply(1:3, function(i) list(torch_tensor(0.3 * i), torch_tensor(0.1)))
+  py <- torch_optim_steps("SGD", list(lr = 0.1, momentum = 0.9), x, y, grads,
+                          groups = list(list(1L, 2L)))
+  opt <- optim_sgd(list(x, y), lr = 0.1, momentum = 0.9)
+  for (g in grads) {
+    x$grad <- g[[1]]$clone()
+    y$grad <- g[[2]]$clone()
+    opt$step()
+  }
+  expect_true(same_tensor(x, py[[1]]))
+  expect_true(same_tensor(y, py[[2]]))
+})

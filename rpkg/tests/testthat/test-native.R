@@ -456,6 +456,44 @@ test_that("R callbacks run on R's thread while the engine runs elsewhere", {
   expect_equal(as_array(x$grad), rep(20 * 2 * 3 * 2, 8))
 })
 
+test_that("R callbacks run under the autograd pass's grad mode, as on the engine's thread", {
+  skip_if_no_ampkit()
+  modes <- logical()
+  exp2 <- autograd_function(
+    forward = function(ctx, i) {
+      r <- i$exp()
+      ctx$save_for_backward(result = r)
+      r
+    },
+    backward = function(ctx, g) {
+      modes[[length(modes) + 1L]] <<- (torch_ones(1, requires_grad = TRUE) * 2)$requires_grad
+      list(i = g * ctx$saved_variables$result)
+    }
+  )
+  x <- torch_randn(3, requires_grad = TRUE)
+  g <- autograd_grad(exp2(x)$sum(), x)[[1]]
+  y <- exp2(x)$sum()
+  g2 <- with_no_grad(autograd_grad(y, x, create_graph = TRUE))[[1]]
+  # PyTorch's: no grad in a backward without create_graph, grad with it, whatever the caller's
+  expect_identical(modes, c(FALSE, TRUE))
+  expect_false(g$requires_grad)
+  expect_true(g2$requires_grad)
+})
+
+test_that("an assigned gradient is checked as PyTorch's Tensor.grad setter checks it", {
+  y <- torch_zeros(2, requires_grad = TRUE)
+  expect_error(y$grad <- torch_ones(3), "gradient of size '\\[3\\]' to a tensor of size '\\[2\\]'",
+               class = "value_error")
+  expect_error(y$grad <- torch_ones(2, dtype = torch_float64()), "with dtype 'Double'",
+               class = "value_error")
+  expect_error(y$grad <- 5, "`grad` must be a tensor or NULL", class = "value_error")
+  expect_true(is_undefined_tensor(y$grad)) # none of them set it
+  y$grad <- torch_ones(2)
+  expect_equal(as_array(y$grad), c(1, 1))
+  y$grad <- NULL
+  expect_true(is_undefined_tensor(y$grad))
+})
+
 test_that("a tensor passed to Python is the same tensor, both ways", {
   skip_if_no_ampkit()
   x <- torch_zeros(3)
