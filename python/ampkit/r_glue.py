@@ -16,12 +16,19 @@ from typing import Any, Dict, List
 from .grad_scaler import GradScaler
 from .sharded_grad_scaler import ShardedGradScaler
 
-__all__ = ["new_sharded_scaler", "deepspeed_options", "megatron_options", "param_signature"]
+__all__ = ["new_sharded_scaler", "scale_tensor", "deepspeed_options", "megatron_options",
+           "param_signature"]
 
 
 def new_sharded_scaler(device: str, options: Dict[str, Any], process_group: Any) -> GradScaler:
     """A ShardedGradScaler with ``options`` by name over ``process_group``."""
     return ShardedGradScaler(device, process_group=process_group, **options)
+
+
+def scale_tensor(scaler: GradScaler) -> Any:
+    """The scale tensor of ``scaler`` (``None`` before its first ``scale()``): R torch's
+    ``$.scale`` of a sharded scaler, which R reads here, not by the private name."""
+    return scaler._scale
 
 
 def deepspeed_options(config: Any) -> Dict[str, Any]:

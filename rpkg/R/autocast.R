@@ -90,6 +90,11 @@ local_autocast <- function(device_type, dtype = NULL, enabled = TRUE, cache_enab
                            ..., .env = parent.frame()) {
   call <- sys.call()
   if (...length() > 0L) check_dots_empty(call = call, example = autocast_dots_example)
+  # checked before the region opens: one that could not be closed would stay open
+  if (!is.environment(.env)) {
+    abort(sprintf("`.env` must be an environment (the frame whose end closes the region), got %s.",
+                  describe(.env)), call = call, class = "value_error")
+  }
   context <- open_region(device_type, dtype, enabled, cache_enabled, call)
   defer_unset(context, .env)
   invisible(context)

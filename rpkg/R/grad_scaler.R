@@ -310,15 +310,28 @@ optimizer_params <- function(scaler_state, optimizer) {
     optimizer$.ampkit_params <- cached
     return(cached$list)
   }
-  params <- unlist(signature, recursive = FALSE)
-  number <- scaler_state$optimizers_met
-  scaler_state$optimizers_met <- number + 1L
-  names <- .Call(C_param_names, lapply(groups, function(g) g$param_names),
-                 as.numeric(lengths(signature)), number)
-  list <- .Call(C_param_list, unname(params), names)
-  optimizer$.ampkit_params <- list(signature = signature, groups = groups, scaler = scaler_state,
-                                   list = list)
-  list
+  made <- scaler_param_list(scaler_state, if (known) cached, signature,
+                            lapply(groups, function(g) g$param_names))
+  optimizer$.ampkit_params <- c(list(signature = signature, groups = groups,
+                                     scaler = scaler_state), made)
+  made$list
+}
+
+# The core's ParamList of an optimizer's groups (`params`: per group a list of tensors, `given`:
+# per group its names or NULL), and its number: a new list, numbered as the next optimizer the
+# scaler meets, or the optimizer's `cached` one reset to them (a group added): the same list
+# keeps its stage, so gradients unscale_() unscaled are not unscaled again at step() (a new list
+# was an optimizer the scaler had not met), and its name in the overflow report.
+scaler_param_list <- function(scaler_state, cached, params, given) {
+  number <- if (is.null(cached)) scaler_state$optimizers_met else cached$number
+  names <- .Call(C_param_names, given, as.numeric(lengths(params)), number)
+  flat <- unname(unlist(params, recursive = FALSE))
+  if (is.null(cached)) {
+    scaler_state$optimizers_met <- number + 1L
+    return(list(list = .Call(C_param_list, flat, names), number = number))
+  }
+  .Call(C_param_list_reset, cached$list, flat, names)
+  list(list = cached$list, number = number)
 }
 
 python_fused <- function(optimizer) {
@@ -338,16 +351,13 @@ python_optimizer_params <- function(scaler_state, optimizer) {
   }
   # The groups as R lists, their tensors R tensors (the same tensors: interop.R).
   groups <- reticulate::py_to_r(reticulate::py_get_attr(optimizer, "param_groups"))
-  number <- scaler_state$optimizers_met
-  scaler_state$optimizers_met <- number + 1L
   given <- lapply(groups, function(g) {
     if (is.null(g$param_names)) NULL else as.character(unlist(g$param_names))
   })
   params <- lapply(groups, function(g) lapply(unname(g$params), as_r_tensor))
-  names <- .Call(C_param_names, given, as.numeric(lengths(params)), number)
-  list <- .Call(C_param_list, unlist(params, recursive = FALSE), names)
-  scaler_state$python[[key]] <- list(signature = signature, list = list)
-  list
+  made <- scaler_param_list(scaler_state, cached, params, given)
+  scaler_state$python[[key]] <- c(list(signature = signature), made)
+  made$list
 }
 
 # The R6 generator of the scaler objects (class "AmpGradScaler"): each method one call into the
@@ -389,6 +399,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       if (!private$enabled) {
         return(invisible(optimizer$step(...)))
       }
+      refuse_closure(...)
       params <- optimizer_params(private$state, optimizer)
       python <- inherits(optimizer, "python.builtin.object")
       if (python && python_fused(optimizer)) {
@@ -557,7 +568,10 @@ python_grad_scaler_class <- R6::R6Class("AmpGradScaler",
       call_python(private$py$unscale_(optimizer))
       invisible(NULL)
     },
-    step = function(optimizer, ...) invisible(call_python(private$py$step(optimizer, ...))),
+    step = function(optimizer, ...) {
+      if (call_python(private$py$is_enabled())) refuse_closure(...)
+      invisible(call_python(private$py$step(optimizer, ...)))
+    },
     update = function(new_scale = NULL) {
       with_python_warnings(call_python(private$py$update(new_scale)), sys.call())
       invisible(NULL)
@@ -570,8 +584,21 @@ python_grad_scaler_class <- R6::R6Class("AmpGradScaler",
       invisible(NULL)
     },
     get_growth_factor = function() call_python(private$py$get_growth_factor()),
+    set_growth_factor = function(new_factor) {
+      call_python(private$py$set_growth_factor(arg_number(new_factor, "new_factor", sys.call())))
+      invisible(NULL)
+    },
     get_backoff_factor = function() call_python(private$py$get_backoff_factor()),
+    set_backoff_factor = function(new_factor) {
+      call_python(private$py$set_backoff_factor(arg_number(new_factor, "new_factor", sys.call())))
+      invisible(NULL)
+    },
     get_growth_interval = function() call_python(private$py$get_growth_interval()),
+    set_growth_interval = function(new_interval) {
+      interval <- arg_number(new_interval, "new_interval", sys.call())
+      call_python(private$py$set_growth_interval(interval))
+      invisible(NULL)
+    },
     step_was_skipped = function(optimizer = NULL) {
       call_python(private$py$step_was_skipped(optimizer))
     },
@@ -587,5 +614,23 @@ python_grad_scaler_class <- R6::R6Class("AmpGradScaler",
       invisible(self)
     }
   ),
+  active = list(
+    .scale = function(value) {
+      if (!missing(value)) {
+        abort("`$.scale` is read-only: change the scale with `$update(new_scale)`.")
+      }
+      scale <- call_python(python_modules()$glue$scale_tensor(private$py))
+      if (is.null(scale)) NULL else as_r_tensor(scale)
+    }
+  ),
   private = list(py = NULL)
 )
+
+# torch.amp's refusal of a closure in step() (the gradients it computes would step scaled): R
+# torch's optimizers take one by name or by position, so any function in `...` is one.
+refuse_closure <- function(...) {
+  if ("closure" %in% ...names() || any(vapply(list(...), is.function, NA))) {
+    abort("Closure use is not currently supported if GradScaler is enabled.",
+          class = "runtime_error", call = NULL)
+  }
+}

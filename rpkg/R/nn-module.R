@@ -267,7 +267,13 @@ nn_Module <- R6::R6Class(
         # gives it new ones (R torch's way to repair such a module).
         lost <- !is.null(target) && !isTRUE(meta(target, "defined"))
         if (check) {
-          # PyTorch's rule and words (R torch's copy_() would broadcast a smaller tensor).
+          # PyTorch's rule and words (R torch's copy_() would broadcast a smaller tensor). One
+          # value of shape (1) and of none are the same value: R torch's num_batches_tracked
+          # has shape (1), PyTorch's none, and PyTorch's batch norm state dicts load.
+          if (!lost && !identical(value$shape, target$shape) && length(value$shape) <= 1L &&
+                length(target$shape) <= 1L && length(value) == 1L && length(target) == 1L) {
+            value <- value$reshape_as(target)
+          }
           if (!lost && !identical(value$shape, target$shape)) {
             abort(sprintf(paste0("size mismatch for %s: copying a param with shape (%s) from ",
                                  "checkpoint, the shape in current model is (%s)."),
@@ -430,6 +436,12 @@ rebind_clone <- function(copy, instance) {
   to <- .subset2(copy, ".__enclos_env__")
   priv <- to$private
   if (!is.null(policy_of(copy))) set_policy_of(copy, NULL)
+  # R6 locks a copied private field holding one of the instance's methods, as the plain forward
+  # under hooks is: hooks and policies on the clone replace it.
+  if (exists("plain_forward", envir = priv, inherits = FALSE) &&
+        bindingIsLocked("plain_forward", priv)) {
+    unlockBinding("plain_forward", priv)
+  }
   if (!is.null(priv$plain_forward)) {
     priv$plain_forward <- clone_forward(priv$plain_forward, from, to)
     set_forward(copy, hooked_forward(copy, priv$plain_forward))

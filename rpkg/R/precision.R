@@ -138,19 +138,46 @@ policy_forward <- function(original, device_type, name, dtype) {
   force(device_type)
   force(dtype)
   if (identical(name, "float32")) {
-    function(...) {
+    wrapper <- function(...) {
       .Call(C_policy_push, dtype)
       on.exit(.Call(C_policy_pop))
       with_autocast(do.call(original, .Call(C_policy_float32_args, list(...))),
                     device_type = device_type, enabled = FALSE)
     }
   } else {
-    function(...) {
+    wrapper <- function(...) {
       .Call(C_policy_push, dtype)
       on.exit(.Call(C_policy_pop))
       with_autocast(original(...), device_type = device_type, dtype = dtype)
     }
   }
+  # Marked, so that a clone of the module (clone_forward()) can tell it is a policy's and make
+  # one around its own forward: this one calls the original instance's.
+  attr(wrapper, "ampkit_policy_forward") <- name
+  wrapper
+}
+
+# A clone's copy of a forward, `f` being the original instance's (or the plain forward under its
+# hooks): R6's clone re-encloses the instance's own methods (`from`, the original's enclosing
+# environment) in the clone's (`to`), but a policy's wrapper is a closure over the original's
+# forward, so the clone gets a wrapper of its own around its own forward (wrappers nest: a
+# policy on a clone wraps the wrapper it inherited). As Python's copy.deepcopy, whose copied
+# _PolicyForward is bound to the copy: the clone keeps running in the policy's precision, the
+# policy's remove() does not reach it, and it has no policy of its own (policy_of() is NULL).
+clone_forward <- function(f, from, to) {
+  env <- if (is.function(f)) environment(f)
+  if (!is.environment(env)) {
+    return(f)
+  }
+  if (identical(env, from)) {
+    environment(f) <- to
+    return(f)
+  }
+  name <- attr(f, "ampkit_policy_forward", exact = TRUE)
+  if (!is.null(name)) {
+    return(policy_forward(clone_forward(env$original, from, to), env$device_type, name, env$dtype))
+  }
+  f
 }
 
 # Replaces an instance's forward with make(its current forward). A module with forward hooks

@@ -454,6 +454,8 @@ extern "C" SEXP C_scaler_state_dict(SEXP scaler) {
 extern "C" SEXP C_scaler_load_state_dict(SEXP scaler, SEXP state) {
   AMPKIT_R_BEGIN
   ampkit::GradScaler& s = scaler_of(scaler);
+  // Disabled, it loads nothing (torch.amp's): its own state dict, empty, is refused otherwise.
+  if (!s.is_enabled()) return R_NilValue;
   s.load_state_dict(ampkit::from_state_dict(settings_map(state), s.state_dict()));
   return R_NilValue;
   AMPKIT_R_END

@@ -144,8 +144,9 @@ std::vector<at::Tensor> tensors_of(SEXP list, const char* arg);
 SEXP tensor_list(std::vector<at::Tensor> tensors);
 
 // R numbers of one element, checked.
-bool is_number(SEXP x);     // a double, integer or logical of length 1, not NA
-bool is_integer64(SEXP x);  // bit64's integer64 (int64 bits in doubles)
+bool is_number(SEXP x);              // a double, integer or logical of length 1, not NA
+bool is_integer64(SEXP x);           // bit64's integer64 (int64 bits in doubles)
+std::string python_error_message();  // a Python exception left set, taken; "" if none
 int64_t integer64_at(SEXP x, R_xlen_t i, const char* arg);  // element i; NA is an error
 double number_of(SEXP x, const char* arg);
 int64_t whole_number_of(SEXP x, const char* arg);  // a whole number within int64

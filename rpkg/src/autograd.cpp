@@ -85,6 +85,12 @@ struct PythonApi {
   void (*restore_thread)(void*) = nullptr;
   int (*gil_ensure)() = nullptr;
   void (*gil_release)(int) = nullptr;
+  // The error a Python exception left set (python_error_message())
+  void* (*err_occurred)() = nullptr;
+  void (*err_fetch)(void**, void**, void**) = nullptr;
+  void* (*object_str)(void*) = nullptr;
+  const char* (*unicode_as_utf8)(void*) = nullptr;
+  void (*dec_ref)(void*) = nullptr;
   bool found = false;
 };
 
@@ -96,8 +102,16 @@ PythonApi look_up_python() {
   a.restore_thread = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"));
   a.gil_ensure = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
   a.gil_release = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+  a.err_occurred = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyErr_Occurred"));
+  a.err_fetch =
+      reinterpret_cast<void (*)(void**, void**, void**)>(dlsym(RTLD_DEFAULT, "PyErr_Fetch"));
+  a.object_str = reinterpret_cast<void* (*)(void*)>(dlsym(RTLD_DEFAULT, "PyObject_Str"));
+  a.unicode_as_utf8 =
+      reinterpret_cast<const char* (*)(void*)>(dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8"));
+  a.dec_ref = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "Py_DecRef"));
   a.found = a.is_initialized && a.gil_check && a.save_thread && a.restore_thread && a.gil_ensure &&
-            a.gil_release;
+            a.gil_release && a.err_occurred && a.err_fetch && a.object_str && a.unicode_as_utf8 &&
+            a.dec_ref;
   return a;
 }
 
@@ -148,6 +162,37 @@ struct TakeGil {
   int state = 0;
   bool taken = false;
 };
+
+}  // namespace
+
+// The message of the Python exception left set on this thread, taken (cleared), or "". An op
+// whose Python dispatch mode (the autocast audit's) raised reaches R as torch's python_error,
+// whose what() stays empty until built under the GIL; the exception left set made Python's next
+// call fail ("returned a result with an exception set").
+std::string python_error_message() {
+  if (!python_running()) return "";
+  const PythonApi& api = python_api();
+  TakeGil gil;
+  if (api.err_occurred() == nullptr) return "";
+  void *type = nullptr, *value = nullptr, *traceback = nullptr;
+  api.err_fetch(&type, &value, &traceback);
+  std::string message;
+  if (value != nullptr) {
+    void* text = api.object_str(value);
+    if (text != nullptr) {
+      const char* utf8 = api.unicode_as_utf8(text);
+      if (utf8 != nullptr) message = utf8;
+      api.dec_ref(text);
+    }
+  }
+  if (api.err_occurred() != nullptr) api.err_fetch(&type, &value, &traceback);  // str() failed
+  for (void* o : {type, value, traceback}) {
+    if (o != nullptr) api.dec_ref(o);
+  }
+  return message;
+}
+
+namespace {
 
 // ---- running R code on the main thread ----------------------------------------------------------
 

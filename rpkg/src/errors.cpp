@@ -117,7 +117,9 @@ void keep_error(std::exception_ptr error) noexcept {
   } catch (const std::bad_alloc&) {
     keep("torch_out_of_memory", "out of memory");
   } catch (const std::exception& e) {
-    keep("runtime_error", e.what());
+    std::string message = e.what();
+    if (message.empty()) message = python_error_message();  // torch's python_error
+    keep("runtime_error", message.empty() ? "an error without a message" : message);
   } catch (...) {
     keep("runtime_error", "unknown C++ exception");
   }

@@ -206,6 +206,10 @@ def test_r_glue_presets_sharded_scaler_and_param_signature():
     before = r_glue.param_signature(opt)
     opt.add_param_group({"params": [q]})
     assert before == [[id(p)]] and r_glue.param_signature(opt) == [[id(p)], [id(q)]]
+    scaler = ampkit.GradScaler("cpu", init_scale=8.0)
+    assert r_glue.scale_tensor(scaler) is None
+    scaler.scale(torch.ones(1))
+    assert r_glue.scale_tensor(scaler).item() == 8.0
 
 
 # ---- the binding's stub ----------------------------------------------------------------------

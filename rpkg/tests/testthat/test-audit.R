@@ -157,3 +157,15 @@ test_that("bad input is an ampkit_error naming the argument; the example runs", 
                    ask = FALSE, local = new.env())
   )))
 })
+
+test_that("an op's error under the audit keeps its message, and Python is left clean", {
+  skip_if_no_ampkit()
+  x <- torch_randn(3, 3)
+  # the audit's Python dispatch mode raised it: torch's python_error, whose text is built later
+  expect_error(autocast_audit(torch_mm(x, x$to(dtype = torch_bfloat16()))),
+               "expected m1 and m2 to have the same dtype", class = "runtime_error")
+  expect_error(autocast_audit(torch_mm(x, x$to(dtype = torch_bfloat16()))),
+               "expected m1 and m2 to have the same dtype", class = "runtime_error")
+  audit <- autocast_audit(torch_mm(x, x)) # no exception left set for Python's next call
+  expect_true("mm" %in% audit$op)
+})

@@ -324,3 +324,11 @@ test_that("with_autocast keeps nothing of its code's value once the value is dro
   invisible(gc())
   expect_true(freed)
 })
+
+test_that("local_autocast() checks `.env` before it opens its region", {
+  expect_error(local_autocast("cpu", dtype = "float16", .env = "x"),
+               "`.env` must be an environment", class = "value_error")
+  expect_false(is_autocast_enabled("cpu")) # no region left open
+  expect_error(local_autocast("cpu", .env = NULL), "`.env`", class = "value_error")
+  expect_false(is_autocast_enabled("cpu"))
+})

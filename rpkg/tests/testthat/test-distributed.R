@@ -36,9 +36,16 @@ for (step in 0:4) {
   scales <- c(scales, scaler$get_scale())
   skipped <- c(skipped, scaler$step_was_skipped(opt))
 }
+# the scaler\'s documented methods and R torch\'s `.scale`, as on one process
+scale_field <- as_array(scaler$.scale)
+scaler$set_growth_factor(3)
+scaler$set_backoff_factor(0.25)
+scaler$set_growth_interval(7)
+factors <- c(scaler$get_growth_factor(), scaler$get_backoff_factor(), scaler$get_growth_interval())
 dist$destroy_process_group()
 part <- paste0(out, ".part")  # renamed when complete: the test reads only whole files
-saveRDS(list(scales = scales, skipped = skipped, stats = scaler$stats()), part)
+saveRDS(list(scales = scales, skipped = skipped, stats = scaler$stats(),
+             scale_field = scale_field, factors = factors), part)
 file.rename(part, out)
 '
 
@@ -68,6 +75,8 @@ test_that("ranks driven from R agree: an inf in one rank's shard is a skip on ev
   expect_identical(ranks[[1]]$skipped, c(FALSE, FALSE, TRUE, FALSE, FALSE))
   expect_identical(ranks[[2]]$skipped, ranks[[1]]$skipped)
   expect_identical(ranks[[1]]$stats, ranks[[2]]$stats)
+  expect_identical(ranks[[1]]$scale_field, utils::tail(ranks[[1]]$scales, 1L))
+  expect_identical(ranks[[1]]$factors, c(3, 0.25, 7))
 })
 
 test_that("a process_group that is not one is refused, naming it", {

@@ -438,3 +438,50 @@ test_that("host reads: none to scale, unscale or update on a clean step; one for
   scaler$update()
   expect_identical(scaler$host_reads, 2)
 })
+
+test_that("a closure in step() is refused, as torch.amp refuses it, and nothing steps", {
+  m <- nn_linear(2, 1)
+  opt <- optim_sgd(m$parameters, lr = 0.1)
+  scaler <- amp_grad_scaler("cpu", init_scale = 1024)
+  closure <- function() {
+    opt$zero_grad()
+    loss <- scaler$scale(m(torch_ones(1, 2))$sum())
+    loss$backward()
+    loss
+  }
+  scaler$scale(m(torch_ones(1, 2))$sum())$backward()
+  before <- as_array(m$weight)
+  # torch.amp: "Closure use is not currently supported if GradScaler is enabled."
+  expect_error(scaler$step(opt, closure = closure), "Closure use is not currently supported",
+               class = "runtime_error")
+  expect_error(scaler$step(opt, closure), "Closure use", class = "runtime_error")
+  expect_identical(as_array(m$weight), before)
+  expect_no_error(amp_grad_scaler("cpu", enabled = FALSE)$step(opt, closure)) # a pass-through
+})
+
+test_that("a group added between unscale_() and step() does not unscale the gradients again", {
+  a <- torch_ones(1, requires_grad = TRUE)
+  b <- torch_ones(1, requires_grad = TRUE)
+  opt <- optim_sgd(list(a), lr = 1)
+  scaler <- amp_grad_scaler("cpu", init_scale = 4, track_overflow = TRUE)
+  scaler$scale((a * 1)$sum())$backward()
+  scaler$unscale_(opt)
+  expect_equal(as_array(a$grad), 1)
+  opt$add_param_group(list(params = list(b)))
+  scaler$step(opt) # torch.amp and ampkit's Python: a$grad stays 1, a becomes 0
+  expect_equal(as_array(a$grad), 1)
+  expect_equal(as_array(a), 0)
+  scaler$update()
+  # the same optimizer keeps its name in the overflow report (a new list was optimizer 1)
+  b$grad <- torch_tensor(Inf)
+  scaler$scale((a * 1)$sum())$backward()
+  scaler$step(opt)
+  expect_identical(scaler$overflow_report()$name, "group1.param0")
+})
+
+test_that("a disabled scaler loads any state dict, its own empty one included (torch.amp's)", {
+  scaler <- amp_grad_scaler("cpu", enabled = FALSE)
+  expect_no_error(scaler$load_state_dict(scaler$state_dict()))
+  expect_no_error(scaler$load_state_dict(list(scale = 8)))
+  expect_identical(scaler$get_scale(), 1)
+})

@@ -358,3 +358,49 @@ test_that("the documented examples run", {
     )))
   }
 })
+
+test_that("a clone of a policed module runs its own weights in the policy's dtype, as Python's", {
+  skip_if_no_ampkit()
+  x <- precision_input()
+  first <- function(m) with_autocast(device_type = "cpu", dtype = "float16", m[[1]](x))
+  # Python's copy.deepcopy of a module under a policy: a wrapper bound to the copy, which the
+  # policy's remove() leaves on it; the copy has no policy, so it may get one of its own
+  twin <- python_twin(precision_model())
+  py_policy <- precision_policy(twin, c("0" = "float32"))
+  py_copy <- reticulate::import("copy")$deepcopy(twin)
+  py_policy$remove()
+  for (hooked in c(FALSE, TRUE)) {
+    model <- precision_model()
+    if (hooked) hook <- model[[1]]$register_forward_hook(function(module, input, output) NULL)
+    policy <- precision_policy(model, c("0" = "float32"))
+    copy <- model$clone(deep = TRUE)
+    policy$remove()
+    with_no_grad({
+      copy[[1]]$weight$zero_()
+      copy[[1]]$bias$zero_()
+    })
+    py_copy$load_state_dict(copy$state_dict())
+    expect_identical(first(copy)$dtype, torch_float32())  # still kept in float32
+    expect_true(torch_equal(first(copy), torch_zeros(5, 16)))
+    r_step <- precision_step(copy)
+    py_y <- with_autocast(device_type = "cpu", dtype = "float16", py_copy(x))
+    expect_identical(r_step$y$dtype, py_y$dtype)
+    expect_true(torch_equal(r_step$y, py_y))
+    expect_true(is_undefined_tensor(model[[1]]$weight$grad))  # the original's were not used
+    expect_identical(first(model)$dtype, torch_float16())  # the policy is off the original
+    again <- precision_policy(copy, c("0" = "bfloat16"))  # nests around the copied float32 one
+    expect_identical(first(copy)$dtype, torch_float32())
+    again$remove()
+    if (hooked) hook$remove()
+  }
+  # a clone of a module with hooks and no policy (its plain forward one of R6's locked methods)
+  model <- precision_model()
+  hook <- model[[1]]$register_forward_hook(function(module, input, output) NULL)
+  copy <- model$clone(deep = TRUE)
+  policy <- precision_policy(copy, c("0" = "float32"))
+  expect_identical(first(copy)$dtype, torch_float32())
+  expect_identical(first(model)$dtype, torch_float16())
+  policy$remove()
+  expect_identical(first(copy)$dtype, torch_float16())
+  hook$remove()
+})
