@@ -368,6 +368,12 @@ DataLoader <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter. (R to
       self$collate_fn <- collate_fn %||%
         if (self$.auto_collation) default_collate else default_convert
       self$pin_memory <- arg_flag(pin_memory, "pin_memory")
+      if (self$pin_memory && !cuda_is_available()) {
+        # PyTorch's DataLoader: a warning, and unpinned batches (pinning needs an accelerator)
+        rlang::warn(paste0("'pin_memory' argument is set as true but no accelerator is found, ",
+                           "then device pinned memory won't be used."), class = "ampkit_warning")
+        self$pin_memory <- FALSE
+      }
       for (name in names(w)) self[[name]] <- w[[name]]
       if (self$num_workers > 0L) {
         check_workers_available()
@@ -742,7 +748,9 @@ loop <- function(loop) {
     assign(var, value, envir = env)
     TRUE
   }
-  eval(call("while", as.call(list(step)), expr[[4L]]), env)
+  # eval_bare(), as coro's loop(): a return() in the body returns from the caller's function
+  # (eval() would take it as its own)
+  rlang::eval_bare(call("while", as.call(list(step)), expr[[4L]]), env)
   invisible(NULL)
 }
 

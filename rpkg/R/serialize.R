@@ -125,10 +125,15 @@ read_connection <- function(con) {
   unlist(chunks, use.names = FALSE)
 }
 
+# Each tensor moved to `device` as it was: a leaf that requires grad stays a leaf that does (a
+# $to() alone made it a copy with a grad_fn, which optimizers refuse), its R classes kept.
 tensors_to_device <- function(x, device) {
   device <- as_torch_device(device)
-  rapply(list(x), function(t) t$to(device = device), classes = "torch_tensor",
-         how = "replace")[[1L]]
+  rapply(list(x), function(t) {
+    moved <- with_no_grad(t$to(device = device))
+    if (t$requires_grad) moved$requires_grad_(TRUE)
+    with_attributes_of(moved, t)
+  }, classes = "torch_tensor", how = "replace")[[1L]]
 }
 
 # ---- R objects that hold tensors: modules, datasets, anything R can serialize -------------------
@@ -142,14 +147,30 @@ tensors_to_device <- function(x, device) {
 
 archive_key <- "__ampkit_r_object__"
 
+# What PyTorch's format holds as it is: a number, flag or string, a vector of numbers or flags
+# (a Python list: it comes back a list of them, as PyTorch's optimizers' betas do), lists of
+# these with no names or unique ones. Anything else (NA, which Python has no value for, a vector
+# of strings, raw or complex vectors, names on a vector) is kept whole by R's serialization.
 is_plain_value <- function(x) {
   if (is_torch_tensor(x) || is.null(x)) return(TRUE)
-  if (is.atomic(x)) return(is.null(attributes(x)) || identical(names(attributes(x)), "names"))
-  if (is.list(x) && !is.object(x)) {
-    extra <- setdiff(names(attributes(x)), "names")
-    return(length(extra) == 0L && all(vapply(x, is_plain_value, TRUE)))
+  if (is.atomic(x)) return(is_plain_atomic(x))
+  is.list(x) && !is.object(x) && is_plain_list(x)
+}
+
+# A list with no attributes but unique, non-empty names (a Python dict's keys), of plain values.
+is_plain_list <- function(x) {
+  keys <- names(x)
+  if (length(setdiff(names(attributes(x)), "names")) || anyDuplicated(keys) ||
+        !all(nzchar(keys))) {
+    return(FALSE)
   }
-  FALSE
+  all(vapply(x, is_plain_value, TRUE))
+}
+
+is_plain_atomic <- function(x) {
+  simple <- is.double(x) || is.integer(x) || is.logical(x) || (is.character(x) && length(x) == 1L)
+  # NaN is a Python float; NA is none
+  simple && length(x) >= 1L && is.null(attributes(x)) && !any(is.na(x) & !is.nan(x))
 }
 
 r_object_archive <- function(obj) {

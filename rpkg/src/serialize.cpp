@@ -99,7 +99,34 @@ c10::IValue ivalue_of(SEXP x, const std::string& where) {
               " (tensors, lists, numbers, flags, strings and NULL can).");
 }
 
+// PyTorch's rule, and its words: one storage is written once, typed by the first tensor that
+// views it, so a view of it as another dtype (x$view(torch_int32()), torch_view_as_real(z))
+// would come back as that first dtype's values.
+void check_storage_types(const c10::IValue& v,
+                         std::unordered_map<const void*, c10::ScalarType>& seen) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || !t.has_storage()) return;
+    const auto [it, fresh] = seen.emplace(t.storage().unsafeGetStorageImpl(), t.scalar_type());
+    if (!fresh && it->second != t.scalar_type()) {
+      value_error(
+          "Cannot save multiple tensors or storages that view the same data as different types "
+          "(" +
+          std::string(c10::toString(it->second)) + " and " + c10::toString(t.scalar_type()) +
+          "): save a $clone() of one of them.");
+    }
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) check_storage_types(e, seen);
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) check_storage_types(e, seen);
+  } else if (v.isGenericDict()) {
+    for (const auto& entry : v.toGenericDict()) check_storage_types(entry.value(), seen);
+  }
+}
+
 std::vector<char> save_archive(const c10::IValue& value) {
+  std::unordered_map<const void*, c10::ScalarType> storage_types;
+  check_storage_types(value, storage_types);
   std::vector<char> pickle;
   torch::jit::Pickler pickler(
       [&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
@@ -594,7 +621,11 @@ SEXP r_of(const c10::IValue& v) {
   if (v.isNone()) return R_NilValue;
   if (v.isTensor()) return make_tensor(v.toTensor());
   if (v.isDouble()) return Rf_ScalarReal(v.toDouble());
-  if (v.isInt()) return Rf_ScalarReal(static_cast<double>(v.toInt()));
+  if (v.isInt()) {  // an R integer where it fits (R's integer saved comes back one)
+    const int64_t i = v.toInt();
+    if (i > INT32_MIN && i <= INT32_MAX) return Rf_ScalarInteger(static_cast<int>(i));
+    return Rf_ScalarReal(static_cast<double>(i));
+  }
   if (v.isBool()) return Rf_ScalarLogical(v.toBool());
   if (v.isString()) {
     if (is_global(v)) {

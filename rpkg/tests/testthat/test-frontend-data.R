@@ -159,3 +159,22 @@ test_that("the examples of the data help pages run", {
                  NA, label = topic)
   }
 })
+
+test_that("return() inside loop() returns from the enclosing function, as coro's loop()", {
+  dl <- dataloader(tensor_dataset(torch_arange(1, 6)), batch_size = 2)
+  first_with_3 <- function() {
+    loop(for (b in dl) if (as_array(b[[1]])[1] == 3) return("early"))
+    "late"
+  }
+  expect_identical(first_with_3(), "early")
+})
+
+test_that("pin_memory = TRUE without an accelerator warns and loads unpinned, as PyTorch's", {
+  skip_if(cuda_is_available(), "an accelerator is here")
+  expect_warning(dl <- dataloader(tensor_dataset(torch_ones(3)), batch_size = 2,
+                                  pin_memory = TRUE),
+                 "no accelerator is found", class = "ampkit_warning")
+  batches <- 0
+  loop(for (b in dl) batches <- batches + 1)
+  expect_identical(batches, 2)
+})

@@ -93,3 +93,65 @@ test_that("torch_serialize() takes no path; is_rds() tells R's own files", {
   expect_error(torch_save(torch_ones(1), 42), "`path` must be a file path or a connection",
                class = "value_error")
 })
+
+test_that("R values torch_save() cannot write as PyTorch's are kept whole, not changed", {
+  f <- tempfile(fileext = ".pt")
+  on.exit(unlink(f))
+  value <- list(sd = list(w = torch_ones(2)), epoch = 10L, losses = c(0.5, 0.4), best = NA,
+                note = NA_character_, n = NA_integer_, vocab = c("a", "b"), bytes = as.raw(1:3),
+                flags = c(TRUE, NA), z = 1 + 2i, named = c(a = 1, b = 2))
+  torch_save(value, f)
+  back <- torch_load(f)
+  back$sd$w <- as_array(back$sd$w)
+  value$sd$w <- as_array(value$sd$w)
+  expect_identical(back, value) # NA had become TRUE, "NA", -2^31; vectors lists; names lost
+  # what PyTorch's format holds stays readable by Python: numbers, an integer comes back one
+  torch_save(list(epoch = 10L, lr = 0.1, betas = c(0.9, 0.999), nan = NaN), f)
+  back <- torch_load(f)
+  expect_identical(back$epoch, 10L)
+  expect_identical(back$betas, list(0.9, 0.999)) # a Python list, as PyTorch's optimizers save
+  expect_true(is.nan(back$nan))
+  expect_equal(reticulate::py_to_r(pt()$load(f, weights_only = TRUE))$epoch, 10L)
+})
+
+test_that("two views of one storage as different dtypes are refused, as PyTorch refuses them", {
+  f <- tempfile(fileext = ".pt")
+  on.exit(unlink(f))
+  x <- torch_tensor(c(1, 2))
+  expect_error(torch_save(list(a = x, b = x$view(torch_int32())), f),
+               "Cannot save multiple tensors or storages that view the same data as different",
+               class = "value_error")
+  z <- torch_tensor(complex(real = c(1, 2), imaginary = c(3, 4)))
+  expect_error(torch_save(list(z = z, r = torch_view_as_real(z)), f), "as different types",
+               class = "value_error")
+  torch_save(list(z = z, r = torch_view_as_real(z)$clone()), f)
+  expect_equal(as_array(torch_load(f)$z), c(1 + 3i, 2 + 4i))
+})
+
+test_that("torch_load(device =) gives leaves that require grad, as they were saved", {
+  f <- tempfile(fileext = ".pt")
+  on.exit(unlink(f))
+  torch_save(nn_linear(2, 2), f)
+  m <- torch_load(f, device = "cpu")
+  expect_true(m$weight$is_leaf)
+  expect_true(m$weight$requires_grad)
+  expect_s3_class(m$weight, "nn_parameter")
+  expect_no_error(optim_sgd(m$parameters, lr = 0.1))
+  torch_save(list(w = torch_ones(2, requires_grad = TRUE), b = torch_ones(2)), f)
+  l <- torch_load(f, device = "meta")
+  expect_true(l$w$is_leaf && l$w$requires_grad)
+  expect_false(l$b$requires_grad)
+})
+
+test_that("PyTorch's batch norm state dict loads: a 0-dim num_batches_tracked into R's (1)", {
+  f <- tempfile(fileext = ".pt")
+  on.exit(unlink(f))
+  py_bn <- pt()$nn$BatchNorm1d(3L)
+  pycall(py_bn, pt()$randn(4L, 3L))
+  pt()$save(py_bn$state_dict(), f)
+  bn <- nn_batch_norm1d(3)
+  bn$load_state_dict(torch_load(f))
+  expect_equal(as_array(bn$num_batches_tracked), 1)
+  expect_same_tensor(bn$running_mean, py_bn$running_mean)
+  expect_error(bn$load_state_dict(list(weight = torch_ones(4))), "size mismatch for weight")
+})
