@@ -231,10 +231,16 @@ torch_iinfo <- function(dtype) {
   dtype <- as_torch_dtype(dtype)
   info <- dtype_info(dtype)
   name <- info[[1L]]
-  limits <- list(Byte = c(0, 255), Char = c(-128, 127), Short = c(-32768, 32767),
-                 Int = c(-2147483648, 2147483647), Long = c(-9223372036854775808,
-                                                            9223372036854775807),
-                 Bool = c(0, 1))[[name]]
+  # R torch's values: integers, and bit64's integer64 for int32 and int64, exact where a double
+  # is not (2^63 - 1 became 2^63, and a tensor filled with it wrapped to -2^63). int64's min,
+  # -2^63, is bit64's NA: a double, exact. The unsigned dtypes are PyTorch's (uint64's max a
+  # double, 2^64).
+  limits <- switch(name,
+    Byte = c(0L, 255L), Char = c(-128L, 127L), Short = c(-32768L, 32767L), Bool = c(0L, 1L),
+    Int = bit64::as.integer64(c("-2147483648", "2147483647")),
+    Long = list(-9223372036854775808, bit64::as.integer64("9223372036854775807")),
+    UInt16 = c(0L, 65535L), UInt32 = c(0, 4294967295), UInt64 = c(0, 18446744073709551615)
+  )
   if (is.null(limits)) {
     abort(sprintf("torch_iinfo() needs an integer dtype, got %s.", name), class = "value_error")
   }

@@ -774,3 +774,18 @@ test_that("arguments are checked, not truncated or read as another value", {
   expect_equal(as_array(positions), c(2L, 0L))
   expect_equal(as_array(values), c(9, 5))
 })
+
+test_that("torch_iinfo() gives R torch's exact limits, bit64's integer64 for int32 and int64", {
+  skip_if_no_ampkit()
+  long <- torch_iinfo(torch_int64())
+  expect_s3_class(long$max, "integer64")
+  expect_identical(as.character(long$max), "9223372036854775807")
+  expect_identical(long$min, -2^63)
+  filled <- torch_full(1, long$max, dtype = torch_long()) # it wrapped to -2^63 as a double
+  expect_identical(as.character(bit64::as.integer64(filled)), "9223372036854775807")
+  expect_identical(as.character(torch_iinfo(torch_int32())$min), "-2147483648")
+  expect_identical(torch_iinfo(torch_int16())$max, 32767L)
+  expect_identical(torch_iinfo("uint16")$max, 65535L)
+  ref <- py_torch()$iinfo(py_torch()$uint32)
+  expect_identical(torch_iinfo("uint32")$max, as.numeric(reticulate::py_str(ref$max)))
+})
