@@ -179,7 +179,9 @@ Categorical <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
       draws$reshape(self$.extended_shape(sample_shape))
     },
     log_prob = function(value) {
-      if (is.numeric(value)) value <- torch_tensor(value, dtype = torch_long())
+      # R numbers as they are (a long tensor of 1.5 was 1, past the support check), where the
+      # probabilities are
+      if (is.numeric(value)) value <- torch_tensor(value, device = self$logits$device)
       if (self$.validate_args) self$.validate_sample(value)
       value <- value$to(dtype = torch_long())$unsqueeze(-1)
       b <- torch_broadcast_tensors(list(value, self$logits))

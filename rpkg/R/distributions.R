@@ -203,10 +203,18 @@ bound_init2 <- function(lower_bound, upper_bound) {
   }
 )
 
-# Positive definite matrices: a Cholesky factorization exists. R torch keeps a leading dim of 1.
+# Positive definite matrices: symmetric (PyTorch's first test: a Cholesky factorization reads the
+# lower triangle only, so [[2, 5], [0, 2]] passed), and a Cholesky factorization exists. R torch
+# keeps a leading dim of 1.
 .PositiveDefinite <- constraint_class( # nolint: object_name_linter. (R torch's name)
   "torch_PositiveDefinite", "positive definite",
-  function(value) torch_linalg_cholesky_ex(value)[[2L]]$eq(0)$unsqueeze(1),
+  function(value) {
+    symmetric <- torch_isclose(value, value$transpose(-2L, -1L), atol = 1e-6)$all(-1L)$all(-1L)
+    if (!as.logical(symmetric$all()$item())) {
+      return(symmetric$unsqueeze(1L))
+    }
+    torch_linalg_cholesky_ex(value)[[2L]]$eq(0)$unsqueeze(1L)
+  },
   event_dim = 2L
 )
 # Lower triangular with a positive diagonal.

@@ -340,3 +340,21 @@ test_that("validate_args checks parameters and values; constraints as R torch's"
   expect_output(print(distr_normal(0, 1)), "torch_Normal \\(loc: 0, scale: 1\\)")
 })
 # nolint end
+
+test_that("validate_args refuses a non-symmetric covariance and a fractional category", {
+  skip_if_no_ampkit()
+  # a Cholesky factorization reads the lower triangle only: PyTorch checks symmetry first
+  asymmetric <- torch_tensor(matrix(c(2, 0, 5, 2), 2))
+  expect_error(distr_multivariate_normal(torch_zeros(2), covariance_matrix = asymmetric,
+                                         validate_args = TRUE),
+               "covariance_matrix", class = "value_error")
+  expect_error(distr_multivariate_normal(torch_zeros(2), precision_matrix = asymmetric,
+                                         validate_args = TRUE),
+               "precision_matrix", class = "value_error")
+  ok <- torch_tensor(matrix(c(2, 0.5, 0.5, 1), 2))
+  expect_no_error(distr_multivariate_normal(torch_zeros(2), covariance_matrix = ok,
+                                            validate_args = TRUE))
+  d <- distr_categorical(probs = torch_tensor(c(0.2, 0.3, 0.5)), validate_args = TRUE)
+  expect_error(d$log_prob(1.5), class = "value_error") # it was truncated to 1, then checked
+  expect_equal(as_array(d$log_prob(c(1, 3))), log(c(0.2, 0.5)), tolerance = 1e-6)
+})
