@@ -392,15 +392,34 @@ conv_module <- function(classname, nd, f) {
                           dilation = 1, groups = 1, bias = TRUE, padding_mode = "zeros") {
       self$kernel_size <- nd_sizes(kernel_size, "kernel_size", nd, min = 1L)
       self$stride <- nd_sizes(stride, "stride", nd, min = 1L)
-      self$padding <- if (is.character(padding)) padding else nd_sizes(padding, "padding", nd)
+      self$padding <- if (is.character(padding)) {
+        arg_choice(padding, "padding", c("valid", "same"))
+      } else {
+        nd_sizes(padding, "padding", nd)
+      }
+      # PyTorch's check, whatever the padding mode (the others pad by conv_pad_widths()).
+      if (identical(self$padding, "same") && any(self$stride != 1L)) {
+        abort("padding='same' is not supported for strided convolutions", class = "value_error")
+      }
       self$dilation <- nd_sizes(dilation, "dilation", nd, min = 1L)
       self$groups <- whole_number(groups, "groups")
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
+      # R torch's and PyTorch's checks: each group has a whole share of the channels.
+      if (self$groups < 1L) {
+        abort(sprintf("`groups` must be a positive whole number, got %d.", self$groups),
+              class = "value_error")
+      }
+      if (self$in_channels %% self$groups != 0L) {
+        abort("`in_channels` must be divisible by groups", class = "value_error")
+      }
+      if (self$out_channels %% self$groups != 0L) {
+        abort("`out_channels` must be divisible by groups", class = "value_error")
+      }
       self$padding_mode <- arg_choice(padding_mode, "padding_mode",
                                       c("zeros", "reflect", "replicate", "circular"))
       self$weight <- nn_parameter(torch_empty(c(self$out_channels,
-                                                self$in_channels / self$groups,
+                                                self$in_channels %/% self$groups,
                                                 self$kernel_size)))
       has_bias <- arg_flag(bias, "bias")
       self$bias <- if (has_bias) nn_parameter(torch_empty(self$out_channels)) else NULL
@@ -481,7 +500,7 @@ nn_avg_pool2d <- nn_module(
 #' @export
 nn_adaptive_avg_pool2d <- nn_module(
   "nn_adaptive_avg_pool2d",
-  # As given: the op takes one size or two (and says so otherwise), as nnf_adaptive_avg_pool2d().
+  # As given, read at each call by nnf_adaptive_avg_pool2d() (NA: the input's size there).
   initialize = function(output_size) self$output_size <- output_size,
   forward = function(input) nnf_adaptive_avg_pool2d(input, self$output_size)
 )
@@ -495,17 +514,35 @@ batch_norm_module <- function(classname, dims) {
       self$num_features <- whole_number(num_features, "num_features")
       self$eps <- eps
       self$momentum <- momentum
-      self$affine <- affine
-      self$track_running_stats <- track_running_stats
-      if (affine) {
+      self$affine <- arg_flag(affine, "affine")
+      self$track_running_stats <- arg_flag(track_running_stats, "track_running_stats")
+      if (self$affine) {
         self$weight <- nn_parameter(torch_ones(self$num_features))
         self$bias <- nn_parameter(torch_zeros(self$num_features))
       }
-      if (track_running_stats) {
+      if (self$track_running_stats) {
         self$running_mean <- nn_buffer(torch_zeros(self$num_features))
         self$running_var <- nn_buffer(torch_ones(self$num_features))
         self$num_batches_tracked <- nn_buffer(torch_tensor(0L))
       }
+    },
+    # R torch's (nn_norm_base_) and PyTorch's: the statistics and the affine parameters back to
+    # their initial values, in place (the tensors others hold, an optimizer's, stay the same).
+    reset_running_stats = function() {
+      if (self$track_running_stats) {
+        self$running_mean$zero_()
+        self$running_var$fill_(1)
+        self$num_batches_tracked$zero_()
+      }
+      invisible(NULL)
+    },
+    reset_parameters = function() {
+      self$reset_running_stats()
+      if (self$affine) {
+        nn_init_ones_(self$weight)
+        nn_init_zeros_(self$bias)
+      }
+      invisible(NULL)
     },
     forward = function(input) {
       if (!input$dim() %in% dims) {
@@ -543,10 +580,19 @@ nn_layer_norm <- nn_module(
   initialize = function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE) {
     self$normalized_shape <- whole_numbers(normalized_shape, "normalized_shape")
     self$eps <- eps
-    if (elementwise_affine) {
+    self$elementwise_affine <- arg_flag(elementwise_affine, "elementwise_affine")
+    if (self$elementwise_affine) {
       self$weight <- nn_parameter(torch_ones(self$normalized_shape))
       self$bias <- nn_parameter(torch_zeros(self$normalized_shape))
     }
+  },
+  # R torch's and PyTorch's: weight 1, bias 0, in place.
+  reset_parameters = function() {
+    if (self$elementwise_affine) {
+      nn_init_ones_(self$weight)
+      nn_init_zeros_(self$bias)
+    }
+    invisible(NULL)
   },
   forward = function(input) {
     nnf_layer_norm(input, self$normalized_shape, self$weight, self$bias, self$eps)
@@ -743,8 +789,12 @@ activation_module <- function(classname, f, arguments = list()) {
 # others by the module's fields, read from the instance (`.subset2(self, "inplace")`, not
 # `self$inplace`'s S3 dispatch): the forward calls the functional directly, with two R calls
 # fewer on every module call.
-forward_body <- function(f, inputs, fields) {
-  values <- c(lapply(inputs, as.name), lapply(fields, function(n) rlang::expr(.subset2(self, !!n))))
+forward_body <- function(f, inputs, fields, buffers = character()) {
+  # Buffers are not in the instance's environment: `self$weight` finds them.
+  field <- function(n) {
+    if (n %in% buffers) call("$", quote(self), as.name(n)) else rlang::expr(.subset2(self, !!n))
+  }
+  values <- c(lapply(inputs, as.name), lapply(fields, field))
   args <- names(formals(f))
   stopifnot(length(args) == length(values))
   do.call(substitute, list(body(f), stats::setNames(values, args)))
@@ -807,26 +857,46 @@ nn_loss <- nn_module(
   }
 )
 
+# `arguments` come before `reduction`, `after` after it (R torch's order: its
+# nn_bce_with_logits_loss(weight, reduction, pos_weight)); `f` takes them in that order. The
+# tensors among them (`weight`, `pos_weight`) are buffers, as R torch registers them: they follow
+# $to() and $cuda() and are in the state dict (NULL: no buffer).
 # nolint start: object_usage_linter. (R6 methods, written as expressions)
-loss_module <- function(classname, f, arguments = list()) {
+loss_module <- function(classname, f, arguments = list(), after = list()) {
+  fields <- c(names(arguments), "reduction", names(after))
+  buffers <- intersect(fields, c("weight", "pos_weight"))
   nn_module(
     classname,
     inherit = nn_loss,
     initialize = rlang::new_function(
-      args = c(arguments, alist(reduction = "mean")),
+      args = c(arguments, alist(reduction = "mean"), after),
       body = rlang::expr({
         arg_choice(reduction, "reduction", c("mean", "sum", "none"))
-        for (name in c(!!names(arguments), "reduction")) self[[name]] <- get(name)
+        for (name in !!setdiff(fields, buffers)) self[[name]] <- get(name)
+        for (name in !!buffers) self[[name]] <- loss_buffer(get(name), name)
       })
     ),
     forward = rlang::new_function(
       args = formals(function(input, target) NULL),
-      body = forward_body(f, c("input", "target"), c(names(arguments), "reduction"))
+      body = forward_body(f, c("input", "target"), fields, buffers)
     )
   )
 }
 
 # nolint end
+
+# A loss's weight as a buffer: a tensor (numbers made one, as nn_multi_margin_loss does), or NULL.
+loss_buffer <- function(x, name) {
+  if (is.null(x)) {
+    return(NULL)
+  }
+  if (is.numeric(x)) x <- torch_tensor(x)
+  if (!is_torch_tensor(x)) {
+    abort(sprintf("`%s` must be NULL or a tensor, got %s.", name, describe(x)),
+          class = "value_error")
+  }
+  nn_buffer(x)
+}
 
 #' @rdname nn_layers
 #' @export
@@ -842,14 +912,14 @@ nn_bce_loss <- loss_module("nn_bce_loss", function(i, t, w, r) nnf_binary_cross_
 #' @export
 nn_bce_with_logits_loss <- loss_module(
   "nn_bce_with_logits_loss",
-  function(i, t, w, pw, r) nnf_binary_cross_entropy_with_logits(i, t, w, r, pw),
-  list(weight = NULL, pos_weight = NULL))
+  function(i, t, w, r, pw) nnf_binary_cross_entropy_with_logits(i, t, w, r, pw),
+  list(weight = NULL), list(pos_weight = NULL))
 #' @rdname nn_layers
 #' @export
 nn_cross_entropy_loss <- loss_module(
   "nn_cross_entropy_loss",
-  function(i, t, w, ii, ls, r) nnf_cross_entropy(i, t, w, ii, r, ls),
-  list(weight = NULL, ignore_index = -100, label_smoothing = 0))
+  function(i, t, w, ii, r, ls) nnf_cross_entropy(i, t, w, ii, r, ls),
+  list(weight = NULL, ignore_index = -100), list(label_smoothing = 0))
 #' @rdname nn_layers
 #' @export
 nn_nll_loss <- loss_module("nn_nll_loss", function(i, t, w, ii, r) nnf_nll_loss(i, t, w, ii, r),

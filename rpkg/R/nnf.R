@@ -319,7 +319,8 @@ nnf_avg_pool2d <- function(input, kernel_size, stride = NULL, padding = 0, ceil_
 #' @rdname nnf
 #' @export
 nnf_adaptive_avg_pool2d <- function(input, output_size) {
-  torch_adaptive_avg_pool2d(input, output_size)
+  # NA keeps the input's size, as the other adaptive pools (adaptive_size()).
+  torch_adaptive_avg_pool2d(input, adaptive_size(output_size, input, 2L))
 }
 
 #' @rdname nnf

@@ -399,4 +399,86 @@ test_that("fractional max pooling is PyTorch's on the same random samples", {
   expect_error(nn_fractional_max_pool2d(2, output_ratio = 1.5), "between 0 and 1",
                class = "value_error")
 })
+
+test_that("the convolutions check groups and padding = \"same\" when made, as PyTorch", {
+  skip_if_no_ampkit()
+  expect_error(nn_conv2d(4, 6, 3, groups = 3), "`in_channels` must be divisible by groups",
+               class = "value_error")
+  expect_error(nn_conv1d(6, 4, 3, groups = 3), "`out_channels` must be divisible by groups",
+               class = "value_error")
+  expect_error(nn_conv3d(4, 6, 3, groups = 0), "`groups`", class = "value_error")
+  # PyTorch refuses "same" with a stride in every padding mode, not only with zeros.
+  for (mode in c("zeros", "reflect", "replicate", "circular")) {
+    expect_error(nn_conv2d(4, 6, 3, padding = "same", stride = c(1, 2), padding_mode = mode),
+                 "not supported for strided convolutions", class = "value_error")
+  }
+  expect_error(nn_conv1d(4, 6, 3, padding = "full"), "`padding`", class = "value_error")
+  torch_manual_seed(7)
+  conv <- nn_conv2d(4, 6, 3, groups = 2, padding = "same", padding_mode = "circular")
+  ref <- load_into_torch(pt()$nn$Conv2d(4L, 6L, 3L, groups = 2L, padding = "same",
+                                        padding_mode = "circular"), conv)
+  x <- torch_randn(2, 4, 5, 6)
+  expect_same_tensor(conv(x), pycall(ref, py_of(x)), tolerance = 1e-6)
+})
+
+test_that("batch and layer norm reset as PyTorch's, and check their flags", {
+  skip_if_no_ampkit()
+  x <- torch_randn(4, 3, 5) * 3 + 1
+  cases <- list(list(nn_batch_norm1d(3), x), list(nn_batch_norm2d(3), x$unsqueeze(4)),
+                list(nn_batch_norm3d(3), x$unsqueeze(4)$unsqueeze(5)))
+  for (case in cases) {
+    bn <- case[[1]]
+    input <- case[[2]]
+    bn(input)
+    with_no_grad({
+      bn$weight$mul_(2)
+      bn$bias$add_(1)
+    })
+    mean <- bn$running_mean
+    bn$reset_running_stats()
+    # In place: the same tensors, back to PyTorch's initial values; the parameters kept.
+    expect_same_tensor(mean, torch_zeros(3))
+    expect_same_tensor(bn$running_var, torch_ones(3))
+    expect_equal(as.numeric(as_array(bn$num_batches_tracked)), 0)
+    expect_same_tensor(bn$weight$detach(), torch_full(3, 2))
+    bn(input)
+    weight <- bn$weight
+    bn$reset_parameters()
+    expect_same_tensor(bn$running_mean, torch_zeros(3))
+    expect_equal(as.numeric(as_array(bn$num_batches_tracked)), 0)
+    expect_same_tensor(weight$detach(), torch_ones(3))
+    expect_same_tensor(bn$bias$detach(), torch_zeros(3))
+  }
+  # Without statistics or affine parameters there is nothing to reset.
+  bare <- nn_batch_norm2d(3, affine = FALSE, track_running_stats = FALSE)
+  expect_silent(bare$reset_parameters())
+  expect_length(bare$state_dict(), 0L)
+  ln <- nn_layer_norm(c(3, 5))
+  with_no_grad({
+    ln$weight$mul_(3)
+    ln$bias$add_(2)
+  })
+  ln$reset_parameters()
+  ref <- pt()$nn$LayerNorm(ints(3, 5))
+  expect_same_tensor(ln(x), pycall(ref, py_of(x)))
+  expect_silent(nn_layer_norm(5, elementwise_affine = FALSE)$reset_parameters())
+  for (flag in list(NA, 1, "yes")) {
+    expect_error(nn_batch_norm1d(3, affine = flag), "`affine`", class = "value_error")
+    expect_error(nn_batch_norm2d(3, track_running_stats = flag), "`track_running_stats`",
+                 class = "value_error")
+    expect_error(nn_layer_norm(3, elementwise_affine = flag), "`elementwise_affine`",
+                 class = "value_error")
+  }
+})
+
+test_that("nnf_adaptive_avg_pool2d keeps the input's size where output_size is NA", {
+  skip_if_no_ampkit()
+  x <- torch_randn(2, 3, 7, 9)
+  expect_same_tensor(nnf_adaptive_avg_pool2d(x, c(4, NA)),
+                     ptf()$adaptive_avg_pool2d(py_of(x), list(4L, NULL)))
+  expect_same_tensor(nn_adaptive_avg_pool2d(c(NA, 2))(x),
+                     pycall(pt()$nn$AdaptiveAvgPool2d(list(NULL, 2L)), py_of(x)))
+  expect_same_tensor(nn_adaptive_avg_pool2d(3)(x),
+                     pycall(pt()$nn$AdaptiveAvgPool2d(3L), py_of(x)))
+})
 # nolint end

@@ -452,3 +452,72 @@ test_that("nn_utils_weight_norm is torch.nn.utils.weight_norm (R torch's class)"
   expect_error(nn_utils_weight_norm$new("w", 1)$apply(nn_linear(2, 2)), "no parameter `w`",
                class = "value_error")
 })
+
+test_that("the losses' weight and pos_weight are buffers: state dict, $to(), as R torch's", {
+  skip_if_no_ampkit()
+  torch_manual_seed(5)
+  input <- torch_randn(6, 3, dtype = torch_float64())
+  classes <- torch_tensor(c(1L, 3L, 2L, 2L, 1L, 3L))
+  probs <- torch_rand(6, 3, dtype = torch_float64())
+  labels <- (torch_rand(6, 3) > 0.5)$to(dtype = torch_float64())
+  w <- torch_tensor(c(1, 2, 3))
+  cases <- list(
+    list(nn_cross_entropy_loss(weight = w), pt()$nn$CrossEntropyLoss(weight = py_of(w)),
+         input, classes, zero_based(classes)),
+    list(nn_nll_loss(weight = w), pt()$nn$NLLLoss(weight = py_of(w)), input, classes,
+         zero_based(classes)),
+    list(nn_bce_loss(weight = w), pt()$nn$BCELoss(weight = py_of(w)), probs, labels,
+         py_of(labels)),
+    list(nn_multilabel_soft_margin_loss(weight = w),
+         pt()$nn$MultiLabelSoftMarginLoss(weight = py_of(w)), input, labels, py_of(labels))
+  )
+  for (case in cases) {
+    loss <- case[[1]]
+    expect_identical(names(loss$state_dict()), "weight")
+    # A float weight with a double input fails: $to() must convert the buffer.
+    loss$to(dtype = torch_float64())
+    expect_identical(loss$weight$dtype$.type(), "Double")
+    ref <- case[[2]]$to(dtype = pt()$float64)
+    expect_same_tensor(loss(case[[3]], case[[4]]), pycall(ref, py_of(case[[3]]), case[[5]]))
+  }
+  pw <- torch_tensor(c(0.5, 1, 2))
+  logits <- nn_bce_with_logits_loss(weight = w, pos_weight = pw)
+  expect_setequal(names(logits$state_dict()), c("weight", "pos_weight"))
+  logits$to(dtype = torch_float64())
+  expect_identical(logits$pos_weight$dtype$.type(), "Double")
+  ref <- pt()$nn$BCEWithLogitsLoss(weight = py_of(w), pos_weight = py_of(pw))
+  expect_same_tensor(logits(input, labels),
+                     pycall(ref$to(dtype = pt()$float64), py_of(input), py_of(labels)))
+  # NULL stays NULL (no buffer); numbers become a tensor, as nn_multi_margin_loss's weight.
+  expect_length(nn_cross_entropy_loss()$state_dict(), 0L)
+  expect_null(nn_bce_with_logits_loss(weight = w)$pos_weight)
+  expect_identical(as_array(nn_nll_loss(weight = c(1, 2, 3))$weight), c(1, 2, 3))
+  expect_error(nn_bce_loss(weight = "a"), "`weight` must be NULL or a tensor",
+               class = "value_error")
+})
+
+test_that("the losses take R torch's positional arguments", {
+  skip_if_no_ampkit()
+  args_of <- function(loss) names(formals(loss$public_methods$initialize))
+  expect_identical(args_of(nn_bce_with_logits_loss), c("weight", "reduction", "pos_weight"))
+  expect_identical(args_of(nn_cross_entropy_loss),
+                   c("weight", "ignore_index", "reduction", "label_smoothing"))
+  expect_identical(args_of(nn_nll_loss), c("weight", "ignore_index", "reduction"))
+  expect_identical(args_of(nn_bce_loss), c("weight", "reduction"))
+  expect_identical(args_of(nn_multilabel_soft_margin_loss), c("weight", "reduction"))
+  expect_identical(args_of(nn_hinge_embedding_loss), c("margin", "reduction"))
+  torch_manual_seed(6)
+  input <- torch_randn(5, 3)
+  target <- torch_tensor(c(1L, 2L, 3L, 2L, 2L))
+  labels <- torch_rand(5, 3)
+  w <- torch_rand(3)
+  pw <- torch_rand(3)
+  expect_same_tensor(nn_bce_with_logits_loss(w, "sum", pw)(input, labels),
+                     pycall(pt()$nn$BCEWithLogitsLoss(weight = py_of(w), reduction = "sum",
+                                                      pos_weight = py_of(pw)),
+                            py_of(input), py_of(labels)))
+  expect_same_tensor(nn_cross_entropy_loss(w, 2, "sum", 0.1)(input, target),
+                     pycall(pt()$nn$CrossEntropyLoss(weight = py_of(w), ignore_index = 1L,
+                                                     reduction = "sum", label_smoothing = 0.1),
+                            py_of(input), zero_based(target)))
+})
