@@ -399,7 +399,7 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       if (!private$enabled) {
         return(invisible(optimizer$step(...)))
       }
-      refuse_closure(...)
+      if (...length()) refuse_closure(...) # (a call less where none is given: every step)
       params <- optimizer_params(private$state, optimizer)
       python <- inherits(optimizer, "python.builtin.object")
       if (python && python_fused(optimizer)) {
