@@ -131,16 +131,7 @@ conv_transpose_module <- function(classname, nd, f) {
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
       self$groups <- whole_number(groups, "groups")
-      if (self$groups < 1L) {
-        abort(sprintf("`groups` must be a positive whole number, got %d.", self$groups),
-              class = "value_error")
-      }
-      if (self$in_channels %% self$groups != 0L) {
-        abort("`in_channels` must be divisible by `groups`.", class = "value_error")
-      }
-      if (self$out_channels %% self$groups != 0L) {
-        abort("`out_channels` must be divisible by `groups`.", class = "value_error")
-      }
+      check_groups(self$in_channels, self$out_channels, self$groups)
       self$kernel_size <- nd_sizes(kernel_size, "kernel_size", nd, min = 1L)
       self$stride <- nd_sizes(stride, "stride", nd, min = 1L)
       self$padding <- nd_sizes(padding, "padding", nd)

@@ -383,6 +383,21 @@ nn_bilinear <- nn_module(
   forward = function(input1, input2) nnf_bilinear(input1, input2, self$weight, self$bias)
 )
 
+# R torch's and PyTorch's checks of a convolution's groups, when it is made: each group has a
+# whole share of the channels (and R torch's words).
+check_groups <- function(in_channels, out_channels, groups) {
+  if (groups < 1L) {
+    abort(sprintf("`groups` must be a positive whole number, got %d.", groups),
+          class = "value_error")
+  }
+  if (in_channels %% groups != 0L) {
+    abort("`in_channels` must be divisible by groups", class = "value_error")
+  }
+  if (out_channels %% groups != 0L) {
+    abort("`out_channels` must be divisible by groups", class = "value_error")
+  }
+}
+
 # The module factories below define R6 methods, where `self` is bound by R6.
 # nolint start: object_usage_linter.
 conv_module <- function(classname, nd, f) {
@@ -405,17 +420,7 @@ conv_module <- function(classname, nd, f) {
       self$groups <- whole_number(groups, "groups")
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
-      # R torch's and PyTorch's checks: each group has a whole share of the channels.
-      if (self$groups < 1L) {
-        abort(sprintf("`groups` must be a positive whole number, got %d.", self$groups),
-              class = "value_error")
-      }
-      if (self$in_channels %% self$groups != 0L) {
-        abort("`in_channels` must be divisible by groups", class = "value_error")
-      }
-      if (self$out_channels %% self$groups != 0L) {
-        abort("`out_channels` must be divisible by groups", class = "value_error")
-      }
+      check_groups(self$in_channels, self$out_channels, self$groups)
       self$padding_mode <- arg_choice(padding_mode, "padding_mode",
                                       c("zeros", "reflect", "replicate", "circular"))
       self$weight <- nn_parameter(torch_empty(c(self$out_channels,
