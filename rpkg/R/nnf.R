@@ -327,6 +327,15 @@ nnf_adaptive_avg_pool2d <- function(input, output_size) {
 #' @export
 nnf_batch_norm <- function(input, running_mean, running_var, weight = NULL, bias = NULL,
                            training = FALSE, momentum = 0.1, eps = 1e-5) {
+  if (isTRUE(training)) {
+    # PyTorch's check (F.batch_norm): one value per channel has no variance to normalize by, and
+    # libtorch would return ~0 for it without a word
+    size <- meta(input, "shape")
+    if (length(size) >= 2L && prod(size[-2L]) == 1) {
+      abort(sprintf("Expected more than 1 value per channel when training, got input size [%s]",
+                    paste(size, collapse = ", ")), class = "value_error")
+    }
+  }
   torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
                    FALSE)
 }

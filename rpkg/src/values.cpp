@@ -1014,12 +1014,22 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
   AMPKIT_R_END
 }
 
-// A seed from R: a whole number, or bit64's integer64 (its bits: seeds are 64-bit).
+// A seed from R: bit64's integer64 (its bits: seeds are 64-bit), or a whole number from -2^63 to
+// 2^64 - 1, PyTorch's range (a negative one its two's complement). Outside it, or a fraction or
+// NA, is an error: cast as it was, 2^64 became 0 and 1.5 became 1.
 uint64_t seed_of(SEXP seed) {
   if (is_integer64(seed) && XLENGTH(seed) == 1) {
-    return static_cast<uint64_t>(static_cast<const int64_t*>(DATAPTR_RO(seed))[0]);
+    return static_cast<uint64_t>(integer64_at(seed, 0, "seed"));
   }
-  return static_cast<uint64_t>(Rf_asReal(seed));
+  if (!is_number(seed) || TYPEOF(seed) == LGLSXP) {
+    value_error("`seed` must be a whole number, got " + describe(seed) + ".");
+  }
+  const double v = number_of(seed, "seed");
+  if (v != std::trunc(v) || v < -9223372036854775808.0 || v >= 18446744073709551616.0) {
+    value_error("`seed` must be a whole number from -2^63 to 2^64 - 1, got " + describe(seed) +
+                ".");
+  }
+  return v < 0 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
 }
 
 extern "C" SEXP C_generator_new(SEXP seed) {

@@ -482,3 +482,15 @@ test_that("nnf_adaptive_avg_pool2d keeps the input's size where output_size is N
                      pycall(pt()$nn$AdaptiveAvgPool2d(3L), py_of(x)))
 })
 # nolint end
+
+test_that("batch norm refuses one value per channel in training, as PyTorch's F.batch_norm", {
+  m <- nn_batch_norm1d(3)
+  expect_error(m(torch_randn(1, 3)),
+               "Expected more than 1 value per channel when training, got input size \\[1, 3\\]",
+               class = "value_error")
+  expect_error(nnf_batch_norm(torch_randn(1, 2, 1), torch_zeros(2), torch_ones(2),
+                              training = TRUE), "more than 1 value per channel")
+  expect_equal(m(torch_randn(2, 3))$shape, c(2, 3))
+  m$eval()
+  expect_equal(m(torch_randn(1, 3))$shape, c(1, 3)) # running statistics: fine
+})

@@ -789,3 +789,14 @@ test_that("torch_iinfo() gives R torch's exact limits, bit64's integer64 for int
   ref <- py_torch()$iinfo(py_torch()$uint32)
   expect_identical(torch_iinfo("uint32")$max, as.numeric(reticulate::py_str(ref$max)))
 })
+
+test_that("a generator's seed is a whole number in PyTorch's range, not cast past it", {
+  g <- torch_generator()
+  expect_error(g$set_current_seed(2^64), "`seed` must be a whole number from -2\\^63 to 2\\^64 - 1",
+               class = "value_error")
+  expect_error(g$set_current_seed(NA), "`seed`", class = "value_error")
+  g$set_current_seed(-1) # PyTorch's two's complement: 2^64 - 1, bit64's -1
+  expect_identical(format(g$current_seed()), "-1")
+  g$set_current_seed(bit64::as.integer64(7))
+  expect_identical(format(g$current_seed()), "7")
+})
