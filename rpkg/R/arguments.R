@@ -101,6 +101,16 @@ whole_number <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (abs(x) <= .Machine$integer.max) as.integer(x) else x
 }
 
+# A count that must be at least 1 (L-BFGS's history_size, a scheduler's step_size, a
+# convolution's groups), `rule` the message's words for `name` and the value given.
+positive_whole <- function(x, name, rule = "`%s` must be a positive whole number, got %s.") {
+  n <- whole_number(x, name)
+  if (n < 1) {
+    abort(sprintf(rule, name, describe(x)), class = "value_error")
+  }
+  n
+}
+
 # Whole numbers (sizes), as an R vector (integers where they fit).
 whole_numbers <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
   if (is_torch_tensor(x)) x <- as_array(x)

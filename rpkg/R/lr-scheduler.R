@@ -352,14 +352,9 @@ cycle_length <- function(total_steps, epochs, steps_per_epoch) {
   positive_count(epochs, "epochs") * positive_count(steps_per_epoch, "steps_per_epoch")
 }
 
-# PyTorch's OneCycleLR rule for its counts: a positive whole number.
+# PyTorch's OneCycleLR rule for its counts, in its words: a positive whole number.
 positive_count <- function(x, name) {
-  n <- whole_number(x, name)
-  if (n <= 0) {
-    abort(sprintf("Expected positive integer %s, but got %s", name, describe(x)),
-          class = "value_error")
-  }
-  n
+  positive_whole(x, name, "Expected positive integer %s, but got %s")
 }
 
 # A setting given once or per parameter group (PyTorch's schedulers' rule: one value, or as many
@@ -367,11 +362,7 @@ positive_count <- function(x, name) {
 # one number per group.
 per_group <- function(x, name, optimizer) {
   n <- length(optimizer$param_groups)
-  if (is.list(x) && !is.object(x) && all(vapply(x, function(v) {
-    is.numeric(v) && length(v) == 1L
-  }, NA))) {
-    x <- as.double(unlist(x))
-  }
+  x <- unlist_numbers(x)
   if (!is.numeric(x) || anyNA(x) || !length(x) %in% c(1L, n)) {
     rule <- if (n == 1L) "one number" else sprintf("one number or %d (one per parameter group)", n)
     abort(sprintf("`%s` must be %s, got %s.", name, rule, describe(x)), class = "value_error")

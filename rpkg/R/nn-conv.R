@@ -130,7 +130,7 @@ conv_transpose_module <- function(classname, nd, f) {
                           padding_mode = "zeros") {
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
-      self$groups <- whole_number(groups, "groups")
+      self$groups <- positive_whole(groups, "groups")
       check_groups(self$in_channels, self$out_channels, self$groups)
       self$kernel_size <- nd_sizes(kernel_size, "kernel_size", nd, min = 1L)
       self$stride <- nd_sizes(stride, "stride", nd, min = 1L)

@@ -383,13 +383,9 @@ nn_bilinear <- nn_module(
   forward = function(input1, input2) nnf_bilinear(input1, input2, self$weight, self$bias)
 )
 
-# R torch's and PyTorch's checks of a convolution's groups, when it is made: each group has a
-# whole share of the channels (and R torch's words).
+# R torch's and PyTorch's checks of a convolution's groups (a positive whole number already),
+# when it is made: each group has a whole share of the channels (and R torch's words).
 check_groups <- function(in_channels, out_channels, groups) {
-  if (groups < 1L) {
-    abort(sprintf("`groups` must be a positive whole number, got %d.", groups),
-          class = "value_error")
-  }
   if (in_channels %% groups != 0L) {
     abort("`in_channels` must be divisible by groups", class = "value_error")
   }
@@ -417,7 +413,7 @@ conv_module <- function(classname, nd, f) {
         abort("padding='same' is not supported for strided convolutions", class = "value_error")
       }
       self$dilation <- nd_sizes(dilation, "dilation", nd, min = 1L)
-      self$groups <- whole_number(groups, "groups")
+      self$groups <- positive_whole(groups, "groups")
       self$in_channels <- whole_number(in_channels, "in_channels")
       self$out_channels <- whole_number(out_channels, "out_channels")
       check_groups(self$in_channels, self$out_channels, self$groups)

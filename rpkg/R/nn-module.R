@@ -112,11 +112,11 @@ nn_Module <- R6::R6Class(
         if (is.null(p)) next
         new <- with_no_grad(fn(p))
         grad <- p$grad
-        kept <- same_tensor(new, p)
+        kept <- same_impl(new, p)
         new <- if (kept) p else nn_parameter(new$detach(), p$requires_grad)
         if (!is_undefined_tensor(grad)) {
           new_grad <- with_no_grad(fn(grad))
-          if (!kept || !same_tensor(new_grad, grad)) new$set_grad_(new_grad)
+          if (!kept || !same_impl(new_grad, grad)) new$set_grad_(new_grad)
         }
         private$parameters_[[name]] <- new
       }
@@ -124,7 +124,7 @@ nn_Module <- R6::R6Class(
         b <- private$buffers_[[name]]
         if (is.null(b)) next
         new <- with_no_grad(fn(b))
-        if (same_tensor(new, b)) next
+        if (same_impl(new, b)) next
         private$buffers_[[name]] <- nn_buffer(new, attr(b, "persistent") %||% TRUE)
       }
       invisible(create_nn_module_callable(self))
@@ -361,7 +361,7 @@ unique_tensors <- function(tensors) {
 format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
 
 # Whether two R tensors are one libtorch tensor (one TensorImpl; a view or a copy is another).
-same_tensor <- function(a, b) identical(meta(a, "impl"), meta(b, "impl"))
+same_impl <- function(a, b) identical(meta(a, "impl"), meta(b, "impl"))
 
 # A state dict's entry: the tensor detached (sharing its storage), with its requires_grad flag.
 detached_entry <- function(x) {

@@ -133,10 +133,7 @@ nnf_normalize <- function(input, p = 2, dim = 2, eps = 1e-12, out = NULL) {
 #' @export
 nnf_local_response_norm <- function(input, size, alpha = 1e-4, beta = 0.75, k = 1) {
   check_tensor(input, "input")
-  size <- whole_number(size, "size")
-  if (size < 1L) {
-    abort(sprintf("`size` must be a positive whole number, got %d.", size), class = "value_error")
-  }
+  size <- positive_whole(size, "size")
   nd <- input$dim()
   if (nd < 3L) {
     abort(sprintf("`input` must have 3 or more dimensions, got %d.", nd), class = "value_error")

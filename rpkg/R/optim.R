@@ -321,7 +321,8 @@ print_optimizer <- function(x, groups) {
 # A group entry read back from a file: a list of numbers (PyTorch's format has lists where R had
 # vectors) as the vector it was.
 unlist_numbers <- function(v) {
-  if (is.list(v) && length(v) && all(vapply(v, is.numeric, NA))) unlist(v) else v
+  one_number <- function(e) is.numeric(e) && length(e) == 1L
+  if (is.list(v) && !is.object(v) && length(v) && all(vapply(v, one_number, NA))) unlist(v) else v
 }
 
 # `x` with the Python objects anywhere in it (reticulate's py_to_r() of a PyTorch state dict
@@ -587,16 +588,6 @@ check_nesterov <- function(nesterov, momentum, dampening) {
   if (isTRUE(nesterov) && !(isTRUE(momentum > 0) && isTRUE(dampening == 0))) {
     abort("Nesterov momentum requires a momentum and zero dampening", class = "value_error")
   }
-}
-
-# A count that must be at least 1 (L-BFGS's history_size, a scheduler's step_size).
-positive_whole <- function(x, name) {
-  n <- whole_number(x, name)
-  if (n < 1) {
-    abort(sprintf("`%s` must be a positive whole number, got %s.", name, describe(x)),
-          class = "value_error")
-  }
-  n
 }
 
 # SGD's dampening: any number (PyTorch sets no range), but not NA or NaN, which would make every

@@ -105,6 +105,10 @@ SEXP package_namespace();
 // How an R value reads in a message: "a tensor", "a character vector of length 2", "NULL", ...
 std::string describe(SEXP x);
 
+// The message of a Python exception left set on this thread, taken; "" if none (autograd.cpp,
+// where Python's C API is looked up).
+std::string python_error_message();
+
 // ---- values (values.cpp) -----------------------------------------------------------------------
 
 bool is_tensor(SEXP x);
@@ -144,11 +148,12 @@ std::vector<at::Tensor> tensors_of(SEXP list, const char* arg);
 SEXP tensor_list(std::vector<at::Tensor> tensors);
 
 // R numbers of one element, checked.
-bool is_number(SEXP x);              // a double, integer or logical of length 1, not NA
-bool is_integer64(SEXP x);           // bit64's integer64 (int64 bits in doubles)
-std::string python_error_message();  // a Python exception left set, taken; "" if none
+bool is_number(SEXP x);     // a double, integer or logical of length 1, not NA
+bool is_integer64(SEXP x);  // bit64's integer64 (int64 bits in doubles)
 int64_t integer64_at(SEXP x, R_xlen_t i, const char* arg);  // element i; NA is an error
 double number_of(SEXP x, const char* arg);
+// An int64 for R: an integer where it fits R's integers, else a double (exact up to 2^53).
+SEXP r_int64(int64_t x);
 int64_t whole_number_of(SEXP x, const char* arg);  // a whole number within int64
 std::vector<int64_t> whole_numbers_of(SEXP x, const char* arg);
 

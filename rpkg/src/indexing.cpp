@@ -181,6 +181,16 @@ Converted convert(SEXP arg, const c10::Device& device) {
   throw Error("index_error", "Unsupported index: " + describe(arg) + ".");
 }
 
+// The dimensions of the indexed tensor that an index uses up: none for a new axis (NULL) or `..`
+// (the others decide its share), every one of a mask's.
+int64_t dims_used(const Converted& c) {
+  if (c.new_axis || c.fill) return 0;
+  if (c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool) {
+    return std::max<int64_t>(c.index.tensor().dim(), 1);
+  }
+  return 1;
+}
+
 std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10::Device& device) {
   std::vector<std::vector<TensorIndex>> pieces;
   std::vector<TensorIndex> current;
@@ -189,15 +199,6 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
   const R_xlen_t n = Rf_xlength(args);
   std::vector<Converted> converted;
   for (R_xlen_t i = 0; i < n; ++i) converted.push_back(convert(VECTOR_ELT(args, i), device));
-  // The dimensions of the indexed tensor that an index uses up: none for a new axis (NULL),
-  // every one of a mask's.
-  auto consumes = [](const Converted& c) -> int64_t {
-    if (c.new_axis || c.fill) return 0;
-    if (c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool) {
-      return std::max<int64_t>(c.index.tensor().dim(), 1);
-    }
-    return 1;
-  };
   for (R_xlen_t i = 0; i < n; ++i) {
     const Converted& c = converted[static_cast<size_t>(i)];
     current.push_back(c.index);
@@ -213,7 +214,7 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
         current.push_back(Ellipsis);
       } else {  // the dimensions the indices after this one use, whole
         for (R_xlen_t k = i + 1; k < n; ++k) {
-          for (int64_t j = consumes(converted[static_cast<size_t>(k)]); j > 0; --j) {
+          for (int64_t j = dims_used(converted[static_cast<size_t>(k)]); j > 0; --j) {
             current.push_back(Slice());
           }
         }
@@ -276,12 +277,7 @@ at::Tensor slice_positions(const Slice& s, int64_t size, const c10::Device& devi
 std::vector<TensorIndex> outer_index(const std::vector<Converted>& converted, const at::Tensor& t) {
   at::NoGradGuard no_grad;
   int64_t consumed = 0;
-  for (const Converted& c : converted) {
-    if (c.fill || c.new_axis) continue;
-    consumed += c.index.is_tensor() && c.index.tensor().scalar_type() == at::kBool
-                    ? std::max<int64_t>(c.index.tensor().dim(), 1)
-                    : 1;
-  }
+  for (const Converted& c : converted) consumed += dims_used(c);
   // One entry per dimension of `t`: a number or a 1-d long tensor of positions.
   std::vector<TensorIndex> per_dim;
   auto add_whole = [&](int64_t n) {

@@ -664,11 +664,7 @@ SEXP from_ivalue(c10::IValue v, SEXP* args, int n) {
   if (v.isScalar()) {
     const c10::Scalar s = v.toScalar();
     if (s.isBoolean()) return Rf_ScalarLogical(s.toBool());
-    if (s.isIntegral(false)) {  // a double beyond R's integers (exact up to 2^53)
-      const int64_t i = s.toLong();
-      if (i > INT32_MIN && i <= INT32_MAX) return Rf_ScalarInteger(static_cast<int>(i));
-      return Rf_ScalarReal(static_cast<double>(i));
-    }
+    if (s.isIntegral(false)) return r_int64(s.toLong());
     if (s.isComplex()) {
       const c10::complex<double> z = s.toComplexDouble();
       Rcomplex c;  // members, not braces: R >= 4.3 made Rcomplex a union

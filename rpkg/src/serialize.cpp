@@ -621,11 +621,7 @@ SEXP r_of(const c10::IValue& v) {
   if (v.isNone()) return R_NilValue;
   if (v.isTensor()) return make_tensor(v.toTensor());
   if (v.isDouble()) return Rf_ScalarReal(v.toDouble());
-  if (v.isInt()) {  // an R integer where it fits (R's integer saved comes back one)
-    const int64_t i = v.toInt();
-    if (i > INT32_MIN && i <= INT32_MAX) return Rf_ScalarInteger(static_cast<int>(i));
-    return Rf_ScalarReal(static_cast<double>(i));
-  }
+  if (v.isInt()) return r_int64(v.toInt());  // R's integer saved comes back one
   if (v.isBool()) return Rf_ScalarLogical(v.toBool());
   if (v.isString()) {
     if (is_global(v)) {

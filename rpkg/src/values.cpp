@@ -429,6 +429,11 @@ bool is_number(SEXP x) {
   }
 }
 
+SEXP r_int64(int64_t x) {
+  if (x > INT32_MIN && x <= INT32_MAX) return Rf_ScalarInteger(static_cast<int>(x));
+  return Rf_ScalarReal(static_cast<double>(x));
+}
+
 double number_of(SEXP x, const char* arg) {
   if (is_integer64(x) && XLENGTH(x) == 1) return static_cast<double>(integer64_at(x, 0, arg));
   if (!is_number(x)) value_error(arg_text(arg) + " must be a number, got " + describe(x) + ".");
