@@ -22,6 +22,55 @@ std::string unsupported_dtype_warning(c10::DeviceType device_type) {
          name + " Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.";
 }
 
+// The regions ampkit has open on this thread, innermost last: what unwind_autocast restores for
+// the inner regions it closes (each one's device type and the state it found). torch.autocast's
+// own regions are not here; the nesting depth, which both count, covers them.
+struct OpenEntry {
+  uint64_t serial;
+  c10::DeviceType device_type;
+  AutocastState previous;
+};
+thread_local std::vector<OpenEntry> open_regions;
+thread_local uint64_t next_serial = 0;
+
+bool is_open(uint64_t serial) {
+  for (auto it = open_regions.rbegin(); it != open_regions.rend(); ++it) {
+    if (it->serial == serial) return true;
+    if (it->serial < serial) return false;  // serials grow toward the top
+  }
+  return false;
+}
+
+void restore(c10::DeviceType device_type, const AutocastState& state) {
+  at::autocast::set_autocast_enabled(device_type, state.enabled);
+  at::autocast::set_autocast_dtype(device_type, state.dtype);
+  at::autocast::set_autocast_cache_enabled(state.cache_enabled);
+}
+
+int current_depth() {
+  const int depth = at::autocast::increment_nesting() - 1;
+  at::autocast::decrement_nesting();
+  return depth;
+}
+
+// What exit and unwind refuse alike: a token already exited, closed by an unwind, or of another
+// thread.
+void check_open_here(bool active, const std::thread::id& thread, uint64_t serial) {
+  if (!active) {
+    throw StateError("This autocast region was already exited; each region is exited once.");
+  }
+  if (thread != std::this_thread::get_id()) {
+    throw StateError(
+        "An autocast region must be exited on the thread that entered it (autocast state is "
+        "thread-local).");
+  }
+  if (!is_open(serial)) {
+    throw StateError(
+        "This autocast region was closed with a region around it, which ended (by an error, or "
+        "at the end of its scope) while this one was open; it cannot be exited again.");
+  }
+}
+
 }  // namespace
 
 c10::DeviceType parse_device_type(const std::string& device_type, const char* argument) {
@@ -75,6 +124,7 @@ AutocastToken::AutocastToken(c10::DeviceType device_type, AutocastState previous
       previous_(previous),
       depth_(depth),
       thread_(std::this_thread::get_id()),
+      serial_(next_serial++),
       active_(true) {}
 
 AutocastToken::AutocastToken(AutocastToken&& other) noexcept
@@ -82,6 +132,7 @@ AutocastToken::AutocastToken(AutocastToken&& other) noexcept
       previous_(other.previous_),
       depth_(other.depth_),
       thread_(other.thread_),
+      serial_(other.serial_),
       active_(other.active_) {
   other.active_ = false;  // the moved-from token can no longer close the region
 }
@@ -91,9 +142,15 @@ AutocastToken& AutocastToken::operator=(AutocastToken&& other) noexcept {
   previous_ = other.previous_;
   depth_ = other.depth_;
   thread_ = other.thread_;
+  serial_ = other.serial_;
   active_ = other.active_;
   other.active_ = false;
   return *this;
+}
+
+bool AutocastToken::active() const {
+  // Another thread's regions are not in this thread's list: only the flag can be read there.
+  return active_ && (thread_ != std::this_thread::get_id() || is_open(serial_));
 }
 
 AutocastToken enter_autocast(const AutocastRequest& request) {
@@ -102,22 +159,16 @@ AutocastToken enter_autocast(const AutocastRequest& request) {
   at::autocast::set_autocast_dtype(request.device_type, request.dtype);
   const int depth = at::autocast::increment_nesting();
   at::autocast::set_autocast_cache_enabled(request.cache_enabled);
-  return AutocastToken(request.device_type, previous, depth);
+  AutocastToken token(request.device_type, previous, depth);
+  open_regions.push_back({token.serial_, request.device_type, previous});
+  return token;
 }
 
 void exit_autocast(AutocastToken& token) {
-  if (!token.active_) {
-    throw StateError("This autocast region was already exited; each region is exited once.");
-  }
-  if (token.thread_ != std::this_thread::get_id()) {
-    throw StateError(
-        "An autocast region must be exited on the thread that entered it (autocast state is "
-        "thread-local).");
-  }
+  check_open_here(token.active_, token.thread_, token.serial_);
   // The nesting counter is shared with torch.autocast; a mismatch means an inner region is still
   // open, and restoring now would leave that region's state behind when it closes.
-  const int depth = at::autocast::increment_nesting() - 1;
-  at::autocast::decrement_nesting();
+  const int depth = current_depth();
   if (depth != token.depth_) {
     throw StateError(
         "Autocast regions must be exited innermost first: this region was entered at "
@@ -127,19 +178,35 @@ void exit_autocast(AutocastToken& token) {
   if (at::autocast::decrement_nesting() == 0) {
     at::autocast::clear_cache();
   }
-  at::autocast::set_autocast_enabled(token.device_type_, token.previous_.enabled);
-  at::autocast::set_autocast_dtype(token.device_type_, token.previous_.dtype);
-  at::autocast::set_autocast_cache_enabled(token.previous_.cache_enabled);
+  restore(token.device_type_, token.previous_);
+  open_regions.pop_back();  // the depth matched, so every ampkit region inside is closed
+  token.active_ = false;
+}
+
+void unwind_autocast(AutocastToken& token) {
+  check_open_here(token.active_, token.thread_, token.serial_);
+  // The inner regions of ampkit still open, innermost first, each restoring what it found (they
+  // may be of other device types); then this one.
+  while (open_regions.back().serial != token.serial_) {
+    restore(open_regions.back().device_type, open_regions.back().previous);
+    open_regions.pop_back();
+  }
+  open_regions.pop_back();
+  // torch.autocast's regions left open inside count in the depth too: closed here with ours.
+  for (int depth = current_depth(); depth >= token.depth_ && depth > 0; --depth) {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  }
+  restore(token.device_type_, token.previous_);
   token.active_ = false;
 }
 
 AutocastGuard::AutocastGuard(const AutocastRequest& request) : token_(enter_autocast(request)) {}
 
 AutocastGuard::~AutocastGuard() {
-  // A scope is always left innermost first on its own thread, so exit cannot fail here; catching
-  // keeps the destructor noexcept should a caller break that by hand.
+  // A scope is left on its own thread; unwind_autocast also closes what the scope left open
+  // inside it (by hand, or an error on its way). Catching keeps the destructor noexcept.
   try {
-    if (token_.active()) exit_autocast(token_);
+    if (token_.active()) unwind_autocast(token_);
   } catch (...) {
   }
 }
@@ -150,11 +217,22 @@ std::string AutocastRegion::device_type_name() const {
 
 void AutocastRegion::enter() { tokens_.push_back(enter_autocast(request_)); }
 
-void AutocastRegion::exit() {
+void AutocastRegion::exit(bool unwinding) {
   if (tokens_.empty()) {
     throw StateError("This autocast region is not open: exit() without a matching enter().");
   }
-  exit_autocast(tokens_.back());  // throws before the pop, so a refused exit changes nothing
+  if (!tokens_.back().active() && tokens_.back().thread_ == std::this_thread::get_id()) {
+    // Closed by an enclosing region's unwind: dropped, and refused in exit_autocast's words.
+    AutocastToken closed = std::move(tokens_.back());
+    tokens_.pop_back();
+    exit_autocast(closed);
+  }
+  // Throws before the pop, so a refused exit changes nothing.
+  if (unwinding) {
+    unwind_autocast(tokens_.back());
+  } else {
+    exit_autocast(tokens_.back());
+  }
   tokens_.pop_back();
 }
 

@@ -13,7 +13,8 @@ __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_enter, _exit, _is_compiling = _C.enter_autocast, _C.exit_autocast, _C.is_compiling
+_enter, _exit, _unwind = _C.enter_autocast, _C.exit_autocast, _C.unwind_autocast
+_is_compiling = _C.is_compiling
 
 
 # A device_type that is not a str: an ampkit.ArgumentTypeError (a TypeError) and the ValueError
@@ -99,9 +100,12 @@ class autocast(_C.AutocastRegion):
             # several threads at once, or recursively.
             token = _enter(request)
             try:
-                return func(*args, **kwargs)
-            finally:
-                _exit(token)
+                result = func(*args, **kwargs)
+            except BaseException:
+                _unwind(token)  # closes what func left open inside; the exception goes on
+                raise
+            _exit(token)
+            return result
 
         return decorated  # type: ignore[return-value]
 

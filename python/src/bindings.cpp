@@ -259,12 +259,15 @@ PyObject* region_enter(PyObject* self, PyObject*) {
 // Exits release the GIL, as torch's clear_autocast_cache does: leaving the outermost region
 // clears the cast cache under its mutex, which another thread may hold while its cast re-enters
 // Python (a dispatch mode, a tensor subclass) and waits for the GIL.
-PyObject* region_exit(PyObject* self, PyObject*) {
+// With an exception on its way (__exit__'s first argument not None), the region unwinds: a region
+// entered inside it and left open is closed too, and the exception is not replaced by a refusal.
+PyObject* region_exit(PyObject* self, PyObject* args) {
   AutocastRegion* region = held_region(self);
   if (region == nullptr) return nullptr;
+  const bool unwinding = PyTuple_GET_SIZE(args) > 0 && PyTuple_GET_ITEM(args, 0) != Py_None;
   try {
     py::gil_scoped_release no_gil;
-    region->exit();
+    region->exit(unwinding);
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;
@@ -436,6 +439,10 @@ PYBIND11_MODULE(_C, m) {
         "Enter a region; returns its token.");
   m.def("exit_autocast", &exit_autocast, py::arg("token"), py::call_guard<py::gil_scoped_release>(),
         "Leave the region of `token` (without the GIL: see __exit__).");
+  m.def("unwind_autocast", &unwind_autocast, py::arg("token"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Leave the region of `token` while an exception propagates: regions left open inside it "
+        "are closed with it.");
   m.def(
       "is_autocast_enabled",
       [](py::handle device_type) { return is_autocast_enabled(device_type_of(device_type)); },

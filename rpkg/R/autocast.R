@@ -107,12 +107,20 @@ defer_unset <- function(context, env) {
   for (frame in sys.frames()) {
     if (identical(frame, env)) {
       # The function object itself, not its name: `env` may not see ampkit's namespace.
-      exit <- as.call(list(unset_autocast, context))
+      exit <- as.call(list(close_region, context))
       do.call(base::on.exit, list(exit, add = TRUE, after = FALSE), envir = env)
       return(invisible())
     }
   }
-  withr::defer(unset_autocast(context), envir = env, priority = "first")
+  withr::defer(close_region(context), envir = env, priority = "first")
+}
+
+# The end of a local_autocast() region's frame: the core closes it with any region opened inside
+# and left open (set_autocast() without unset_autocast(), an error on its way), so the frame's end
+# always restores what the region found. A region already closed by hand is left as it is.
+close_region <- function(context) {
+  if (.Call(C_autocast_token_open, context$token)) .Call(C_autocast_unwind, context$token)
+  invisible(NULL)
 }
 
 #' @rdname autocast

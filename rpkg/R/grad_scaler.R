@@ -283,9 +283,11 @@ preset_device <- function(device, call) {
   arg_string(device, "device", call)
 }
 
-# An optimizer's parameters as the core's ParamList, made once per optimizer and refreshed when
-# its groups change (kept in the optimizer's own environment). PyTorch's optimizers (reticulate)
-# are read through their param_groups, their tensors shared, not copied.
+# An optimizer's parameters as the core's ParamList, made once per optimizer and scaler and
+# refreshed when its groups change (kept in the optimizer's own environment, one entry per scaler
+# that met it: two scalers on one optimizer keep their own stages, as torch.amp's keep their own
+# per-optimizer states). PyTorch's optimizers (reticulate) are read through their param_groups,
+# their tensors shared, not copied.
 optimizer_params <- function(scaler_state, optimizer) {
   if (inherits(optimizer, "python.builtin.object")) {
     return(python_optimizer_params(scaler_state, optimizer))
@@ -296,25 +298,33 @@ optimizer_params <- function(scaler_state, optimizer) {
   }
   # (.subset2: the optimizer's fields without `$`'s dispatch on its classes, ~1 us each)
   groups <- .subset2(optimizer, "param_groups")
-  cached <- .subset2(optimizer, ".ampkit_params")
-  known <- !is.null(cached) && identical(cached$scaler, scaler_state)
+  entries <- .subset2(optimizer, ".ampkit_params")
+  at <- entry_of(entries, scaler_state)
+  cached <- if (at <= length(entries)) entries[[at]]
   # The same groups object: identical() answers at once, by address (the cache's reference to it
   # makes any change to it a copy). Groups changed otherwise (a learning rate) keep the list
   # while their parameters are the same ones.
-  if (known && identical(cached$groups, groups)) {
+  if (!is.null(cached) && identical(cached$groups, groups)) {
     return(cached$list)
   }
   signature <- lapply(groups, function(g) g$params)
-  if (known && identical(cached$signature, signature)) {
+  if (!is.null(cached) && identical(cached$signature, signature)) {
     cached$groups <- groups
-    optimizer$.ampkit_params <- cached
-    return(cached$list)
+  } else {
+    cached <- c(list(signature = signature, groups = groups, scaler = scaler_state),
+                scaler_param_list(scaler_state, cached, signature,
+                                  lapply(groups, function(g) g$param_names)))
   }
-  made <- scaler_param_list(scaler_state, if (known) cached, signature,
-                            lapply(groups, function(g) g$param_names))
-  optimizer$.ampkit_params <- c(list(signature = signature, groups = groups,
-                                     scaler = scaler_state), made)
-  made$list
+  entries[[at]] <- cached
+  optimizer$.ampkit_params <- entries
+  cached$list
+}
+
+# Which of an optimizer's cached entries is `scaler_state`'s (one past the last if none is).
+entry_of <- function(entries, scaler_state) {
+  at <- 1L
+  while (at <= length(entries) && !identical(entries[[at]]$scaler, scaler_state)) at <- at + 1L
+  at
 }
 
 # The core's ParamList of an optimizer's groups (`params`: per group a list of tensors, `given`:

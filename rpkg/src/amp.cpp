@@ -164,14 +164,16 @@ ampkit::AutocastRequest request_of(SEXP device_type, SEXP dtype, SEXP enabled, S
 }
 
 // A region open while with_autocast's code runs; closed on the way out when the code ended with an
-// R condition, an interrupt or a jump (return(), break), which reach here as C++ exceptions.
+// R condition, an interrupt or a jump (return(), break), which reach here as C++ exceptions. It
+// unwinds: a region the code opened and left open (set_autocast()) closes with it, so autocast
+// is never left on by an error.
 struct OpenRegion {
   ampkit::AutocastToken token;
   ~OpenRegion() {
     if (!token.active()) return;
     try {
-      ampkit::exit_autocast(token);
-    } catch (...) {  // an inner region left open: the condition already on its way wins
+      ampkit::unwind_autocast(token);
+    } catch (...) {  // cannot happen on R's one thread; a destructor must not throw
     }
   }
 };
@@ -217,6 +219,15 @@ extern "C" SEXP C_with_autocast(SEXP env, SEXP device_type, SEXP dtype, SEXP ena
 extern "C" SEXP C_autocast_exit(SEXP token) {
   AMPKIT_R_BEGIN
   ampkit::exit_autocast(*object_of<ampkit::AutocastToken>(token, token_tag, "an autocast token"));
+  return R_NilValue;
+  AMPKIT_R_END
+}
+
+// The end of local_autocast()'s frame: the region closes with any region opened inside it and
+// left open (by an error on its way, or by the code), as with_autocast's does on an error.
+extern "C" SEXP C_autocast_unwind(SEXP token) {
+  AMPKIT_R_BEGIN
+  ampkit::unwind_autocast(*object_of<ampkit::AutocastToken>(token, token_tag, "an autocast token"));
   return R_NilValue;
   AMPKIT_R_END
 }

@@ -39,6 +39,7 @@
   AMPKIT_ENTRY(C_amp_init, 0) \
   AMPKIT_ENTRY(C_autocast_enter, 4) \
   AMPKIT_ENTRY(C_autocast_exit, 1) \
+  AMPKIT_ENTRY(C_autocast_unwind, 1) \
   AMPKIT_ENTRY(C_with_autocast, 5) \
   AMPKIT_ENTRY(C_module_lookup, 2) \
   AMPKIT_ENTRY(C_module_chain, 2) \

@@ -85,6 +85,58 @@ TEST_P(Autocast, TokensExitInnermostFirstAndOnce) {
   EXPECT_FALSE(outer.active());
 }
 
+TEST_P(Autocast, UnwindClosesInnerRegionsLeftOpen) {
+  // An error leaving the outer region while two inner ones (one of another dtype, one disabled)
+  // are open: the state before the outer region comes back, and the nesting depth with it.
+  const int depth_before = at::autocast::increment_nesting() - 1;
+  at::autocast::decrement_nesting();
+  auto outer = ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  auto inner =
+      ampkit::enter_autocast(resolve_autocast(device(), at::kBFloat16, true, std::nullopt));
+  auto innermost = ampkit::enter_autocast(resolve_autocast(device(), std::nullopt, false, false));
+  ampkit::unwind_autocast(outer);
+  EXPECT_FALSE(outer.active());
+  EXPECT_FALSE(inner.active());
+  EXPECT_FALSE(innermost.active());
+  EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+  EXPECT_EQ(at::autocast::increment_nesting() - 1, depth_before);
+  at::autocast::decrement_nesting();
+  // The inner tokens can close nothing now, also once a new region reaches their depth.
+  auto again = ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  auto again_inner =
+      ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  EXPECT_THROW(ampkit::exit_autocast(inner), ampkit::StateError);
+  EXPECT_THROW(ampkit::unwind_autocast(innermost), ampkit::StateError);
+  EXPECT_TRUE(again_inner.active());
+  ampkit::exit_autocast(again_inner);
+  ampkit::exit_autocast(again);
+  EXPECT_THROW(ampkit::unwind_autocast(outer), ampkit::StateError);  // already exited
+}
+
+TEST_P(Autocast, UnwindOfTheInnermostRegionIsAnExit) {
+  auto outer =
+      ampkit::enter_autocast(resolve_autocast(device(), at::kBFloat16, true, std::nullopt));
+  auto inner = ampkit::enter_autocast(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  ampkit::unwind_autocast(inner);
+  EXPECT_TRUE(outer.active());
+  EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), at::kBFloat16);
+  ampkit::exit_autocast(outer);
+}
+
+TEST_P(Autocast, RegionExitWhileUnwindingClosesWhatItEntered) {
+  ampkit::AutocastRegion region(resolve_autocast(device(), at::kHalf, true, std::nullopt));
+  ampkit::AutocastRegion inner(resolve_autocast(device(), at::kBFloat16, true, std::nullopt));
+  region.enter();
+  inner.enter();
+  EXPECT_THROW(region.exit(), ampkit::StateError);  // not unwinding: refused, nothing changed
+  EXPECT_EQ(at::autocast::get_autocast_dtype(device_type()), at::kBFloat16);
+  region.exit(/*unwinding=*/true);
+  EXPECT_EQ(region.open_count(), 0u);
+  // The inner region's token was closed with it: its exit says so and drops the token.
+  EXPECT_THROW(inner.exit(), ampkit::StateError);
+  EXPECT_EQ(inner.open_count(), 0u);
+}
+
 TEST_P(Autocast, CacheClearedWhenOutermostRegionCloses) {
   // A leaf float32 weight that requires grad is what autocast caches.
   auto w = randn({8, 8}).set_requires_grad(true);

@@ -115,6 +115,42 @@ def test_exception_in_body_restores_state(device):
     assert _state(device) == before
 
 
+@pytest.mark.parametrize("inner_lib", [ampkit, torch])
+def test_exception_closes_regions_left_open_inside(inner_lib, device):
+    # torch.autocast restores the state it found whatever was left open inside; so does ampkit's
+    # region when an exception leaves it, closing the inner region and keeping the exception.
+    before = _state(device)
+    depth = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    inner = inner_lib.autocast(device, dtype=torch.bfloat16, cache_enabled=False)
+    with pytest.raises(ZeroDivisionError):
+        with ampkit.autocast(device, dtype=torch.float16):
+            inner.__enter__()
+            _ = 1 / 0
+    assert _state(device) == before
+    assert torch.autocast_increment_nesting() - 1 == depth
+    torch.autocast_decrement_nesting()
+    if inner_lib is ampkit:  # its region was closed with the outer one: exiting it says so
+        with pytest.raises(RuntimeError, match="closed with a region around it"):
+            inner.__exit__(None, None, None)
+        with pytest.raises(RuntimeError, match="not open"):
+            inner.__exit__(None, None, None)
+
+
+def test_decorated_function_raising_closes_regions_left_open_inside(device):
+    before = _state(device)
+    inner = ampkit.autocast(device, dtype=torch.bfloat16)
+
+    @ampkit.autocast(device, dtype=torch.float16)
+    def leaves_a_region_open():
+        inner.__enter__()
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        leaves_a_region_open()
+    assert _state(device) == before
+
+
 def test_decorator_and_reentrant_instance(device):
     region = ampkit.autocast(device, dtype=torch.float16)
 

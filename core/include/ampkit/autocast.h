@@ -14,6 +14,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
@@ -66,7 +67,8 @@ class AutocastToken {
   AutocastToken(const AutocastToken&) = delete;
   AutocastToken& operator=(const AutocastToken&) = delete;
 
-  bool active() const { return active_; }
+  // Open: entered, and neither exited nor closed by an enclosing region's unwind_autocast.
+  bool active() const;
   c10::DeviceType device_type() const { return device_type_; }
   const AutocastState& previous() const { return previous_; }
   int depth() const { return depth_; }
@@ -75,11 +77,14 @@ class AutocastToken {
   AutocastToken(c10::DeviceType device_type, AutocastState previous, int depth);
   friend AutocastToken enter_autocast(const AutocastRequest&);
   friend void exit_autocast(AutocastToken&);
+  friend void unwind_autocast(AutocastToken&);
+  friend class AutocastRegion;
 
   c10::DeviceType device_type_;
   AutocastState previous_;
   int depth_;  // nesting depth inside this region; exit checks regions close innermost first
   std::thread::id thread_;
+  uint64_t serial_;  // order of entry on its thread (its place in the thread's open regions)
   bool active_;
 };
 
@@ -88,6 +93,13 @@ AutocastToken enter_autocast(const AutocastRequest& request);
 // Restores the state saved in `token`. StateError, with nothing changed, if the token was already
 // used, belongs to another thread, or is not the innermost open region.
 void exit_autocast(AutocastToken& token);
+
+// Leaves the region of `token` while an error propagates out of it: regions entered inside it
+// and left open (an R set_autocast(), a torch.autocast().__enter__() without its exit) are closed
+// with it, and the state this region found comes back, so an error never leaves autocast on. The
+// inner regions' tokens can no longer close anything (exit_autocast refuses them, saying why).
+// StateError only for a token already exited or of another thread.
+void unwind_autocast(AutocastToken& token);
 
 // RAII form: the previous state comes back when the scope ends, by return or by exception.
 class AutocastGuard {
@@ -115,7 +127,9 @@ class AutocastRegion {
   std::string device_type_name() const;  // "cpu", "cuda", ...
   void enter();
   // StateError, with nothing changed, when no enter is open or exit_autocast refuses.
-  void exit();
+  // `unwinding`: an error is on its way out of the region (unwind_autocast, which does not
+  // refuse an inner region left open).
+  void exit(bool unwinding = false);
   size_t open_count() const { return tokens_.size(); }
 
  private:

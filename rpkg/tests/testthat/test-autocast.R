@@ -236,6 +236,48 @@ test_that("set_autocast returns a context that unset_autocast closes once, in or
   expect_match(format(outer), "exited>$")
 })
 
+test_that("an error out of a region closes the regions left open inside it", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  depth <- function() {
+    d <- torch$autocast_increment_nesting() - 1L
+    torch$autocast_decrement_nesting()
+    d
+  }
+  before <- depth()
+  box <- new.env()
+  expect_error(with_autocast(device_type = "cpu", dtype = "float16", {
+    box$inner <- set_autocast("cpu", dtype = "bfloat16", cache_enabled = FALSE)
+    torch$autocast("cpu", enabled = FALSE)$`__enter__`()  # Python's, left open too
+    stop("failed inside")
+  }), "failed inside")
+  expect_identical(cpu_state(), default_state)
+  expect_identical(depth(), before)
+  # the inner region went with it: it is reported exited, and closing it again says why
+  expect_match(format(box$inner), "exited>$")
+  err <- expect_error(unset_autocast(box$inner), class = "ampkit_error")
+  expect_match(conditionMessage(err), "closed with a region around it")
+  # without an error, a region left open inside is an error, and the state is restored as well
+  err <- expect_error(with_autocast(device_type = "cpu", dtype = "float16", {
+    set_autocast("cpu", dtype = "bfloat16")
+    1
+  }), class = "ampkit_error")
+  expect_match(conditionMessage(err), "innermost first")
+  expect_identical(cpu_state(), default_state)
+  # local_autocast's frame end closes what the frame left open, whether or not it failed
+  f <- function(fail) {
+    local_autocast("cpu", dtype = "float16")
+    set_autocast("cpu", dtype = "bfloat16", cache_enabled = FALSE)
+    if (fail) stop("failed in f")
+    cpu_state()$dtype
+  }
+  expect_identical(f(FALSE), "torch.bfloat16")
+  expect_identical(cpu_state(), default_state)
+  expect_error(f(TRUE), "failed in f")
+  expect_identical(cpu_state(), default_state)
+  expect_identical(depth(), before)
+})
+
 test_that("a dtype the CPU cannot autocast to warns and gives a disabled region", {
   skip_if_no_ampkit()
   torch <- import_torch()

@@ -479,6 +479,31 @@ test_that("a group added between unscale_() and step() does not unscale the grad
   expect_identical(scaler$overflow_report()$name, "group1.param0")
 })
 
+test_that("two scalers on one optimizer keep their own stages, as torch.amp's two do", {
+  skip_if_no_ampkit()
+  torch <- import_torch()
+  # a unscales, b unscales (dividing again, the user's doing), then a steps: a must not unscale
+  # a third time, whatever b did in between. Returns the parameter after a's step.
+  run <- function(a, b, make_opt) {
+    p <- torch_ones(2, requires_grad = TRUE)
+    opt <- make_opt(p)
+    a$scale((p * 1)$sum())$backward()
+    b$scale(torch_zeros(1)) # b's scale exists from here
+    a$unscale_(opt)
+    b$unscale_(opt)
+    a$step(opt)
+    a$update()
+    list(p = as_array(p$detach()), grad = as_array(p$grad))
+  }
+  r_sgd <- function(p) optim_sgd(list(p), lr = 1)
+  ours <- run(amp_grad_scaler("cpu", init_scale = 8), amp_grad_scaler("cpu", init_scale = 2), r_sgd)
+  py_sgd <- function(p) torch$optim$SGD(list(p), lr = 1)
+  expected <- run(torch$amp$GradScaler("cpu", init_scale = 8),
+                  torch$amp$GradScaler("cpu", init_scale = 2), py_sgd)
+  expect_identical(ours, expected)
+  expect_identical(ours$grad, c(0.5, 0.5))
+})
+
 test_that("a disabled scaler loads any state dict, its own empty one included (torch.amp's)", {
   scaler <- amp_grad_scaler("cpu", enabled = FALSE)
   expect_no_error(scaler$load_state_dict(scaler$state_dict()))
