@@ -12,13 +12,16 @@ describe <- function(x) {
   } else if (inherits(x, "torch_tensor")) {
     "a tensor"
   } else if (!is.atomic(x) || inherits(x, torch_value_classes)) {
-    paste("a", class(x)[[1L]])
+    with_article(class(x)[[1L]])
   } else if (length(x) == 1L && (is.numeric(x) || is.logical(x) || is.character(x))) {
     describe_scalar(x)
   } else {
-    sprintf("a %s vector of length %d", typeof(x), length(x))
+    sprintf("%s vector of length %d", with_article(typeof(x)), length(x))
   }
 }
+
+# "a list", "an integer", "an environment".
+with_article <- function(word) paste(if (grepl("^[aeiouAEIOU]", word)) "an" else "a", word)
 
 describe_scalar <- function(x) {
   if (is.na(x) && !(is.double(x) && is.nan(x))) {

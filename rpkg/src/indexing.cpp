@@ -157,11 +157,11 @@ Converted convert(SEXP arg, const c10::Device& device) {
     c.scalar = t.dim() == 0;
     return c;
   }
-  const bool has_dim = !Rf_isNull(Rf_getAttrib(arg, R_DimSymbol));
   if (TYPEOF(arg) == LGLSXP && Rf_xlength(arg) == 1 && LOGICAL(arg)[0] == NA_LOGICAL) {
     value_error("An index is NA: positions are whole numbers, masks TRUE or FALSE.");
   }
-  if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) == 1 && !has_dim) {
+  // One number is a position, also with dimensions (matrix(2)), as in R torch.
+  if ((TYPEOF(arg) == REALSXP || TYPEOF(arg) == INTSXP) && Rf_xlength(arg) == 1) {
     c.index = zero_based_number(static_cast<double>(whole_number_of(arg, "index")));
     c.scalar = true;
     return c;
@@ -228,7 +228,8 @@ std::vector<std::vector<TensorIndex>> pieces_of(SEXP args, bool drop, const c10:
       }
     }
   }
-  pieces.push_back(std::move(current));
+  // x[drop = FALSE], no index at all: no piece, x itself (R torch's)
+  if (n > 0) pieces.push_back(std::move(current));
   return pieces;
 }
 

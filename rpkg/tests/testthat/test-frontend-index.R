@@ -63,6 +63,13 @@ test_that("`..`, newaxis/NULL and drop = FALSE", {
   y <- torch_randn(3, 3, 3)
   expect_equal(as_array(y[c(1, 2), newaxis, 1:2, c(1, 2)]), as_array(y[1:2, newaxis, 1:2, 1:2]))
   expect_equal(dim(y[newaxis, c(1, 2), newaxis, 1:2, c(1, 2)]), c(1L, 2L, 1L, 2L, 2L))
+  # no index at all is the tensor itself (R torch's), a one-number matrix one number
+  whole <- y[drop = FALSE]
+  expect_equal(as_array(whole), as_array(y))
+  whole[1, 1, 1] <- 100
+  expect_equal(as_array(y[1, 1, 1]), 100)
+  expect_equal(as_array(m[matrix(2)]), as_array(m[2]))
+  expect_equal(as_array(m[matrix(2), array(3, c(1, 1, 1))]), as_array(m[2, 3]))
 })
 
 test_that("logical vectors and boolean tensors select", {
@@ -147,6 +154,8 @@ test_that("errors name the rule in 1-based terms", {
   expect_error(x[1.5], class = "value_error")
   # an index of no supported kind: an index_error, as PyTorch's IndexError
   expect_error(x["a"], "Unsupported index", class = "index_error")
+  expect_error(x[integer(0)], "Unsupported index: an integer vector of length 0",
+               class = "index_error")
   expect_error(x[NA], class = "value_error")
 })
 
