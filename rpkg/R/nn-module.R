@@ -101,10 +101,12 @@ nn_Module <- R6::R6Class(
       invisible(create_nn_module_callable(self))
     },
     eval = function() self$train(FALSE),
-    # Applies `fn` to every parameter and buffer (recursively), in place of the old tensors:
-    # parameters stay parameters (and keep requires_grad), gradients follow. Where `fn` gives the
-    # tensor itself (a `$to()` to where it already is), it stays as it is: a new leaf would leave
-    # an optimizer made before training tensors the module no longer uses.
+    # Applies `fn` to every parameter and buffer (recursively). A parameter stays the same R
+    # object with fn's result as its data (PyTorch's `param.data = fn(param)`), so a weight tied
+    # between two modules stays one parameter and an optimizer made before keeps training it;
+    # where the data cannot be swapped (another kind of tensor), a new parameter takes its place.
+    # Its gradient follows the same way. Where `fn` gives the tensor itself (a `$to()` to where
+    # it already is), nothing changes.
     .apply = function(fn) {
       for (m in private$modules_) module_of(m)$.apply(fn)
       for (name in names(private$parameters_)) {
@@ -112,13 +114,23 @@ nn_Module <- R6::R6Class(
         if (is.null(p)) next
         new <- with_no_grad(fn(p))
         grad <- p$grad
-        kept <- same_impl(new, p)
-        new <- if (kept) p else nn_parameter(new$detach(), p$requires_grad)
+        if (!same_impl(new, p)) {
+          if (swappable(p, new)) {
+            with_no_grad(p$set_data(new))
+          } else {
+            p <- nn_parameter(new$detach(), p$requires_grad)
+            private$parameters_[[name]] <- p
+          }
+        }
         if (!is_undefined_tensor(grad)) {
           new_grad <- with_no_grad(fn(grad))
-          if (!kept || !same_impl(new_grad, grad)) new$set_grad_(new_grad)
+          if (same_impl(new_grad, grad)) next
+          if (same_impl(p$grad, grad) && swappable(grad, new_grad)) {
+            with_no_grad(grad$set_data(new_grad))
+          } else {
+            p$set_grad_(new_grad)
+          }
         }
-        private$parameters_[[name]] <- new
       }
       for (name in names(private$buffers_)) {
         b <- private$buffers_[[name]]
@@ -362,6 +374,10 @@ format_count <- function(n) format(n, big.mark = ",", scientific = FALSE)
 
 # Whether two R tensors are one libtorch tensor (one TensorImpl; a view or a copy is another).
 same_impl <- function(a, b) identical(meta(a, "impl"), meta(b, "impl"))
+
+# Whether `to`'s data can become `from`'s in place (`$set_data()`): PyTorch's test before its
+# `param.data = ...` (a dense tensor's can, on any device; a sparse one's cannot become dense).
+swappable <- function(to, from) isTRUE(torch__has_compatible_shallow_copy_type(to, from))
 
 # A state dict's entry: the tensor detached (sharing its storage), with its requires_grad flag.
 detached_entry <- function(x) {

@@ -286,8 +286,12 @@ print.torch_tensor <- function(x, n = 30, ...) {
   }
   cat(paste(text, collapse = "\n"))
   if (.Call(C_tensor_meta, x, "defined")) {
-    node <- x$grad_fn
-    if (!is.null(node)) {
+    # Reading the node of a view made under no_grad and changed in place there is libtorch's
+    # error; PyTorch's printer says "<Invalid>" then, as here.
+    node <- tryCatch(x$grad_fn, runtime_error = function(e) "Invalid")
+    if (is.character(node)) {
+      cat("[ grad_fn = <", node, "> ]", sep = "")
+    } else if (!is.null(node)) {
       cat("[ grad_fn = <", node_info(node)[[1L]], "> ]", sep = "")
     } else if (x$requires_grad) {
       cat("[ requires_grad = TRUE ]")

@@ -969,6 +969,9 @@ extern "C" SEXP C_tensor_meta(SEXP x, SEXP what) {
       text << "[ " << c10::DeviceTypeName(c10::DeviceType::Meta, /*lower_case=*/false)
            << c10::toString(t.scalar_type()) << "Type{" << c10::Join(",", t.sizes()) << "} ]";
     } else {
+      // Outside autograd, as PyTorch's printer: a view changed in place under no_grad would fail
+      // to record the printer's own operations on it.
+      at::NoGradGuard no_grad;
       text << t;
     }
     return Rf_mkString(text.str().c_str());

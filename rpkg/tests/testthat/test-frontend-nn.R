@@ -140,6 +140,31 @@ test_that("a tied weight is one parameter, listed once, as in PyTorch", {
   tied(torch_randn(2, 3))$sum()$backward()
   opt$step()
   expect_same_tensor(tied$enc$weight, tied$dec$weight)
+  # $to(dtype) and $double() keep it one parameter (PyTorch's `param.data = ...`), and the
+  # optimizer made before trains the converted one, as torch.optim does after module.to()
+  grad_before <- tied$enc$weight$grad
+  tied$to(dtype = torch_float64())
+  expect_length(tied$parameters, 3L)
+  expect_same_tensor(tied$enc$weight, tied$dec$weight)
+  expect_true(tied$enc$weight$dtype == torch_float64())
+  expect_true(tied$enc$weight$grad$dtype == torch_float64())
+  expect_same_tensor(tied$enc$weight$grad, grad_before) # the gradient converted in place too
+  expect_same_tensor(opt$param_groups[[1]]$params[[1]], tied$enc$weight)
+  before <- tied$enc$weight$detach()$clone()
+  tied$zero_grad()
+  tied(torch_randn(2, 3, dtype = torch_float64()))$sum()$backward()
+  opt$step()
+  expect_same_tensor(tied$enc$weight, tied$dec$weight)
+  expect_false(torch_equal(tied$enc$weight, before))
+})
+
+test_that("a parameter changed in place under no_grad through a view prints as PyTorch's", {
+  skip_if_no_ampkit()
+  w <- nn_parameter(torch_zeros(2, 2))
+  v <- with_no_grad(w[1, 1]$fill_(4))
+  # reading its grad_fn is libtorch's error; PyTorch's printer says <Invalid>
+  expect_error(v$grad_fn, class = "runtime_error")
+  expect_output(print(v), "[ grad_fn = <Invalid> ]", fixed = TRUE)
 })
 
 test_that("layers with a zero size initialize as PyTorch's (a no-op warned, a zero bias)", {
@@ -866,9 +891,11 @@ test_that("a $to() to where the module already is keeps its tensors, and optimiz
   w0 <- as_array(model[[2]]$weight)
   opt$step()
   expect_false(isTRUE(all.equal(as_array(model[[2]]$weight), w0)))
-  # a real conversion still gives new parameters, with their gradients converted
+  # a real conversion converts the same parameters (PyTorch's `param.data = ...`), their
+  # gradients too; buffers are new tensors, as PyTorch's
   model$to(dtype = torch_double())
-  expect_false(identical(xptr_address(model[[2]]$weight), before[["1.weight"]]))
+  expect_identical(xptr_address(model[[2]]$weight), before[["1.weight"]])
+  expect_true(model[[2]]$weight$dtype == torch_float64())
   expect_true(model[[2]]$weight$grad$dtype == torch_float64())
   expect_true(model[[1]]$running_mean$dtype == torch_float64())
 })
