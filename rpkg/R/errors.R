@@ -76,7 +76,7 @@ zero_based_messages <- list(
                         "dimension ([0-9]+)")),
   list(pattern = "Target (-?[0-9]+) is out of bounds", always = TRUE),
   list(pattern = paste0("contracted dimensions need to match, but first has size [0-9]+ in dim ",
-                        "([0-9]+) and second has size [0-9]+ in dim ([0-9]+)")),
+                        "(-?[0-9]+) and second has size [0-9]+ in dim (-?[0-9]+)")),
   list(pattern = "index (-?[0-9]+) is out of bounds for dimension ([0-9]+) with size [0-9]+"),
   list(pattern = "Expected size [0-9]+ but got size [0-9]+ for tensor number ([0-9]+)"),
   list(pattern = "Sizes of tensors must match except in dimension ([0-9]+)"),

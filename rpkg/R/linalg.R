@@ -10,8 +10,8 @@ NULL
 #' `torch_linalg_<name>()`), as R torch names it: the matrix (or batch of
 #' matrices) `A` first, then the operator's other arguments, by name or in its
 #' order (`linalg_norm(A, ord, dim, keepdim)`, `linalg_solve(A, B)`,
-#' `linalg_qr(A, mode)`, ...); dims count from 1. `linalg_multi_dot()` takes a
-#' list of tensors.
+#' `linalg_qr(A, mode)`, ...); dims count from 1. `linalg_multi_dot(tensors)`
+#' takes a list of tensors, `linalg_tensorsolve(A, B, dims)` R torch's names.
 #'
 #' Where R torch gives a function arguments or results of its own, so does
 #' ampkit: `linalg_tensorinv()`'s `ind` counts from 1 (the default 3 is
@@ -20,9 +20,11 @@ NULL
 #' `info`; `inverse`, `info`); `linalg_matrix_rank()`'s `tol` and
 #' `linalg_pinv()`'s `rcond` are R torch's deprecated names of `atol` and
 #' `rtol` (taken with a warning). A tolerance left `NULL` is PyTorch's default.
-#' @param A A tensor (a matrix or a batch of them); for `linalg_multi_dot()`,
-#'   a list of tensors.
+#' @param A A tensor (a matrix or a batch of them).
+#' @param tensors `linalg_multi_dot()`: a list of tensors, multiplied in order.
 #' @param B The right-hand side.
+#' @param dims `linalg_tensorsolve()`: dimensions of `A` moved to its end
+#'   first, counted from 1, or `NULL`.
 #' @param ... The operator's other arguments (see PyTorch's torch.linalg); for
 #'   `linalg_lstsq()`, `linalg_matrix_rank()` and `linalg_solve_triangular()`,
 #'   empty: the arguments after it are named.
@@ -53,6 +55,8 @@ NULL
 #' linalg_norm(A, ord = "fro")
 #' linalg_lstsq(A, torch_tensor(matrix(c(1, 2), 2)))$solution
 #' linalg_tensorinv(torch_eye(6)$reshape(c(2, 3, 6)), ind = 3)$shape
+#' linalg_multi_dot(tensors = list(A, A, A))
+#' linalg_tensorsolve(torch_eye(6)$reshape(c(2, 3, 6)), B = torch_ones(2, 3))$shape
 NULL
 
 # nolint start: object_name_linter. (`A`: R torch's and PyTorch's name for the matrix)
@@ -133,7 +137,7 @@ linalg_matrix_rank <- function(A, ..., atol = NULL, rtol = NULL, tol = NULL, her
 
 #' @rdname linalg
 #' @export
-linalg_multi_dot <- function(A, ...) torch_linalg_multi_dot(A, ...)
+linalg_multi_dot <- function(tensors) torch_linalg_multi_dot(tensors)
 
 #' @rdname linalg
 #' @export
@@ -184,7 +188,7 @@ linalg_tensorinv <- function(A, ind = 3L) {
 
 #' @rdname linalg
 #' @export
-linalg_tensorsolve <- function(A, ...) torch_linalg_tensorsolve(A, ...)
+linalg_tensorsolve <- function(A, B, dims = NULL) torch_linalg_tensorsolve(A, B, dims)
 
 #' @rdname linalg
 #' @export

@@ -317,6 +317,28 @@ test_that("linalg_* take R torch's arguments and name its results, with PyTorch'
   u <- torch_triu(torch_randn(3, 3, dtype = torch_float64())) + torch_eye(3) * 3
   expect_same_as_torch(linalg_solve_triangular(u, b[1:3, ], upper = TRUE),
                        la$solve_triangular(py_of(u), py_of(b[1:3, ]), upper = TRUE))
+  # R torch's argument names: linalg_multi_dot(tensors), linalg_tensorsolve(A, B, dims)
+  expect_same_as_torch(linalg_multi_dot(tensors = list(a$t(), a, s)),
+                       la$multi_dot(list(py_of(a$t()), py_of(a), py_of(s))))
+  big <- torch_randn(2, 3, 6, dtype = torch_float64())
+  rhs <- torch_randn(2, 3, dtype = torch_float64())
+  expect_same_as_torch(linalg_tensorsolve(big, B = rhs), la$tensorsolve(py_of(big), py_of(rhs)))
+  moved <- big$permute(c(3, 1, 2))
+  expect_same_as_torch(linalg_tensorsolve(A = moved, B = rhs, dims = 1),
+                       la$tensorsolve(py_of(moved), py_of(rhs), dims = list(0L)))
+})
+
+test_that("kthvalue, median, mode, cummax and cummin give libtorch's 0-based indices, as R torch", {
+  skip_if_no_ampkit()
+  torch <- py_torch()
+  x <- torch_tensor(c(3, 1, 2, 1, 5))
+  expect_same_as_torch(torch_cummax(x, 1)[[2]], torch$cummax(py_of(x), 0L)[[1]])
+  expect_same_as_torch(x$cummin(1)[[2]], torch$cummin(py_of(x), 0L)[[1]])
+  expect_same_as_torch(torch_kthvalue(x, 2, 1)[[2]], torch$kthvalue(py_of(x), 2L, 0L)[[1]])
+  expect_same_as_torch(x$median(dim = 1)[[2]], torch$median(py_of(x), 0L)[[1]])
+  expect_same_as_torch(torch_mode(x, 1)[[2]], torch$mode(py_of(x), 0L)[[1]])
+  # the 1-based ones, for contrast
+  expect_equal(as.numeric(torch_max(x, dim = 1)[[2]]), 5)
 })
 
 test_that("backends_*() say what the libtorch in use was built with, as torch.backends", {

@@ -163,6 +163,9 @@ test_that("torch_tensordot contracts the last dims, or the 1-based dims given", 
   expect_same_as_torch(torch_tensordot(m, m), torch$tensordot(py_of(m), py_of(m)),
                        tolerance = 1e-5)
   expect_error(torch_tensordot(m, m, 0), class = "runtime_error")
+  # the dims in the message count from 1, a negative one (from the end) as it is
+  expect_error(torch_tensordot(torch_randn(3, 4), torch_randn(5, 2), 1),
+               "first has size 4 in dim -1 and second has size 5 in dim 1", fixed = TRUE)
 })
 
 test_that("torch_tril_indices and torch_triu_indices are 1-based", {
