@@ -126,6 +126,22 @@ audit_frame <- function(summary) {
   frame
 }
 
+# The totals an audit carries as attributes (audit_frame()).
+audit_totals <- c("casts", "cast_bytes", "fp32_matmuls_outside_autocast", "policy_fp32_matmuls",
+                  "user_casts", "user_cast_bytes", "calls", "time_s", "cast_time_s")
+
+# A part of an audit (some rows or columns) is a plain data.frame: the totals are the whole
+# audit's, and the printer's columns may be gone.
+#' @export
+`[.ampkit_autocast_audit` <- function(x, ...) {
+  out <- NextMethod()
+  if (is.data.frame(out)) {
+    attributes(out)[intersect(names(attributes(out)), audit_totals)] <- NULL
+    class(out) <- "data.frame"
+  }
+  out
+}
+
 #' @export
 print.ampkit_autocast_audit <- function(x, ...) {
   if (!is.null(attr(x, "casts"))) {

@@ -146,10 +146,15 @@ open_region <- function(device_type, dtype, enabled, cache_enabled, call) {
 }
 
 # The core's warning for a region it turned into a disabled one (CUDA without CUDA, a dtype the
-# device cannot autocast to), as an R warning; a warning turned into an error (options(warn =
-# 2)) closes the region first.
+# device cannot autocast to), as an R warning. Where the warning does not return (turned into an
+# error by options(warn = 2), or caught by tryCatch(warning = ), which jumps out before the
+# caller could arrange to close the region) the region is closed first: torch.autocast warns
+# before it enters.
 warn_disabled <- function(token, message, call) {
-  withCallingHandlers(warn_region(message, call), error = function(e) .Call(C_autocast_exit, token))
+  returned <- FALSE
+  on.exit(if (!returned) .Call(C_autocast_exit, token))
+  warn_region(message, call)
+  returned <- TRUE
 }
 
 warn_region <- function(message, call) {

@@ -320,6 +320,16 @@ optimizer_params <- function(scaler_state, optimizer) {
   cached$list
 }
 
+# What a scaler's scale() takes: a tensor (R's or PyTorch's), or a list of them, nested or not.
+check_scalable <- function(outputs, call) {
+  if (is.list(outputs)) {
+    for (element in outputs) check_scalable(element, call)
+  } else if (!is_torch_tensor(outputs) && !inherits(outputs, "python.builtin.object")) {
+    abort(sprintf("`outputs` must be a tensor or a list of tensors, got %s.", describe(outputs)),
+          call, class = "value_error")
+  }
+}
+
 # Which of an optimizer's cached entries is `scaler_state`'s (one past the last if none is).
 entry_of <- function(entries, scaler_state) {
   at <- 1L
@@ -388,15 +398,13 @@ grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
       if (is_torch_tensor(outputs)) {
         return(.Call(C_scaler_scale, private$ptr, outputs))
       }
+      check_scalable(outputs, sys.call())
       if (is.list(outputs)) {
-        # Element by element: names and nesting of an R list survive.
+        # Element by element: names and nesting of an R list survive. The whole of it was
+        # checked first: a refused element must not leave the scale made (Python's rule).
         return(lapply(outputs, self$scale))
       }
-      if (inherits(outputs, "python.builtin.object")) {
-        return(r_tensor_to_py(self$scale(py_tensor_to_r(outputs))))
-      }
-      abort(sprintf("`outputs` must be a tensor or a list of tensors, got %s.", describe(outputs)),
-            sys.call(), class = "value_error")
+      r_tensor_to_py(self$scale(py_tensor_to_r(outputs)))
     },
     unscale_ = function(optimizer) {
       if (!private$enabled) {

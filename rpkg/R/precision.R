@@ -137,15 +137,19 @@ policy_forward <- function(original, device_type, name, dtype) {
   force(original)
   force(device_type)
   force(dtype)
+  # The arguments are evaluated first, in the caller's precision (R passes them unevaluated: in
+  # lin(torch_mm(a, b)), the product is the caller's, not the module's, as in Python).
   if (identical(name, "float32")) {
     wrapper <- function(...) {
+      args <- list(...)
       .Call(C_policy_push, dtype)
       on.exit(.Call(C_policy_pop))
-      with_autocast(do.call(original, .Call(C_policy_float32_args, list(...))),
+      with_autocast(do.call(original, .Call(C_policy_float32_args, args)),
                     device_type = device_type, enabled = FALSE)
     }
   } else {
     wrapper <- function(...) {
+      list(...) # forces the promises: original(...) then reads their values
       .Call(C_policy_push, dtype)
       on.exit(.Call(C_policy_pop))
       with_autocast(original(...), device_type = device_type, dtype = dtype)

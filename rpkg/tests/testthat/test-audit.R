@@ -147,6 +147,13 @@ test_that("printing shows the totals and the table", {
   empty <- autocast_audit(NULL)
   expect_identical(nrow(empty), 0L)
   expect_match(capture.output(print(empty))[1L], "^autocast audit: 0 op calls")
+  # a part of it is a plain table: its columns print, without the whole audit's totals
+  part <- audit[audit$autocast, c("op", "calls")]
+  expect_identical(class(part), "data.frame")
+  expect_null(attr(part, "casts"))
+  expect_identical(names(part), c("op", "calls"))
+  expect_false(any(grepl("autocast audit", capture.output(print(part)), fixed = TRUE)))
+  expect_identical(audit[, "op"], audit$op)
 })
 
 test_that("bad input is an ampkit_error naming the argument; the example runs", {

@@ -297,6 +297,14 @@ test_that("a dtype the CPU cannot autocast to warns and gives a disabled region"
     expect_error(local_autocast("cpu", dtype = "float64"), "CPU Autocast")
   })
   expect_identical(cpu_state(), default_state)
+  # so does a warning caught by tryCatch(), which jumps out before a region could be handed over
+  f <- function() {
+    tryCatch(local_autocast("cpu", dtype = "float64"), warning = function(w) NULL)
+    cpu_state()
+  }
+  expect_identical(f(), default_state)
+  tryCatch(set_autocast("cpu", dtype = "float64"), warning = function(w) NULL)
+  expect_identical(cpu_state(), default_state)
 })
 
 test_that("CUDA without a CUDA device warns and gives a disabled region", {

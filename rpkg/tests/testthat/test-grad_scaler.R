@@ -187,6 +187,11 @@ test_that("scale() takes a tensor or a (nested, named) list of tensors", {
                    "`outputs` must be a tensor or a list of tensors, got \"a\".")
   expect_error(scaler$scale(list(torch$tensor(1), 2)), "`outputs` must be a tensor",
                fixed = TRUE, class = "ampkit_error")
+  # the whole list is checked before the first element is scaled: a fresh scaler's scale is not
+  # made by a refused list (Python's rule)
+  fresh <- amp_grad_scaler("cpu", init_scale = 4)
+  expect_error(fresh$scale(list(torch_tensor(1), list("a"))), "got \"a\"", fixed = TRUE)
+  expect_null(fresh$.scale)
 })
 
 test_that("update(new_scale) sets the scale; a number or a tensor", {

@@ -165,6 +165,28 @@ test_that("a module's region is closed however its forward is left", {
   policy$remove()
 })
 
+test_that("a module's arguments are computed in the caller's precision, not the policy's", {
+  skip_if_no_ampkit()
+  torch_manual_seed(0)
+  lin <- nn_linear(4, 4)
+  a <- torch_randn(4, 4)
+  # the product computed first by hand, in the caller's bfloat16 region
+  by_hand <- with_autocast(device_type = "cpu", dtype = "bfloat16", {
+    h <- torch_mm(a, a)
+    lin(h)
+  })
+  for (rule in c("float32", "float16")) {
+    policy <- precision_policy(lin, c("(model)" = rule))
+    h <- with_autocast(device_type = "cpu", dtype = "bfloat16", torch_mm(a, a))
+    expected <- with_autocast(device_type = "cpu", dtype = "bfloat16", lin(h))
+    inline <- with_autocast(device_type = "cpu", dtype = "bfloat16", lin(torch_mm(a, a)))
+    expect_true(torch_equal(inline, expected))
+    policy$remove()
+  }
+  expect_true(torch_equal(with_autocast(device_type = "cpu", dtype = "bfloat16",
+                                        lin(torch_mm(a, a))), by_hand))
+})
+
 test_that("forward hooks run outside the module's region, whichever came first", {
   skip_if_no_ampkit()
   model <- precision_model()
