@@ -24,13 +24,17 @@ NULL
 #' named methods of a module.
 #'
 #' Inputs and outputs are tensors or (nested) lists of tensors: an unnamed list
-#' is a TorchScript list, a named list a dict, a list marked by `jit_tuple()` a
-#' tuple. Lists and dicts as outputs need `strict = FALSE` (PyTorch's rule).
-#' Tracing records only the operations run on the example inputs: control flow
-#' that depends on the data is not recorded.
+#' is a TorchScript list (a tuple where its elements have no type in common, as
+#' `list(x, list(x))`), a named list a dict, a list marked by `jit_tuple()` a
+#' tuple; a vector of numbers, flags or strings longer than one is a typed list
+#' (`List[int]`, ...). Lists and dicts as outputs need `strict = FALSE`
+#' (PyTorch's rule). Tracing records only the operations run on the example
+#' inputs: control flow that depends on the data is not recorded.
 #'
 #' `jit_compile(source)` compiles TorchScript source (Python syntax); its
-#' functions are called as `compiled$name(...)`.
+#' functions are called as `compiled$name(...)`, arguments by position or by
+#' their names in the source. A traced function's inputs have no names: its
+#' arguments are taken in order, whatever their names (R torch's reading).
 #' `jit_save(obj, path)` writes a traced function or a script module in
 #' PyTorch's format (Python's `torch.jit.load()` reads it); `jit_load(path)`
 #' reads such a file (Python's `torch.jit.save()` wrote it, or `jit_save()`)

@@ -199,12 +199,14 @@ SEXP eval_protected(SEXP call, SEXP env) {
 }
 
 std::string describe(SEXP x) {
-  SEXP call = PROTECT(Rf_lang2(Rf_install("describe"), x));
+  // quote(x): a call or a symbol given as the value would be evaluated as an argument
+  SEXP quoted = PROTECT(Rf_lang2(Rf_install("quote"), x));
+  SEXP call = PROTECT(Rf_lang2(Rf_install("describe"), quoted));
   SEXP text = PROTECT(eval_protected(call, package_namespace()));
   std::string out = Rf_isString(text) && Rf_length(text) == 1
                         ? std::string(Rf_translateCharUTF8(STRING_ELT(text, 0)))
                         : std::string("a value");
-  UNPROTECT(2);
+  UNPROTECT(3);
   return out;
 }
 

@@ -109,7 +109,9 @@ bool has_names(SEXP x) {
   return true;
 }
 
-c10::TypePtr element_type(const std::vector<c10::IValue>& items) {
+// The one type of `items` (a tensor's is Tensor, without its shape); nullptr when two of them
+// have none in common.
+c10::TypePtr common_type(const std::vector<c10::IValue>& items) {
   c10::TypePtr type;
   for (const c10::IValue& item : items) {
     c10::TypePtr t = item.isTensor() ? c10::TensorType::get() : c10::unshapedType(item.type());
@@ -118,15 +120,54 @@ c10::TypePtr element_type(const std::vector<c10::IValue>& items) {
     } else if (auto unified = c10::unifyTypes(type, t)) {
       type = *unified;
     } else {
-      value_error("A list's elements must be of one type (TorchScript lists are typed), got " +
-                  type->repr_str() + " and " + t->repr_str() + ".");
+      return nullptr;
     }
   }
   return type ? type : c10::TensorType::get();
 }
 
-// An R value as TorchScript takes it: a tensor; a list (a jit_tuple(): a tuple; a named list: a
-// dict with string keys); a number, flag or string of length 1 (jit_scalar() marks one); NULL.
+// An R atomic vector (not one value) as TorchScript's typed list: List[int], List[float],
+// List[bool] or List[str], as R torch passes them.
+c10::IValue list_of_vector(SEXP x) {
+  const R_xlen_t n = XLENGTH(x);
+  switch (TYPEOF(x)) {
+    case INTSXP: {
+      c10::List<int64_t> out;
+      for (R_xlen_t i = 0; i < n; ++i) {
+        if (INTEGER(x)[i] == NA_INTEGER) value_error("TorchScript's integers have no NA.");
+        out.push_back(INTEGER(x)[i]);
+      }
+      return out;
+    }
+    case REALSXP: {
+      c10::List<double> out;
+      for (R_xlen_t i = 0; i < n; ++i) out.push_back(REAL(x)[i]);
+      return out;
+    }
+    case LGLSXP: {
+      c10::List<bool> out;
+      for (R_xlen_t i = 0; i < n; ++i) {
+        if (LOGICAL(x)[i] == NA_LOGICAL) value_error("TorchScript's flags have no NA.");
+        out.push_back(LOGICAL(x)[i] != 0);
+      }
+      return out;
+    }
+    case STRSXP: {
+      c10::List<std::string> out;
+      for (R_xlen_t i = 0; i < n; ++i) {
+        if (STRING_ELT(x, i) == NA_STRING) value_error("TorchScript's strings have no NA.");
+        out.push_back(CHAR(STRING_ELT(x, i)));
+      }
+      return out;
+    }
+    default:
+      return c10::IValue();
+  }
+}
+
+// An R value as TorchScript takes it: a tensor; a list (a jit_tuple(), or one whose elements have
+// no type in common: a tuple; a named list: a dict with string keys); a number, flag or string of
+// length 1 (jit_scalar() marks one); another vector of them: a typed list; NULL.
 c10::IValue ivalue_of(SEXP x) {
   if (is_tensor(x)) return tensor_of(x, "x");
   if (x == R_NilValue) return c10::IValue();
@@ -134,14 +175,22 @@ c10::IValue ivalue_of(SEXP x) {
     std::vector<c10::IValue> items;
     for (R_xlen_t i = 0; i < XLENGTH(x); ++i) items.push_back(ivalue_of(VECTOR_ELT(x, i)));
     if (Rf_inherits(x, "jit_tuple")) return c10::ivalue::Tuple::create(std::move(items));
+    const c10::TypePtr type = common_type(items);
     if (has_names(x)) {
+      if (!type) {
+        value_error(
+            "A named list is a TorchScript dict, whose values are of one type; got values of "
+            "types that have none in common.");
+      }
       SEXP names = Rf_getAttrib(x, R_NamesSymbol);
-      c10::impl::GenericDict dict(c10::StringType::get(), element_type(items));
+      c10::impl::GenericDict dict(c10::StringType::get(), type);
       for (size_t i = 0; i < items.size(); ++i) {
         dict.insert_or_assign(std::string(CHAR(STRING_ELT(names, i))), items[i]);
       }
       return dict;
     }
+    // list(tensor, list(tensor)), list(tensor, 2L): a tuple, as R torch passes them
+    if (!type) return c10::ivalue::Tuple::create(std::move(items));
     bool tensors = true;
     for (const c10::IValue& item : items) tensors = tensors && item.isTensor();
     if (tensors) {
@@ -149,11 +198,12 @@ c10::IValue ivalue_of(SEXP x) {
       for (const c10::IValue& item : items) list.push_back(item.toTensor());
       return list;
     }
-    c10::impl::GenericList list(element_type(items));
+    c10::impl::GenericList list(type);
     for (c10::IValue& item : items) list.push_back(std::move(item));
     return list;
   }
-  if (!OBJECT(x) || Rf_inherits(x, "jit_scalar")) {
+  // (only vectors have a length: an environment or a function is refused below)
+  if (Rf_isVectorAtomic(x) && (!OBJECT(x) || Rf_inherits(x, "jit_scalar"))) {
     const R_xlen_t n = XLENGTH(x);
     if (TYPEOF(x) == LGLSXP && n == 1 && LOGICAL(x)[0] != NA_LOGICAL) return LOGICAL(x)[0] != 0;
     if (TYPEOF(x) == INTSXP && n == 1 && INTEGER(x)[0] != NA_INTEGER) {
@@ -163,10 +213,14 @@ c10::IValue ivalue_of(SEXP x) {
     if (TYPEOF(x) == STRSXP && n == 1 && STRING_ELT(x, 0) != NA_STRING) {
       return std::string(CHAR(STRING_ELT(x, 0)));
     }
+    if (n != 1 && !Rf_inherits(x, "jit_scalar")) {
+      c10::IValue list = list_of_vector(x);
+      if (!list.isNone()) return list;
+    }
   }
   value_error(
-      "TorchScript takes tensors, lists of them, and numbers, flags or strings of length "
-      "1; got " +
+      "TorchScript takes tensors, lists of them, and numbers, flags or strings (one, or a "
+      "vector as a list); got " +
       describe(x) + ".");
 }
 
@@ -394,16 +448,43 @@ extern "C" SEXP C_jit_trace(SEXP fn, SEXP inputs, SEXP strict, SEXP module, SEXP
 }
 
 // Calls a traced or compiled function or a module's method on an R list of arguments.
+// Arguments given by name are passed by name where the function's schema has that name; a traced
+// function's inputs have none (libtorch's default schema for a graph calls them "argument_0",
+// "argument_1", ...), and names are read by position there, as R torch reads every name. A name
+// that is no argument of a named schema is an error.
 extern "C" SEXP C_jit_call(SEXP callable, SEXP args) {
   AMPKIT_R_BEGIN
   ScriptCallable& c =
       unwrap<ScriptCallable>(callable, "ampkit_script_callable", "a script function");
-  Stack stack = stack_of(args);
+  Stack given = stack_of(args);
+  std::optional<torch::jit::Method> method;
+  if (c.module) method = c.module->get_method(c.method);
+  const c10::FunctionSchema& schema =
+      method ? method->function().getSchema() : c.function->getSchema();
+  bool named_schema = false;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const std::string& name = schema.arguments()[i].name();
+    if (name != "self" && name != "argument_" + std::to_string(i)) named_schema = true;
+  }
+  SEXP names = Rf_getAttrib(args, R_NamesSymbol);
+  Stack stack;
+  torch::jit::Kwargs kwargs;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const char* name = names == R_NilValue ? "" : CHAR(STRING_ELT(names, static_cast<R_xlen_t>(i)));
+    if (name[0] == '\0' || !named_schema) {
+      stack.push_back(std::move(given[i]));
+    } else if (schema.argumentIndexWithName(name)) {
+      kwargs.emplace(name, std::move(given[i]));
+    } else {
+      value_error("`" + std::string(name) + "` is not an argument of " + schema.name() +
+                  "(): " + c10::toString(schema) + ".");
+    }
+  }
   c10::IValue out;
-  if (c.module) {
-    out = c.module->get_method(c.method)(std::move(stack));
+  if (method) {
+    out = (*method)(std::move(stack), kwargs);
   } else {
-    out = (*c.function)(std::move(stack));
+    out = (*c.function)(std::move(stack), kwargs);
   }
   return r_value_of(out);
   AMPKIT_R_END
@@ -605,6 +686,7 @@ extern "C" SEXP C_jit_execute(SEXP name, SEXP args) {
   AMPKIT_R_BEGIN
   auto ops = operators_for(name);
   Stack given = stack_of(args);
+  bool graph_only = false;
   for (const auto& op : ops) {
     const auto& arguments = op->schema().arguments();
     if (given.size() > arguments.size()) continue;
@@ -619,9 +701,19 @@ extern "C" SEXP C_jit_execute(SEXP name, SEXP args) {
         ok = false;
       }
     }
+    // Some operators run only as a node of a graph (prim::ConstantChunk, fusion groups): they
+    // have no operation to call here (calling it crashed).
     if (!ok) continue;
+    if (!op->hasOperation()) {
+      graph_only = true;
+      continue;
+    }
     op->getOperation()(stack);
     return r_list_of(std::vector<c10::IValue>(stack.begin(), stack.end()));
+  }
+  if (graph_only) {
+    value_error(string_of(name, "name") +
+                " runs only as a node of a TorchScript graph; it cannot be called by itself.");
   }
   std::string types;
   for (const c10::IValue& v : given) types += (types.empty() ? "" : ", ") + v.type()->repr_str();

@@ -37,6 +37,55 @@ test_that("lists, dicts and tuples in and out", {
   expect_same_tensor(out[[1]], x)
   # A traced tuple takes a tuple, not a list.
   expect_error(tr(list(y, x)), "Tuple")
+
+  # A list whose elements have no type in common is a tuple, as R torch passes it, in and out
+  nested <- jit_trace(function(z) z[[1]][[1]] + z[[2]], list(list(x), y))
+  expect_same_tensor(nested(list(list(y), y)), y + y)
+  out <- jit_trace(function(z) list(z, list(z, z)), x, strict = FALSE)(y)
+  expect_same_tensor(out[[2]][[2]], y)
+  pair <- jit_compile("def second(x: Tuple[Tensor, int]) -> int:\n    return x[1]\n")
+  expect_identical(pair$second(list(x, 2L)), 2L)
+  # vectors of numbers, flags or strings are TorchScript's typed lists
+  lists <- jit_compile(paste0(
+    "def total(x: List[int]) -> int:\n    return sum(x)\n",
+    "def count(x: List[bool]) -> int:\n    return len(x)\n",
+    "def join(x: List[str]) -> str:\n    return ''.join(x)\n",
+    "def fsum(x: List[float]) -> float:\n    return sum(x)\n"))
+  expect_identical(lists$total(1:3), 6L)
+  expect_identical(lists$count(c(TRUE, FALSE)), 2L)
+  expect_identical(lists$join(c("a", "b")), "ab")
+  expect_identical(lists$fsum(c(0.5, 0.25)), 0.75)
+  expect_error(lists$total(c(1L, NA)), "no NA", class = "value_error")
+  expect_same_tensor(jit_ops$aten$view(torch_arange(1, 4), c(2L, 2L)),
+                     torch_arange(1, 4)$view(c(2, 2)))
+})
+
+test_that("arguments by name reach a compiled function's parameters of those names", {
+  skip_if_no_ampkit()
+  a <- torch_tensor(10)
+  b <- torch_tensor(1)
+  cu <- jit_compile("def f(a: Tensor, b: Tensor):\n    return a - b\n")
+  expect_same_tensor(cu$f(b = b, a = a), a - b)
+  expect_same_tensor(cu$f(b = b, a), a - b)
+  err <- expect_error(cu$f(a, zzz = b), class = "value_error")
+  expect_match(conditionMessage(err), "`zzz` is not an argument of f()", fixed = TRUE)
+  # a traced function's inputs have no names: they are read in order, as R torch reads them
+  tw <- jit_trace(function(z, w) z - w, a, b)
+  expect_same_tensor(tw(w = a, z = b), a - b)
+})
+
+test_that("values TorchScript cannot take are errors that leave the tracer usable", {
+  skip_if_no_ampkit()
+  x <- torch_ones(2)
+  for (bad in list(function(z) new.env(), function(z) sum, function(z) quote(a + b))) {
+    expect_error(jit_trace(bad, x), "TorchScript takes tensors", class = "value_error")
+    expect_same_tensor(jit_trace(function(z) z + 1, x)(x), x + 1)
+  }
+  tr <- jit_trace(function(z) z * 2, x)
+  expect_error(tr(new.env()), "got an environment", class = "value_error")
+  # an operator that runs only as a node of a graph is refused, not run
+  expect_error(jit_ops$prim$ChunkSizes(), "only as a node of a TorchScript graph",
+               class = "value_error")
 })
 
 test_that("tracing takes tensors only, and says so in R's words", {
