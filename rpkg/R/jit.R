@@ -20,7 +20,9 @@ NULL
 #' current mode) and returns a `script_module`: an `nn_module` whose
 #' parameters, buffers and submodules are the traced module's tensors (shared,
 #' not copied), with `$graph`, `$train()`, `$eval()`, `$parameters`,
-#' `$state_dict()`, ... `jit_trace_module(mod, name = inputs, ...)` traces the
+#' `$state_dict()`, ..., its class's constants as fields (`$k` of Python's
+#' `__constants__ = ["k"]`) and `$add_constant(name, value)`.
+#' `jit_trace_module(mod, name = inputs, ...)` traces the
 #' named methods of a module.
 #'
 #' Inputs and outputs are tensors or (nested) lists of tensors: an unnamed list
@@ -317,10 +319,20 @@ nn_ScriptModule <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
           else eval_forward(...)
         }
       }
-      # The other methods (traced with jit_trace_module, or the loaded module's) as `$name()`.
+      # The other methods (traced with jit_trace_module, or the loaded module's) as `$name()`,
+      # and the class's constants (Python's __constants__) as `$name`, as R torch finds them.
       for (name in setdiff(methods, c("forward", "trainforward", "evalforward"))) {
         if (!exists(name, envir = self, inherits = FALSE)) assign(name, forward(name), self)
       }
+      constants <- .Call(C_jit_module_info, ptr, "constants", FALSE)
+      for (name in names(constants)) {
+        if (!exists(name, envir = self, inherits = FALSE)) assign(name, constants[[name]], self)
+      }
+    },
+    add_constant = function(name, value) {
+      .Call(C_jit_module_add_constant, private$ptr, name, value)
+      assign(name, value, self)
+      invisible(self)
     },
     forward = function(...) {
       if (is.null(private$forward_)) {

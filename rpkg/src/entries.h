@@ -100,6 +100,7 @@
   AMPKIT_ENTRY(C_jit_module_new, 2) \
   AMPKIT_ENTRY(C_jit_module_register, 4) \
   AMPKIT_ENTRY(C_jit_module_info, 3) \
+  AMPKIT_ENTRY(C_jit_module_add_constant, 3) \
   AMPKIT_ENTRY(C_jit_module_train, 2) \
   AMPKIT_ENTRY(C_jit_module_method, 2) \
   AMPKIT_ENTRY(C_jit_module_save, 3) \

@@ -587,11 +587,36 @@ extern "C" SEXP C_jit_module_info(SEXP module, SEXP what, SEXP recurse) {
     UNPROTECT(1);
     return out;
   }
+  if (w == "constants") {  // a module's __constants__, by name (R torch's `$name`)
+    const auto& type = m.type();
+    std::vector<c10::IValue> values;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < type->numConstants(); ++i) {
+      names.push_back(type->getConstantName(i));
+      values.push_back(type->getConstant(i));
+    }
+    SEXP out = PROTECT(r_list_of(values));
+    SEXP r_names = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(names.size())));
+    for (size_t i = 0; i < names.size(); ++i) {
+      SET_STRING_ELT(r_names, static_cast<R_xlen_t>(i), Rf_mkChar(names[i].c_str()));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, r_names);
+    UNPROTECT(2);
+    return out;
+  }
   if (w == "training") return Rf_ScalarLogical(m.is_training());
   if (w == "class") return Rf_mkString(m.type()->name()->qualifiedName().c_str());
   value_error(
       "`what` must be one of \"parameters\", \"buffers\", \"children\", \"methods\", "
-      "\"training\", \"class\".");
+      "\"constants\", \"training\", \"class\".");
+  AMPKIT_R_END
+}
+
+// R torch's add_constant(): a constant of the module's class, seen by its methods compiled after.
+extern "C" SEXP C_jit_module_add_constant(SEXP module, SEXP name, SEXP value) {
+  AMPKIT_R_BEGIN
+  module_of(module).type()->addConstant(string_of(name, "name"), ivalue_of(value));
+  return R_NilValue;
   AMPKIT_R_END
 }
 

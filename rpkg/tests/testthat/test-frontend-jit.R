@@ -74,6 +74,31 @@ test_that("arguments by name reach a compiled function's parameters of those nam
   expect_same_tensor(tw(w = a, z = b), a - b)
 })
 
+test_that("a script module's constants are its fields, as R torch reads them", {
+  skip_if_no_ampkit()
+  # TorchScript reads the class's source: from a file
+  source <- tempfile(fileext = ".py")
+  path <- tempfile(fileext = ".pt")
+  on.exit(unlink(c(source, path)))
+  writeLines(c(
+    "import torch",
+    "class WithConstant(torch.nn.Module):",
+    "    __constants__ = ['k']",
+    "    def __init__(self):",
+    "        super().__init__()",
+    "        self.k = 3",
+    "    def forward(self, x):",
+    "        return x * self.k",
+    sprintf("torch.jit.script(WithConstant()).save(%s)", encodeString(path, quote = "'"))
+  ), source)
+  reticulate::py_run_file(source)
+  m <- jit_load(path)
+  expect_identical(m$k, 3L)
+  expect_same_tensor(m(torch_ones(2)), torch_full(2, 3))
+  m$add_constant("scale", 2.5)
+  expect_identical(m$scale, 2.5)
+})
+
 test_that("values TorchScript cannot take are errors that leave the tracer usable", {
   skip_if_no_ampkit()
   x <- torch_ones(2)
