@@ -235,6 +235,18 @@ SEXP r_list_of(const std::vector<c10::IValue>& items) {
   return out;
 }
 
+// An R list of `values` named `names` (a dict's keys, a class's constants).
+SEXP named_list_of(const std::vector<c10::IValue>& values, const std::vector<std::string>& names) {
+  SEXP out = PROTECT(r_list_of(values));
+  SEXP r_names = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(names.size())));
+  for (size_t i = 0; i < names.size(); ++i) {
+    SET_STRING_ELT(r_names, static_cast<R_xlen_t>(i), Rf_mkChar(names[i].c_str()));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, r_names);
+  UNPROTECT(2);
+  return out;
+}
+
 // TorchScript's value in R: tuples and lists become lists, dicts named lists.
 SEXP r_value_of(const c10::IValue& v) {
   if (v.isTensor()) return make_tensor(v.toTensor());
@@ -271,14 +283,7 @@ SEXP r_value_of(const c10::IValue& v) {
       }
       values.push_back(entry.value());
     }
-    SEXP out = PROTECT(r_list_of(values));
-    SEXP names = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(keys.size())));
-    for (size_t i = 0; i < keys.size(); ++i) {
-      SET_STRING_ELT(names, static_cast<R_xlen_t>(i), Rf_mkChar(keys[i].c_str()));
-    }
-    Rf_setAttrib(out, R_NamesSymbol, names);
-    UNPROTECT(2);
-    return out;
+    return named_list_of(values, keys);
   }
   if (v.isModule()) return make_module(Module(v.toObject()));
   throw Error("runtime_error",
@@ -595,14 +600,7 @@ extern "C" SEXP C_jit_module_info(SEXP module, SEXP what, SEXP recurse) {
       names.push_back(type->getConstantName(i));
       values.push_back(type->getConstant(i));
     }
-    SEXP out = PROTECT(r_list_of(values));
-    SEXP r_names = PROTECT(Rf_allocVector(STRSXP, static_cast<R_xlen_t>(names.size())));
-    for (size_t i = 0; i < names.size(); ++i) {
-      SET_STRING_ELT(r_names, static_cast<R_xlen_t>(i), Rf_mkChar(names[i].c_str()));
-    }
-    Rf_setAttrib(out, R_NamesSymbol, r_names);
-    UNPROTECT(2);
-    return out;
+    return named_list_of(values, names);
   }
   if (w == "training") return Rf_ScalarLogical(m.is_training());
   if (w == "class") return Rf_mkString(m.type()->name()->qualifiedName().c_str());
