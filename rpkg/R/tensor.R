@@ -104,27 +104,32 @@ tensor_setters <- list(
 )
 
 .tensor_methods <- new.env(parent = emptyenv())
+.tensor_fields <- new.env(parent = emptyenv())
 
-# The method table: the generated methods, then the written ones over them. Built at load.
+# The method table: the generated methods, then the written ones over them; and the fields as a
+# table too. Built at load, and handed to `$`'s lookup in C (C_tensor_dollar, tensor_dollar.cpp),
+# which binds a method to its tensor by taking `self` out of its formals: each must start with it.
 build_tensor_methods <- function() {
   for (name in names(tensor_methods)) assign(name, tensor_methods[[name]], envir = .tensor_methods)
   for (name in names(written_methods)) {
     assign(name, written_methods[[name]], envir = .tensor_methods)
   }
+  for (name in names(tensor_fields)) assign(name, tensor_fields[[name]], envir = .tensor_fields)
+  for (name in ls(.tensor_methods, all.names = TRUE)) {
+    if (!identical(names(formals(.tensor_methods[[name]]))[1], "self")) {
+      stop("ampkit: the tensor method `", name, "` does not take `self` first.")
+    }
+  }
+  .Call(C_tensor_dollar_init, .tensor_fields, .tensor_methods, no_tensor_member)
+}
+
+no_tensor_member <- function(name) {
+  abort(sprintf("A tensor has no method or field `%s`.", paste(name, collapse = "")),
+        class = "value_error")
 }
 
 #' @export
-`$.torch_tensor` <- function(x, name) {
-  f <- tensor_fields[[name]]
-  if (!is.null(f)) {
-    return(f(x))
-  }
-  method <- .tensor_methods[[name]]
-  if (is.null(method)) {
-    abort(sprintf("A tensor has no method or field `%s`.", name), class = "value_error")
-  }
-  function(...) method(x, ...)
-}
+`$.torch_tensor` <- function(x, name) .Call(C_tensor_dollar, x, name)
 
 #' @export
 `[[.torch_tensor` <- function(x, i) {
@@ -469,6 +474,10 @@ written_methods <- list( # nolint: cyclocomp_linter.
     if (is.integer(value) || is.logical(value) || is.complex(value)) value else as.double(value)
   },
   view = function(self, ...) {
+    size <- .Call(C_plain_sizes, list(...)) # plain numbers, the common call: read in one call
+    if (!is.null(size)) {
+      return(tensor_methods$view(self, size = size))
+    }
     args <- list(...)
     # view(dtype = ) (or a dtype alone) reinterprets the bytes; any other view takes sizes.
     if (length(args) == 1L && (identical(names(args), "dtype") || is_torch_dtype(args[[1L]]))) {

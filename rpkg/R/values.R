@@ -301,12 +301,21 @@ torch_device <- function(type, index = NULL) {
 #' @export
 is_torch_device <- function(x) inherits(x, "torch_device")
 
+# Devices by their spelling, each parsed once: `device = "cpu"` is in many a training step's calls.
+.device_cache <- new.env(parent = emptyenv())
+cached_device <- function(x) {
+  if (!nzchar(x)) {
+    return(torch_device(x)) # its error ("" names no device; nor can it name a binding)
+  }
+  .device_cache[[x]] %||% (.device_cache[[x]] <- torch_device(x))
+}
+
 as_torch_device <- function(x, arg = "device", call = NULL) {
   if (is.null(x) || inherits(x, "torch_device")) {
     return(x)
   }
   if (is.character(x) && length(x) == 1L && !is.na(x)) {
-    return(torch_device(x))
+    return(cached_device(x))
   }
   abort(sprintf("`%s` must be a torch_device or a string such as \"cpu\" or \"cuda\", got %s.",
                 arg, describe(x)), call, class = "value_error")
@@ -368,10 +377,10 @@ local_device <- function(device, ..., .env = parent.frame()) {
   invisible(.default_device$device)
 }
 
-# The device a creation function uses: the given one, else with_device()'s, else none (CPU).
-creation_device <- function(device) {
-  if (is.null(device)) .default_device$device else as_torch_device(device)
-}
+# The device a creation function uses: the given one, else with_device()'s, else none (CPU). A
+# given one goes to the op as it is: a torch_device or its name, which the op reads and checks
+# (device_of(), rpkg/src/values.cpp), in as_torch_device()'s words.
+creation_device <- function(device) if (is.null(device)) .default_device$device else device
 
 #' @rdname torch_device
 #' @export

@@ -14,6 +14,7 @@
 //   optim.cpp     optimizers in C++: R torch's optim_ignite_* (libtorch's torch::optim), and
 //                 optim_adam's foreach step
 //   modules.cpp   `self$name` in modules, module walks and chains (no libtorch)
+//   tensor_dollar.cpp `x$name` on tensors: fields, and methods bound to `x` (R's API only)
 //   jit.cpp       TorchScript: jit_trace, jit_compile, jit_save, jit_load
 //   contrib.cpp   contrib_sort_vertices() (R torch's contributed vertex sort)
 //   init.cpp      routine registration

@@ -19,6 +19,8 @@
   AMPKIT_ENTRY(C_memory_stats, 2) \
   AMPKIT_ENTRY(C_memory_collect, 0) \
   AMPKIT_ENTRY(C_tensor_meta, 2) \
+  AMPKIT_ENTRY(C_tensor_dollar_init, 3) \
+  AMPKIT_ENTRY(C_tensor_dollar, 2) \
   AMPKIT_ENTRY(C_plain_sizes, 1) \
   AMPKIT_ENTRY(C_tensor_addresses, 1) \
   AMPKIT_ENTRY(C_tensor_items, 1) \

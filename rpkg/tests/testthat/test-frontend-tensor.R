@@ -269,6 +269,29 @@ test_that("$ fields: shape, dtype, device, requires_grad, is_leaf, grad", {
   expect_error(x[[1]], class = "value_error")
 })
 
+test_that("a $ method is bound to its tensor, with its own arguments", {
+  skip_if_no_ampkit()
+  x <- torch_tensor(c(3, 1, 2))
+  add <- x$add
+  # The method's own formals but `self`, matched as it declares them (by name, partly, in order).
+  expect_identical(names(formals(add)), c("other", "alpha"))
+  expect_equal(as_array(add(1, alpha = 2)), c(5, 3, 4))
+  expect_equal(as_array(add(alp = 2, 1)), c(5, 3, 4))
+  x <- torch_zeros(3) # the bound method keeps the tensor it was read from
+  expect_equal(as_array(add(1)), c(4, 2, 3))
+  # A field, and written methods taking `...` or an optional argument.
+  y <- torch_randn(2, 3, 4)
+  expect_identical(y$mT$shape, c(2L, 4L, 3L))
+  expect_identical(y$view(-1, 4)$shape, c(6L, 4L))
+  expect_identical(y$size(-1), 4L)
+  expect_error(y$add(), "other")
+  err <- expect_error(y$no_such_method, class = "value_error")
+  expect_match(conditionMessage(err), "no method or field `no_such_method`", fixed = TRUE)
+  # An error inside a bound method names the user's call, not the package's.
+  err <- expect_error(y$view(5, 5), class = "runtime_error")
+  expect_match(deparse(conditionCall(err)), "y$view(5, 5)", fixed = TRUE)
+})
+
 test_that("$ methods with 1-based dims match PyTorch's with 0-based dims", {
   skip_if_no_ampkit()
   torch <- py_torch()
