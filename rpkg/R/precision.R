@@ -545,10 +545,10 @@ suggest_policy <- function(model, batches, dtype = "float16", loss_fn = NULL,
   device_type <- device_type %||% model_device_type(model)
   decide <- python_module("ampkit.overflow_locator")$modules_to_keep
   # The rules judge their own arguments (`dtype`, `margin`, `loss_scale`; the device type a
-  # policy can use): asked once with no rows and no rules, before measuring.
+  # policy can use): asked once with no rows, before measuring, as Python's suggest_policy asks.
   call_python(decide(list(), list(), list(), dtype, loss_scale, margin), call)
-  call_python(python_module("ampkit.precision_policy")$resolve_rules(
-    list(), list(), list(), device_type), call)
+  call_python(python_module("ampkit.precision_policy")$`_check_device`(device_type,
+                                                                       "suggest_policy"), call)
   modules <- model_modules(model)
   leaves <- modules$names[nzchar(modules$names) & vapply(modules$modules, function(m) {
     length(.subset2(module_of(m), ".__enclos_env__")$private$modules_) == 0L

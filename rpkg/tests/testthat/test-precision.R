@@ -350,8 +350,10 @@ test_that("suggest_policy suggests what Python's does for the same weights", {
   expect_error(suggest_policy(model, list(list(x, y)), loss_fn = mse, loss_scale = 0),
                "`loss_scale` must be a finite number > 0", class = "ampkit_error")
   if (!cuda_is_available()) {
+    # in suggest_policy()'s name, as Python's (it said "precision_policy: ...")
     expect_error(suggest_policy(model, list(x), device_type = "cuda"),
-                 "`device_type` 'cuda' is one autocast cannot use here", class = "ampkit_error")
+                 "suggest_policy: `device_type` 'cuda' is one autocast cannot use here",
+                 class = "ampkit_error")
   }
 })
 
