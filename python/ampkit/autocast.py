@@ -8,6 +8,7 @@ from typing import Any, Callable, TypeVar
 import torch
 
 from . import _C
+from ._on_import import when_imported
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 
@@ -150,14 +151,22 @@ def get_autocast_dtype(device_type: str) -> torch.dtype:
     return _C.get_autocast_dtype(device_type)
 
 
-@torch.compiler.substitute_in_graph(_C.is_compiling, skip_signature_check=True)
 def _is_compiling_in_graph() -> bool:
     """What Dynamo runs in place of _C.is_compiling, which it cannot trace."""
     return torch.compiler.is_compiling()
 
 
-@torch.compiler.substitute_in_graph(_C.new_region, skip_signature_check=True)
 def _new_region_in_graph(cls, device_type, dtype=None, enabled=True, cache_enabled=None):
     """What Dynamo runs in place of ampkit.autocast.__new__: torch.autocast, which it traces."""
     return torch.amp.autocast(device_type, dtype=dtype, enabled=enabled,
                               cache_enabled=cache_enabled)
+
+
+def _substitute_in_graphs() -> None:
+    substitute = torch.compiler.substitute_in_graph
+    substitute(_C.is_compiling, skip_signature_check=True)(_is_compiling_in_graph)
+    substitute(_C.new_region, skip_signature_check=True)(_new_region_in_graph)
+
+
+# Once Dynamo is imported: substitute_in_graph imports it, which takes as long as `import torch`.
+when_imported("torch._dynamo", _substitute_in_graphs)

@@ -5,6 +5,8 @@ Each behaviour is compared with torch.amp doing the same."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 import warnings
 
 import ampkit
@@ -89,6 +91,34 @@ def test_a_function_decorated_outside_compiles_fullgraph():
     assert compiled(x).dtype == torch.bfloat16
     assert torch.equal(compiled(x), torch.autocast("cpu")(f)(x))
     assert not torch.is_autocast_enabled("cpu")
+
+
+_COMPILE_IN_A_NEW_PROCESS = """
+import sys
+if {dynamo_first}:
+    import torch._dynamo
+import ampkit, torch
+assert ("torch._dynamo" in sys.modules) == {dynamo_first}, "importing ampkit imported Dynamo"
+def f(x):
+    with ampkit.autocast("cpu", dtype=torch.bfloat16):
+        return x @ x
+x = torch.randn(4, 4)
+y = torch.compile(f, backend="eager", fullgraph=True)(x)
+assert y.dtype == torch.bfloat16 and torch.equal(y, f(x))
+"""
+
+
+@pytest.mark.skipif(_dynamo_checks_new_with_isinstance(),
+                    reason="this torch's Dynamo cannot trace ampkit.autocast's construction")
+@pytest.mark.parametrize("dynamo_first", [False, True], ids=["ampkit-first", "dynamo-first"])
+def test_importing_ampkit_leaves_dynamo_alone_and_compiling_traces_its_regions(dynamo_first):
+    """Importing Dynamo takes as long as importing torch: ampkit tells it how to trace its regions
+    once it is imported (torch.compile imports it), or at once if it already was. Either way a
+    region compiles fullgraph (with no substitute, Dynamo cannot trace the region's C++ calls)."""
+    code = _COMPILE_IN_A_NEW_PROCESS.format(dynamo_first=dynamo_first)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_scaler_calls_inside_compiled_code_break_the_graph_cleanly_and_match_torch_amp():
