@@ -145,7 +145,7 @@ if [ $built -ne 0 ]; then
 elif ! command -v Rscript >/dev/null 2>&1; then
   r_here=0; skip "R package (install)" "no R on this machine"
 else
-  MAKEFLAGS="-j$(nproc)" AMPKIT_RPKG_VIGNETTES=0 stage "R package (install)" 300 \
+  AMPKIT_RPKG_VIGNETTES=0 stage "R package (install)" 300 \
     bash tools/install_rpkg.sh "$(command -v "$PY")" || r_here=0
 fi
 # ---- 4. the benchmark on CUDA, host syncs ------------------------------------------------------

@@ -11,7 +11,8 @@
 # installs vignettes only as R CMD build leaves them (knitted into inst/doc, indexed in
 # build/vignette.rds), never from vignettes/*.Rmd, so an install of rpkg/ has no
 # vignette("amp", package = "ampkit"). R CMD build installs the package once more, into a
-# temporary library, to knit them (from the same objects: about 50 s more than rpkg/ alone).
+# temporary library, to knit them (from the same objects, its R code not byte-compiled: about
+# 30 s more than rpkg/ alone on 2 cores).
 # The tarball is kept in build/r-tarball/ for tools/test_rpkg.sh's R CMD check: the package
 # checked is the one installed, and its vignettes are not knitted once more to build another.
 # Usage: tools/install_rpkg.sh [PYTHON]   (default: .venv/bin/python of this repository)
@@ -31,6 +32,9 @@ log="$(mktemp)"
 work="$(mktemp -d)"
 trap 'rm -rf "$log" "$work"' EXIT
 export AMPKIT_PYTHON="$py" AMPKIT_R_OBJECTS="$root/build/r-objects"
+# The translation units compile side by side, one a core (each includes ATen: ~30 s on 2 cores;
+# R CMD INSTALL's make runs one at a time), unless the caller's make already sets the jobs.
+[[ "${MAKEFLAGS:-}" == *-j* ]] || export MAKEFLAGS="${MAKEFLAGS:-} -j$(nproc)"
 tarball_dir="$root/build/r-tarball"
 rm -rf "$tarball_dir"  # a tarball of earlier sources would be checked in place of these
 if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
@@ -39,7 +43,9 @@ if [ "${AMPKIT_RPKG_VIGNETTES:-1}" = 0 ]; then
   R CMD INSTALL -l "$lib" --preclean --no-multiarch --with-keep.source "$root/rpkg" >"$log" 2>&1 \
     || { cat "$log"; exit 1; }
 else
-  { (cd "$work" && R CMD build --no-manual "$root/rpkg") \
+  # R CMD build's own install only knits the vignettes, in a library it then deletes: its R code
+  # is not byte-compiled (R_COMPILE_PKGS=0; a minute on 2 cores). The install that stays is.
+  { (cd "$work" && R_COMPILE_PKGS=0 R CMD build --no-manual "$root/rpkg") \
       && R CMD INSTALL -l "$lib" --no-multiarch --with-keep.source "$work"/ampkit_*.tar.gz; } \
     >"$log" 2>&1 \
     || { cat "$log"; exit 1; }

@@ -10,7 +10,8 @@
 # with autocast, with autocast and the grad scaler. The article's code as written, but for
 # `library(ampkit)` in place of `library(torch)` and the device: on CUDA (when
 # cuda_is_available()) the article's sizes and float16; on the CPU bfloat16, small sizes, and
-# `amp_grad_scaler("cpu")` (R torch scales on CUDA only). AMPKIT_BENCH_DEVICE=cpu forces the CPU.
+# `amp_grad_scaler("cpu")` (R torch scales on CUDA only). AMPKIT_BENCH_DEVICE=cpu forces the CPU;
+# AMPKIT_BENCH_BATCHES=n trains on n batches instead of the article's 50 (a quick run).
 
 library(ampkit)
 torch_manual_seed(1)
@@ -22,7 +23,7 @@ batch_size <- if (on_cuda) 512 else 256 # Try, for example, 128, 256, 513.
 in_size <- if (on_cuda) 4096 else 512
 out_size <- in_size
 num_layers <- 3
-num_batches <- 50
+num_batches <- as.integer(Sys.getenv("AMPKIT_BENCH_BATCHES", "50"))
 epochs <- 3
 
 # Creates data in default precision.

@@ -4,9 +4,11 @@ test_that("rtorch_article_benchmark.R prints the three times of R torch's articl
   skip_if_no_ampkit()
   script <- system.file("examples", "rtorch_article_benchmark.R", package = "ampkit")
   expect_true(nzchar(script))
+  # 3 of the article's 50 batches: the script as a whole, not its timings (the benchmark's)
   out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE,
-                 stderr = TRUE, env = "AMPKIT_BENCH_DEVICE=cpu")
+                 stderr = TRUE, env = c("AMPKIT_BENCH_DEVICE=cpu", "AMPKIT_BENCH_BATCHES=3"))
   expect_null(attr(out, "status"))
+  expect_true(any(grepl("width 512, 3 layers, 3 batches x 3 epochs", out, fixed = TRUE)))
   for (run in c("fp32:", "autocast:", "autocast + grad scaler:")) {
     expect_true(any(startsWith(out, run)), label = paste("a line for", run))
   }
