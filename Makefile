@@ -78,10 +78,11 @@ $(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
 # thread (small tensors; one R or Python process at work at a time), so two of them share 2 cores
 # well (the Python and R suites: 837 s side by side, 1118 s one after the other, on a 2-core CI
 # machine). --output-sync prints each suite's output whole as it ends, not line by line mixed.
-TEST_JOBS ?= $(shell nproc)
+# JOBS: how many suites at once here, and lintr's workers in `make lint`.
+JOBS ?= $(shell nproc)
 test: setup
-	@echo "== the C++, Python and R suites, $(TEST_JOBS) at a time: each prints its output as it ends"
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-cpp test-python test-r
+	@echo "== the C++, Python and R suites, $(JOBS) at a time: each prints its output as it ends"
+	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-cpp test-python test-r
 
 # The tests' temporary files (pytest's folders, R sessions' and their dataloader workers',
 # torch.distributed's error files, torch.compile's cache) go in build/tmp/<target>, inside the
@@ -115,7 +116,7 @@ parity: setup
 lint: setup
 	@echo "== ruff" && $(PY) -m ruff check python tests tools rpkg/inst/python
 	@echo "== clang-format" && clang-format --dry-run --Werror $(shell git ls-files '*.cpp' '*.h')
-	@echo "== lintr" && R_LIBS="$$($(PY) -m ampkit r-library --r-libs)" Rscript tools/lint_r.R rpkg
+	@echo "== lintr" && R_LIBS="$$($(PY) -m ampkit r-library --r-libs)" Rscript tools/lint_r.R rpkg $(JOBS)
 
 # On a GPU machine (the device tool's): `make gpu-wheels` here first (the build requirements and
 # GoogleTest into .whl/, carried there), then `make gpu-proof` there (tools/gpu_proof.sh: build

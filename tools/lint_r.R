@@ -18,12 +18,15 @@ files <- list.files(dirs, pattern = "\\.[Rr](html|md|nw|rst|tex|txt)?$", recursi
 # lints; then the largest first, each to the least loaded worker: the shares take about as long.
 excluded <- eval(str2lang(read.dcf(file.path(pkg, ".lintr"), fields = "exclusions")[[1L]]))
 files <- setdiff(files, file.path(pkg, unlist(excluded)))
-files <- files[order(file.size(files), decreasing = TRUE)]
+sizes <- file.size(files)
+largest_first <- order(sizes, decreasing = TRUE)
+files <- files[largest_first]
+sizes <- sizes[largest_first]
 share <- integer(length(files))
 load <- numeric(workers)
 for (i in seq_along(files)) {
   share[[i]] <- which.min(load)
-  load[[share[[i]]]] <- load[[share[[i]]]] + file.size(files[[i]])
+  load[[share[[i]]]] <- load[[share[[i]]]] + sizes[[i]]
 }
 
 lint_share <- function(k) {
