@@ -78,11 +78,12 @@ $(VENV)/.rpkg: $(VENV)/.ext $(R_SOURCES) tools/install_rpkg.sh
 # thread (small tensors; one R or Python process at work at a time), so two of them share 2 cores
 # well (the Python and R suites: 837 s side by side, 1118 s one after the other, on a 2-core CI
 # machine). --output-sync prints each suite's output whole as it ends, not line by line mixed.
+# The longest first: the R suite, then Python's; the C++ suite (seconds) when a core is free.
 # JOBS: how many suites at once here, and lintr's workers in `make lint`.
 JOBS ?= $(shell nproc)
 test: setup
-	@echo "== the C++, Python and R suites, $(JOBS) at a time: each prints its output as it ends"
-	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-cpp test-python test-r
+	@echo "== the R, Python and C++ suites, $(JOBS) at a time: each prints its output as it ends"
+	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-r test-python test-cpp
 
 # The tests' temporary files (pytest's folders, R sessions' and their dataloader workers',
 # torch.distributed's error files, torch.compile's cache) go in build/tmp/<target>, inside the

@@ -1,11 +1,16 @@
 """The set-up writes nothing global: tools/install_rpkg.sh installs the R package against the
 given Python (the package records it), into that Python's environment's R library (never R's
-site library), and leaves ~/.Renviron and the rest of HOME alone."""
+site library), and leaves ~/.Renviron and the rest of HOME alone; rpkg/configure writes the
+compile flags."""
 
 import os
 import pathlib
+import shutil
 import stat
 import subprocess
+import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -61,3 +66,44 @@ def test_install_rpkg_records_the_python_and_writes_nothing_in_home(tmp_path):
     subprocess.run(["bash", str(script), str(python)], env={**env, "AMPKIT_RPKG_VIGNETTES": "0"},
                    check=True, capture_output=True, timeout=60)
     assert not (root / "build" / "r-tarball").exists()
+
+
+def _configure(tmp_path, **env):
+    """rpkg/configure run in a copy of the package (it writes src/Makevars), against this Python;
+    returns the commands make would run for src/values.cpp, with R's own Makeconf."""
+    pkg = tmp_path / "rpkg"
+    (pkg / "src").mkdir(parents=True)
+    (pkg / "inst").mkdir()
+    (pkg / "configure").write_text((ROOT / "rpkg" / "configure").read_text())
+    (pkg / "src" / "Makevars.in").write_text((ROOT / "rpkg" / "src" / "Makevars.in").read_text())
+    (pkg / "src" / "values.cpp").touch()
+    subprocess.run(["sh", "configure"], cwd=pkg, check=True, capture_output=True, timeout=120,
+                   env={**os.environ, "AMPKIT_PYTHON": sys.executable, **env})
+    r_home = subprocess.run(["R", "RHOME"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    # as R CMD INSTALL calls make (for CXX_STD = CXX20, in R's environment), printing the recipe
+    dry = subprocess.run(["R", "CMD", "make", "-n", "-f", "Makevars", "-f",
+                          f"{r_home}/etc/Makeconf", "CXX=$(CXX20) $(CXX20STD)",
+                          "CXXFLAGS=$(CXX20FLAGS)", "values.o"],
+                         cwd=pkg / "src", capture_output=True, text=True, check=True)
+    return dry.stdout
+
+
+def _compile_flags(recipe):
+    """The compiler's arguments in the recipe's compile command (after its cache key and echo)."""
+    [*_, command] = [line for line in recipe.splitlines() if "-c values.cpp -o values.o" in line]
+    return command.split()
+
+
+@pytest.mark.skipif(shutil.which("R") is None, reason="R is not installed")
+def test_the_r_package_compiles_without_debug_information_unless_asked(tmp_path):
+    recipe = _configure(tmp_path / "default", AMPKIT_R_OBJECTS=str(tmp_path / "objects"))
+    # -g0 after R's own -g: the last one counts
+    flags = _compile_flags(recipe)
+    assert "-g" in flags and "-g0" in flags
+    assert flags.index("-g0") > max(i for i, flag in enumerate(flags) if flag == "-g")
+    # the object cache is the one given
+    assert str(tmp_path / "objects") in recipe
+    recipe = _configure(tmp_path / "debug", AMPKIT_R_DEBUG="1")
+    flags = _compile_flags(recipe)
+    assert "-g0" not in flags and "-g" in flags
