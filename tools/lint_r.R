@@ -1,6 +1,6 @@
 # lintr over the R package (its configuration: rpkg/.lintr), with the package's files shared out
 # between the cores. lintr::lint_package() lints one file after another, and its defaults are
-# slow (cyclocomp_linter alone is 40% of the time): over 5 minutes of CI on 2 cores. Each worker
+# slow: over 5 minutes of CI on 2 cores (cyclocomp_linter, 60% of it, is left out). Each worker
 # is lint_package() itself, told to exclude the files of the other workers, so the files, the
 # settings and the output are lint_package()'s. Exits 1 if there is any lint.
 # Usage: Rscript tools/lint_r.R [PACKAGE_DIR] [WORKERS]   (default: rpkg, the number of cores)

@@ -94,7 +94,7 @@ check_dots_empty <- function(env = parent.frame(), call = NULL, example = NULL) 
 }
 
 # One whole number (a size, a count, a dim), as an R integer where it fits.
-whole_number <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
+whole_number <- function(x, name, call = NULL) {
   if (is_torch_tensor(x) && length(x) == 1L) x <- x$item()
   if (!is.numeric(x) || inherits(x, torch_value_classes) || length(x) != 1L || is.na(x) ||
         !is.finite(x) || x != trunc(x)) {
@@ -115,7 +115,7 @@ positive_whole <- function(x, name, rule = "`%s` must be a positive whole number
 }
 
 # Whole numbers (sizes), as an R vector (integers where they fit).
-whole_numbers <- function(x, name, call = NULL) { # nolint: cyclocomp_linter.
+whole_numbers <- function(x, name, call = NULL) {
   if (is_torch_tensor(x)) x <- as_array(x)
   if (is.list(x)) x <- unlist(x)
   if (is.null(x)) {

@@ -147,10 +147,8 @@ torch_randperm <- function(n, dtype = torch_int64(), layout = NULL, device = NUL
 
 #' @rdname creation
 #' @export
-# nolint start: cyclocomp_linter.
 torch_arange <- function(start, end, step = 1L, dtype = NULL, layout = NULL, device = NULL,
                          requires_grad = FALSE) {
-  # nolint end
   if (missing(end)) {
     end <- start
     start <- 1L

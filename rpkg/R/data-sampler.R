@@ -148,7 +148,7 @@ RandomSampler <- sampler( # nolint: object_name_linter. (R torch's name)
   )
 )
 
-BatchSampler <- sampler( # nolint: object_name_linter, cyclocomp_linter. (R torch's name)
+BatchSampler <- sampler( # nolint: object_name_linter. (R torch's name)
   name = "utils_sampler_batch",
   initialize = function(sampler, batch_size, drop_last) {
     check_sampler_arg(sampler, "sampler")

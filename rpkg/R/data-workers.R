@@ -37,7 +37,7 @@ check_workers_available <- function() {
 
 # The fields of a dataset (public, private, one level into lists and nested datasets) that hold
 # tensors: each is copied into every worker, which R torch warns about, and so do we.
-dataset_tensor_fields <- function(x, prefix = "", depth = 0L) { # nolint: cyclocomp_linter.
+dataset_tensor_fields <- function(x, prefix = "", depth = 0L) {
   if (is_torch_tensor(x)) {
     return(prefix)
   }
@@ -187,7 +187,7 @@ worker_pool_start <- function(n, fetch, init_fn, globals, packages, timeout) {
 worker_package_name <- function() environmentName(topenv())
 
 # Waits for worker i's message: its result, or an error raised here (class runtime_error).
-worker_wait <- function(pool, i, doing, timeout) { # nolint: cyclocomp_linter.
+worker_wait <- function(pool, i, doing, timeout) {
   session <- pool$sessions[[i]]
   repeat {
     if (session$poll_process(timeout) == "timeout") {

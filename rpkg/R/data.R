@@ -338,7 +338,7 @@ dataloader <- function(dataset, batch_size = 1, shuffle = FALSE, sampler = NULL,
                  worker_globals = worker_globals, worker_packages = worker_packages)
 }
 
-DataLoader <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter. (R torch's name)
+DataLoader <- R6::R6Class( # nolint: object_name_linter. (R torch's name)
   classname = "dataloader",
   lock_objects = FALSE,
   public = list(
@@ -435,7 +435,6 @@ default_sampler <- function(dataset, kind, shuffle) {
 
 # dataloader()'s batching arguments, checked with PyTorch's rules (which R torch leaves
 # unchecked); a batch_sampler makes batch_size NULL, as in PyTorch.
-# nolint start: cyclocomp_linter. (one check per argument)
 check_batching_args <- function(kind, batch_size, shuffle, sampler, batch_sampler, drop_last) {
   batch_size <- int_arg(batch_size, "batch_size", null_ok = TRUE)
   if (!is.null(batch_size) && batch_size < 1L) {
@@ -495,7 +494,6 @@ check_worker_args <- function(kind, num_workers, timeout, worker_init_fn, worker
        worker_init_fn = worker_init_fn, worker_globals = worker_globals,
        worker_packages = worker_packages)
 }
-# nolint end
 
 check_sampler_arg <- function(x, name) {
   if (!is.null(x) && !inherits(x, "utils_sampler")) {
@@ -659,7 +657,7 @@ iterable_fetcher <- function(dataset, auto_collation, collate_fn, drop_last) {
 }
 
 # R torch's collation of a list of items into a batch.
-default_collate <- function(batch) { # nolint: cyclocomp_linter. (one branch per kind)
+default_collate <- function(batch) {
   elem <- batch[[1L]]
   if (is_torch_tensor(elem)) {
     return(torch_stack(batch, dim = 1L))

@@ -3,7 +3,7 @@ NULL
 
 # The distributions of R torch's article and tests, each as torch.distributions computes it.
 
-Normal <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Normal <- R6::R6Class( # nolint: object_name_linter.
   "torch_Normal",
   inherit = ExponentialFamily,
   lock_objects = FALSE,
@@ -61,7 +61,7 @@ Normal <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
   )
 )
 
-Bernoulli <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Bernoulli <- R6::R6Class( # nolint: object_name_linter.
   "torch_Bernoulli",
   inherit = ExponentialFamily,
   lock_objects = FALSE,
@@ -137,7 +137,7 @@ Bernoulli <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
   )
 )
 
-Categorical <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Categorical <- R6::R6Class( # nolint: object_name_linter.
   "torch_Categorical",
   inherit = Distribution,
   lock_objects = FALSE,
@@ -230,7 +230,7 @@ Categorical <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
   )
 )
 
-Gamma <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Gamma <- R6::R6Class( # nolint: object_name_linter.
   "torch_Gamma",
   inherit = ExponentialFamily,
   lock_objects = FALSE,
@@ -287,7 +287,7 @@ Gamma <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
   )
 )
 
-Chi2 <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Chi2 <- R6::R6Class( # nolint: object_name_linter.
   "torch_Chi2",
   inherit = Gamma,
   lock_objects = FALSE,
@@ -309,7 +309,7 @@ Chi2 <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
   )
 )
 
-Poisson <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Poisson <- R6::R6Class( # nolint: object_name_linter.
   "torch_Poisson",
   inherit = ExponentialFamily,
   lock_objects = FALSE,
@@ -361,7 +361,7 @@ precision_to_scale_tril <- function(p) {
   torch_linalg_solve_triangular(l_inv, id, upper = FALSE)
 }
 
-MultivariateNormal <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+MultivariateNormal <- R6::R6Class( # nolint: object_name_linter.
   "torch_MultivariateNormal",
   inherit = Distribution,
   lock_objects = FALSE,
@@ -465,7 +465,7 @@ MultivariateNormal <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linte
   )
 )
 
-MixtureSameFamily <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+MixtureSameFamily <- R6::R6Class( # nolint: object_name_linter.
   "torch_MixtureSameFamily",
   inherit = Distribution,
   lock_objects = FALSE,

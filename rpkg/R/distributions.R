@@ -257,7 +257,7 @@ constraint_integer_interval <- .IntegerInterval
 
 # ---- base classes ----------------------------------------------------------------------------
 
-Distribution <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+Distribution <- R6::R6Class( # nolint: object_name_linter.
   "torch_Distribution",
   lock_objects = FALSE,
   public = list(

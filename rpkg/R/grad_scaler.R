@@ -382,7 +382,7 @@ python_optimizer_params <- function(scaler_state, optimizer) {
 
 # The R6 generator of the scaler objects (class "AmpGradScaler"): each method one call into the
 # core (rpkg/src/amp.cpp); R converts arguments and holds nothing else.
-grad_scaler_class <- R6::R6Class("AmpGradScaler", # nolint: cyclocomp_linter.
+grad_scaler_class <- R6::R6Class("AmpGradScaler",
   cloneable = FALSE,
   public = list(
     initialize = function(ptr, call = NULL) {
@@ -540,7 +540,7 @@ state_to_core <- function(state, call = NULL) {
   Map(function(value, key) state_value(value, key, call), state, keys)
 }
 
-state_value <- function(value, key, call) { # nolint: cyclocomp_linter.
+state_value <- function(value, key, call) {
   if (is_torch_tensor(value) && length(value) == 1L) {
     return(value$item())
   }

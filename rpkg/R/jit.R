@@ -114,9 +114,7 @@ jit_trace <- function(func, ..., strict = TRUE, respect_mode = TRUE) {
 
 #' @rdname jit_trace
 #' @export
-# nolint start: cyclocomp_linter.
 jit_trace_module <- function(mod, ..., strict = TRUE, respect_mode = TRUE) {
-# nolint end
   inputs <- list(...)
   if (!is_nn_module(mod)) {
     abort(sprintf("`mod` must be an nn_module instance, got %s.", describe(mod)),
@@ -272,7 +270,7 @@ print.script_method_graph <- function(x, ...) {
 # An nn_module over a torch::jit::Module: its parameters, buffers and submodules are read from
 # (and registered into) the TorchScript module; forward() is the module's `forward` method, or
 # `trainforward` / `evalforward` by the current mode (a module traced with respect_mode).
-nn_ScriptModule <- R6::R6Class( # nolint: object_name_linter, cyclocomp_linter.
+nn_ScriptModule <- R6::R6Class( # nolint: object_name_linter.
   classname = "nn_ScriptModule",
   inherit = nn_Module,
   lock_objects = FALSE,

@@ -64,7 +64,7 @@ NULL
 #' sched3$get_last_lr()
 NULL
 
-# nolint start: object_name_linter, cyclocomp_linter.
+# nolint start: object_name_linter.
 LRScheduler <- R6::R6Class(
   "lr_scheduler",
   lock_objects = FALSE,

@@ -42,7 +42,7 @@ check_mha_tensor <- function(x, name, null_ok = FALSE) {
   }
 }
 
-check_dropout_p <- function(p, name) { # nolint: cyclocomp_linter.
+check_dropout_p <- function(p, name) {
   if (!is.numeric(p) || length(p) != 1L || is.na(p) || p < 0 || p > 1) {
     abort(sprintf("`%s` must be a probability (a number between 0 and 1), got %s.", name,
                   describe(p)), class = "value_error")

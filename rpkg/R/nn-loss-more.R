@@ -407,7 +407,7 @@ check_adaptive_input <- function(input, target) {
 #' out$loss
 #' asm$log_prob(x)$exp()$sum(dim = 2) # each row sums to 1
 #' asm$predict(x)
-nn_adaptive_log_softmax_with_loss <- nn_module( # nolint: cyclocomp_linter. (its methods together)
+nn_adaptive_log_softmax_with_loss <- nn_module(
   "nn_adaptive_log_softmax_with_loss",
   initialize = function(in_features, n_classes, cutoffs, div_value = 4, head_bias = FALSE) {
     in_features <- whole_number(in_features, "in_features")

@@ -49,7 +49,7 @@ nn_buffer <- function(x, persistent = TRUE) {
 #' @export
 is_nn_buffer <- function(x) inherits(x, "nn_buffer")
 
-# nolint start: object_name_linter, cyclocomp_linter. (R torch's name; one R6 class)
+# nolint start: object_name_linter. (R torch's name; one R6 class)
 nn_Module <- R6::R6Class(
   classname = "nn_Module",
   lock_objects = FALSE,

@@ -266,7 +266,7 @@ rnn_positive_size <- function(x, name) {
   x
 }
 
-# nolint start: object_usage_linter, cyclocomp_linter. (R6 methods: `self`, `super`)
+# nolint start: object_usage_linter. (R6 methods: `self`, `super`)
 nn_rnn_base <- nn_module(
   "nn_rnn_base",
   initialize = function(mode, input_size, hidden_size, num_layers = 1, bias = TRUE,

@@ -53,7 +53,7 @@
 #' opt$param_groups[[1]]$lr <- 0.001
 NULL
 
-# nolint start: object_name_linter, cyclocomp_linter. (R torch's class name)
+# nolint start: object_name_linter. (R torch's class name)
 OptimizerIgnite <- R6::R6Class(
   c("OptimizerIgnite", "torch_optimizer"),
   lock_objects = FALSE,

@@ -87,9 +87,7 @@ py_scalar <- function(x) if (is_torch_tensor(x)) x$item() else x
 # `t` along the direction `d` from `x`. `obj_func(x, t, d)` returns list(loss at x + t d (a
 # number), gradient there (a flat tensor)); `f`, `g` and `gtd` are the loss, gradient and
 # directional derivative at `x`. Returns list(f_new, g_new, t, ls_func_evals).
-# nolint start: cyclocomp_linter. (PyTorch's _strong_wolfe, one function as there)
 .strong_wolfe <- function(obj_func, x, t, d, f, g, gtd, c1 = 1e-4, c2 = 0.9,
-# nolint end
                           tolerance_change = 1e-9, max_ls = 25) {
   d_norm <- d$abs()$max()
   g <- g$clone(memory_format = torch_contiguous_format())
@@ -217,7 +215,7 @@ py_scalar <- function(x) if (is_torch_tensor(x)) x$item() else x
   list(bracket_f[[low]], bracket_g[[low]], bracket[[low]], ls_func_evals)
 }
 
-# nolint start: object_name_linter, object_usage_linter, cyclocomp_linter.
+# nolint start: object_name_linter, object_usage_linter.
 OptimLbfgs <- R6::R6Class(
   "optim_lbfgs",
   inherit = Optimizer,

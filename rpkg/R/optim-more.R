@@ -145,9 +145,7 @@ OptimAdadelta <- new_optimizer("optim_adadelta", adadelta_update)
 
 #' @rdname optim_more
 #' @export
-# nolint start: cyclocomp_linter. (argument checks, one per argument)
 optim_adadelta <- optimizer_generator(function(params, lr = 1.0, rho = 0.9, eps = 1e-6,
-# nolint end
                                                weight_decay = 0, maximize = FALSE) {
   if (!is.numeric(rho) || length(rho) != 1L || is.na(rho) || rho < 0 || rho > 1) {
     abort(sprintf("`rho` must be a number in [0, 1], got %s.", describe(rho)),

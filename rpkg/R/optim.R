@@ -46,7 +46,7 @@
 #' names(opt$state_dict())
 NULL
 
-# nolint start: object_name_linter, cyclocomp_linter.
+# nolint start: object_name_linter.
 Optimizer <- R6::R6Class(
   "torch_optimizer",
   lock_objects = FALSE,

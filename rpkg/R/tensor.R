@@ -421,7 +421,7 @@ new_sized <- function(name) {
   }
 }
 
-written_methods <- list( # nolint: cyclocomp_linter.
+written_methods <- list(
   size = function(self, dim) {
     shape <- meta(self, "shape")
     if (missing(dim)) {

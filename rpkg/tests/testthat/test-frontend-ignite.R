@@ -5,7 +5,7 @@
 
 # libtorch's C++ rule for each kind, one parameter `p` (a detached copy, updated in place) with
 # gradient `g` and state `s` (NULL: none yet); each returns the state updated.
-libtorch_rules <- list( # nolint: cyclocomp_linter. (the five rules together)
+libtorch_rules <- list(
   adam = function(o, p, g, s, decoupled = FALSE) {
     if (decoupled && o$weight_decay != 0) p$mul_(1 - o$lr * o$weight_decay)
     if (is.null(s)) {
