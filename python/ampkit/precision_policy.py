@@ -440,7 +440,8 @@ def resolve_rules(names: Sequence[str], types: Sequence[Sequence[str]],
             _check_autocast(key, device_type, dtype)
         hits = [i for i, name in enumerate(names) if match(name, types[i])]
         if not hits:
-            shown = ", ".join(repr(n) for n in names[:12])
+            # the model itself is named '' in named_modules(): say so, as a bare '' reads as a slip
+            shown = ", ".join(repr(n) if n else "'' (the model)" for n in names[:12])
             more = f", ... ({len(names)} in all)" if len(names) > 12 else ""
             raise _C.ArgumentError(
                 f"precision_policy: rule {_rule_text(key)} matches no module of the model; its "
