@@ -57,6 +57,12 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype)[6:]
 
 
+def _module_name(name: str) -> str:
+    """A module's name in messages: named_modules() names the model itself '', which a message
+    would show as a slip."""
+    return name or "(the model)"
+
+
 @dataclasses.dataclass(frozen=True)
 class ModuleType:
     """A module type in a rule of :func:`resolve_rules`, by its name: a rule keyed by it
@@ -241,7 +247,7 @@ class PrecisionPolicy:
                 other = _ACTIVE.get(module)
                 if other is not None:
                     raise _C.StateError(
-                        f"precision_policy: module {name or '(the model)'!r} already has a "
+                        f"precision_policy: module {_module_name(name)!r} already has a "
                         f"precision policy ({other!r}); remove it first (handle.remove()), "
                         "or put both sets of rules in one policy.")
             try:
@@ -290,7 +296,7 @@ class PrecisionPolicy:
 
     def __repr__(self) -> str:
         state = "" if self.active else " (removed)"
-        inner = ", ".join(f"{name or '(the model)'}: {dtype}"
+        inner = ", ".join(f"{_module_name(name)}: {dtype}"
                           for name, dtype in self.modules.items())
         return f"<ampkit.precision_policy{state} on {self.device_type!r}: {inner}>"
 
@@ -440,8 +446,7 @@ def resolve_rules(names: Sequence[str], types: Sequence[Sequence[str]],
             _check_autocast(key, device_type, dtype)
         hits = [i for i, name in enumerate(names) if match(name, types[i])]
         if not hits:
-            # the model itself is named '' in named_modules(): say so, as a bare '' reads as a slip
-            shown = ", ".join(repr(n) if n else "'' (the model)" for n in names[:12])
+            shown = ", ".join(repr(_module_name(n)) for n in names[:12])
             more = f", ... ({len(names)} in all)" if len(names) > 12 else ""
             raise _C.ArgumentError(
                 f"precision_policy: rule {_rule_text(key)} matches no module of the model; its "
@@ -452,7 +457,7 @@ def resolve_rules(names: Sequence[str], types: Sequence[Sequence[str]],
                 raise _C.ArgumentError(
                     f"precision_policy: rules {_rule_text(earlier[1])} "
                     f"({_dtype_name(earlier[0])}) and {_rule_text(key)} ({_dtype_name(dtype)}) "
-                    f"both claim module {names[i] or '(the model)'!r}; make them agree or "
+                    f"both claim module {_module_name(names[i])!r}; make them agree or "
                     "narrow one of them.")
             if earlier is None:
                 chosen[i] = (dtype, key)

@@ -304,7 +304,7 @@ def test_remove_restores_the_model_and_an_instance_forward_of_its_own():
 
 @pytest.mark.parametrize("rules,error,words", [
     ({"0": torch.float32, "encoder": torch.float32}, ampkit.ArgumentError,
-     ["'encoder'", "matches no module", "are '' (the model), '0', ", "'2.proj'"]),
+     ["'encoder'", "matches no module", "are '(the model)', '0', ", "'2.proj'"]),
     ({"0": torch.float64}, ampkit.ArgumentError, ["'0'", "torch.float64", "torch.float32"]),
     ({"0": "half"}, ampkit.ArgumentError, ["'0'", "'half'"]),
     ({torch.nn.Linear: torch.float32, "3": torch.bfloat16}, ampkit.ArgumentError,

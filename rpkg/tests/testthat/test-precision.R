@@ -124,7 +124,7 @@ test_that("bad rules are Python's errors, name the rule, and leave the model unt
   # the same message as Python's precision_policy on the same model
   err <- expect_error(precision_policy(model, c("0" = "float32", "encoder" = "float32")),
                       "rule 'encoder' matches no module", class = "ampkit_error")
-  expect_match(conditionMessage(err), "are '' (the model), '0', ", fixed = TRUE)
+  expect_match(conditionMessage(err), "are '(the model)', '0', ", fixed = TRUE)
   expect_identical(conditionMessage(err), python_error_message(
     ampkit_py$precision_policy(twin, list("0" = "float32", encoder = "float32"))))
   expect_error(precision_policy(model, c("0" = "double")), "rule '0' maps to 'double'",
